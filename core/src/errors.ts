@@ -1,0 +1,43 @@
+// One error class per failure family. Each carries the machine-readable `code`
+// the API puts in `{ "error": CODE, "message": TEXT }`, the HTTP status, and
+// `expose` (Koa's convention: may the message be shown to the caller?).
+
+export class FnhostError extends Error {
+  readonly code: string;
+  readonly status: number;
+  readonly expose: boolean;
+  constructor(code: string, status: number, message: string, options?: { cause?: unknown; expose?: boolean }) {
+    super(message, options?.cause === undefined ? undefined : { cause: options.cause });
+    this.name = new.target.name;
+    this.code = code;
+    this.status = status;
+    this.expose = options?.expose ?? status < 500;
+  }
+}
+
+/** Bad input: the message names the bad value and the rule. */
+export class ValidationError extends FnhostError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('invalid_argument', 400, message, options);
+  }
+}
+
+export class NotFoundError extends FnhostError {
+  constructor(message: string) {
+    super('not_found', 404, message);
+  }
+}
+
+/** A name that is taken, or a change that conflicts with the current state. */
+export class ConflictError extends FnhostError {
+  constructor(message: string) {
+    super('conflict', 409, message);
+  }
+}
+
+/** A store (SQLite, MongoDB) failed; the message is not shown to callers. */
+export class StoreError extends FnhostError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('store_unavailable', 503, message, { ...options, expose: false });
+  }
+}

@@ -1,0 +1,10 @@
+// @fnhost/core: the model, validation and the store and executor seams.
+export * from './model.ts';
+export * from './errors.ts';
+export * from './ids.ts';
+export * from './status.ts';
+export * from './validation.ts';
+export * from './cron.ts';
+export * as limits from './limits.ts';
+export type * from './stores.ts';
+export type * from './executor.ts';

@@ -1,0 +1,36 @@
+// Every input has a size limit. These are the platform's documented limits
+// (README "Limits"); the gateway, the CLI and the CRD schema all use them.
+
+/** Function names are DNS-1123 labels this long at most, so owned Kubernetes names (`fn-<name>-cron`) fit the 52-character CronJob limit. */
+export const MAX_FUNCTION_NAME_LENGTH = 40;
+/** Module source size: below the 1 MiB a ConfigMap can hold, with room for metadata. */
+export const MAX_CODE_BYTES = 512 * 1024;
+/** Invocation request body. */
+export const MAX_INVOKE_BODY_BYTES = 6 * 1024 * 1024;
+/** Management API JSON bodies (code is the largest field). */
+export const MAX_API_BODY_BYTES = 1024 * 1024;
+
+export const DEFAULT_TIMEOUT_SECONDS = 30;
+/** The platform maximum; a setting (FNHOST_MAX_TIMEOUT_SECONDS) may lower it. */
+export const MAX_TIMEOUT_SECONDS = 900;
+export const DEFAULT_MEMORY_MIB = 128;
+export const MIN_MEMORY_MIB = 32;
+export const MAX_MEMORY_MIB = 4096;
+
+export const DEFAULT_LOG_PAGE_LIMIT = 50;
+export const MAX_LOG_PAGE_LIMIT = 1000;
+export const MAX_RETENTION_DAYS = 3650;
+export const MAX_RETENTION_COUNT = 10_000_000;
+
+export const MAX_ENV_VARS = 100;
+export const MAX_ENV_VALUE_BYTES = 32 * 1024;
+export const MAX_ROUTES = 50;
+export const MAX_ROUTE_LENGTH = 256;
+
+export const MAX_KV_KEY_BYTES = 512;
+export const MAX_KV_VALUE_BYTES = 256 * 1024;
+/** A KV TTL is a positive integer of seconds, at most a year. */
+export const MAX_KV_TTL_SECONDS = 365 * 24 * 3600;
+export const MAX_KV_LIST_KEYS = 1000;
+
+export const MAX_POLICY_PATTERNS = 500;

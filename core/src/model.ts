@@ -1,0 +1,108 @@
+// The fnhost domain model, shared by the gateway, the operator and the CLI.
+// Field names of records that leave the process (logs, functions) follow the
+// spec: snake_case for records, camelCase for the pagination object.
+
+/** How long or how many execution logs a function keeps. `none` keeps all. */
+export type RetentionPolicy =
+  | { type: 'none' }
+  | { type: 'time'; days: number }
+  | { type: 'count'; count: number };
+
+/** A 5-field cron schedule. Disabling keeps the expression so it can be shown and re-enabled. */
+export interface Schedule {
+  cron: string;
+  /** IANA time zone the cron fields are read in; UTC unless the user names one. */
+  timezone: string;
+  enabled: boolean;
+}
+
+/** What started an execution. */
+export type Trigger = 'http' | 'schedule' | 'test';
+
+/** A stored function, as the stores keep it. */
+export interface FunctionRecord {
+  /** UUID; the `{functionId}` of `/invoke/{functionId}`. */
+  function_id: string;
+  /** Short name, a DNS-1123 label (see validation.ts). Unique per namespace. */
+  name: string;
+  /** Kubernetes namespace in cluster mode; `default` on one machine. */
+  namespace: string;
+  /** The module source (ESM or CommonJS). */
+  code: string;
+  env: Record<string, string>;
+  /** Route patterns such as `/users/:userId` that fill `req.params`. */
+  routes: string[];
+  timeout_seconds: number;
+  memory_mib: number;
+  active: boolean;
+  retention: RetentionPolicy;
+  /** null when no schedule was ever set. */
+  schedule: Schedule | null;
+  /** ISO 8601 UTC with milliseconds and `Z`. */
+  created_at: string;
+  updated_at: string;
+}
+
+/** One execution log record, exactly the spec's fields plus the trigger. */
+export interface ExecutionLog {
+  /** `log_` followed by characters (see ids.ts). */
+  id: string;
+  function_id: string;
+  status_code: number;
+  /** Integer milliseconds from the request reaching the gateway to the response ending. */
+  execution_time_ms: number;
+  error_message: string | null;
+  /** ISO 8601 UTC with milliseconds and `Z`: when the execution started. */
+  executed_at: string;
+  trigger: Trigger;
+}
+
+export type StatusFilter = 'all' | 'success' | 'error';
+
+export interface LogQuery {
+  status: StatusFilter;
+  /** Page size, 1..MAX_LOG_PAGE_LIMIT. */
+  limit: number;
+  /** 1-based page number. */
+  page: number;
+}
+
+/** The spec's pagination object. */
+export interface Pagination {
+  currentPage: number;
+  totalPages: number;
+  totalCount: number;
+  hasNextPage: boolean;
+  hasPrevPage: boolean;
+}
+
+/** The spec's log list object: newest first. */
+export interface LogPage {
+  logs: ExecutionLog[];
+  pagination: Pagination;
+}
+
+/** Administrator-set outbound rules, enforced by the runtime's `fetch`. */
+export interface NetworkPolicy {
+  /** What happens to a host no rule names. */
+  default: 'allow' | 'deny';
+  /** Host patterns: `example.com`, `*.example.com`, an IP, or a CIDR such as `10.0.0.0/8`. */
+  allow: string[];
+  deny: string[];
+}
+
+/** A policy scope: the global one (`null` function) or one function's overrides. */
+export interface NetworkPolicyScope {
+  function_id: string | null;
+}
+
+export interface NetworkPolicyChange {
+  id: string;
+  /** `global` or a function id. */
+  scope: string;
+  /** Who made the change (the admin identity; never a token). */
+  actor: string;
+  at: string;
+  before: NetworkPolicy | null;
+  after: NetworkPolicy | null;
+}

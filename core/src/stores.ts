@@ -1,0 +1,91 @@
+import type {
+  ExecutionLog, FunctionRecord, LogPage, LogQuery, NetworkPolicy, NetworkPolicyChange, RetentionPolicy,
+} from './model.ts';
+
+// The storage seams. One machine implements them on node:sqlite
+// (core/src/store/sqlite/), a cluster on MongoDB (core/src/store/mongo/); in
+// cluster mode functions come from Function resources instead. One contract
+// suite (test/core/store-contract.ts) runs against every implementation.
+//
+// Times are passed in (`now`, ms since epoch) so tests control the clock.
+
+export interface FunctionStore {
+  /** Throws ConflictError when (namespace, name) or function_id is taken. */
+  create(fn: FunctionRecord): Promise<void>;
+  get(functionId: string): Promise<FunctionRecord | null>;
+  getByName(namespace: string, name: string): Promise<FunctionRecord | null>;
+  /** Sorted by name; all namespaces when none is given. */
+  list(namespace?: string): Promise<FunctionRecord[]>;
+  /** Replaces the stored record; throws NotFoundError when it is gone. */
+  update(fn: FunctionRecord): Promise<void>;
+  delete(functionId: string): Promise<boolean>;
+}
+
+/** A log record as stored: `expires_at` (ms) is when time retention lets it go, null otherwise. */
+export interface StoredLog extends ExecutionLog {
+  expires_at: number | null;
+}
+
+export interface LogStore {
+  /** Stores a batch (the gateway's writer batches off the request path). */
+  insert(records: StoredLog[]): Promise<void>;
+  /**
+   * One function's logs, newest first by executed_at; records with the same
+   * executed_at come newest-inserted first, so the order is deterministic.
+   * The retention policy is applied as a read filter, so nothing it no longer
+   * keeps ever shows, even before enforceRetention runs: type time hides
+   * records older than `now - days`; type count shows only the `count` newest
+   * (the status filter applies within those). totalCount counts the same set.
+   */
+  list(functionId: string, query: LogQuery, retention: RetentionPolicy, now: number): Promise<LogPage>;
+  /**
+   * Applies a (new or unchanged) policy to stored records: rewrites expires_at
+   * for type time (null for the others) and deletes what the policy no longer
+   * keeps. Returns how many records were deleted.
+   */
+  applyRetention(functionId: string, retention: RetentionPolicy, now: number): Promise<number>;
+  /** Removes every record of a deleted function. */
+  deleteFunction(functionId: string): Promise<number>;
+}
+
+/** Total executions ever; never derived from the log count, never lowered by retention. */
+export interface CounterStore {
+  /** Adds to several functions' counters at once (the writer batches these too). */
+  add(increments: ReadonlyMap<string, number>): Promise<void>;
+  get(functionId: string): Promise<number>;
+  delete(functionId: string): Promise<void>;
+}
+
+/** One namespace per function. Values are JSON text; the store does not parse them. */
+export interface KvStore {
+  get(namespace: string, key: string, now: number): Promise<string | undefined>;
+  /** ttlSeconds null keeps the key until deleted. */
+  set(namespace: string, key: string, json: string, ttlSeconds: number | null, now: number): Promise<void>;
+  has(namespace: string, key: string, now: number): Promise<boolean>;
+  delete(namespace: string, key: string): Promise<boolean>;
+  /** Live keys starting with prefix, sorted, at most `limit`. */
+  list(namespace: string, prefix: string, limit: number, now: number): Promise<string[]>;
+  /** Physically removes expired keys (reads already hide them). Returns how many. */
+  sweep(now: number): Promise<number>;
+  deleteNamespace(namespace: string): Promise<void>;
+}
+
+/** `global`, or a function id for that function's own rules. */
+export type PolicyScope = 'global' | (string & {});
+
+export interface PolicyStore {
+  get(scope: PolicyScope): Promise<NetworkPolicy | null>;
+  /** Sets (or with null removes) a scope's policy and records the change. */
+  set(scope: PolicyScope, policy: NetworkPolicy | null, actor: string, now: number): Promise<NetworkPolicyChange>;
+  /** Newest first. */
+  changes(limit: number): Promise<NetworkPolicyChange[]>;
+}
+
+export interface Stores {
+  functions: FunctionStore;
+  logs: LogStore;
+  counters: CounterStore;
+  kv: KvStore;
+  policies: PolicyStore;
+  close(): Promise<void>;
+}
