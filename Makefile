@@ -32,3 +32,6 @@ test: install typecheck test-unit test-integration
 
 clean:
 	rm -rf node_modules */node_modules .fnhost test-output
+
+# Area fragments (targets of the cluster harness and others) live beside their code.
+-include test/cluster/cluster.mk
