@@ -6,18 +6,40 @@ SHELL := /bin/bash
 NPM   ?= npm
 BIN   := node_modules/.bin
 
-.PHONY: start test test-unit test-integration typecheck install clean
+# Debian packages the test suites drive for real: tmux (the CLI's interactive
+# pager) and chromium (the admin panel's browser tests).
+TEST_SYSTEM_PACKAGES := tmux chromium
 
-# node_modules is rebuilt when the lock file changes.
-node_modules/.installed: package.json package-lock.json core/package.json runtime-image/package.json gateway/package.json operator/package.json cli/package.json
-	@command -v $(NPM) >/dev/null || { echo "npm is required (any Node >= 18 can install; fnhost itself runs on the Node 24 it installs)"; exit 1; }
+.PHONY: start test test-unit test-integration typecheck install admin system-deps clean
+
+# node_modules is rebuilt when a manifest or the lock file changes.
+node_modules/.installed: package.json package-lock.json core/package.json runtime-image/package.json gateway/package.json operator/package.json cli/package.json admin/package.json
+	@command -v $(NPM) >/dev/null || { echo "error: npm is required to install fnhost (any Node >= 18; fnhost itself runs on the Node 24 it installs)"; exit 1; }
 	$(NPM) ci --no-audit --no-fund
 	@touch $@
 
 install: node_modules/.installed
 
-start: install
+# The admin panel's static build, served by the gateway at /admin.
+admin: install
+	@if [ -f admin/vite.config.ts ] || [ -f admin/vite.config.js ]; then $(NPM) run --silent build -w admin; fi
+
+start: install admin
 	$(NPM) run --silent start
+
+# Installs what the tests drive (as root on Debian), or names what is missing.
+system-deps:
+	@missing=""; \
+	command -v tmux >/dev/null || missing="$$missing tmux"; \
+	[ -x /usr/bin/chromium ] || missing="$$missing chromium"; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    echo "installing test packages:$$missing"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
+	  else \
+	    echo "error: the tests need these Debian packages:$$missing (run: sudo apt-get install$$missing)"; exit 1; \
+	  fi; \
+	fi
 
 typecheck: install
 	$(BIN)/tsc -p tsconfig.json
@@ -25,13 +47,13 @@ typecheck: install
 test-unit: install
 	$(NPM) run --silent test:unit
 
-test-integration: install
+test-integration: install admin system-deps
 	$(NPM) run --silent test:integration
 
-test: install typecheck test-unit test-integration
+test: typecheck test-unit test-integration
 
 clean:
-	rm -rf node_modules */node_modules .fnhost test-output
+	rm -rf node_modules */node_modules .fnhost test-output admin/dist
 
 # Area fragments (targets of the cluster harness and others) live beside their code.
 -include test/cluster/cluster.mk
