@@ -1,0 +1,73 @@
+import { createHash } from 'node:crypto';
+import { limits } from '@fnhost/core';
+import { functionIdOf, labelsFor, ownerReference } from '../names.ts';
+import type { FunctionResource, KubeObject, Settings } from '../types.ts';
+
+/** Metadata every owned object carries: labels and the controller owner reference. */
+export function ownedMeta(fn: FunctionResource, name: string, extraLabels: Record<string, string> = {}): KubeObject['metadata'] {
+  return {
+    name,
+    namespace: fn.metadata.namespace,
+    labels: { ...labelsFor(fn), ...extraLabels },
+    ownerReferences: [ownerReference(fn)],
+  };
+}
+
+/** The spec with every default the CRD schema applies, so builders never guess. */
+export interface EffectiveSpec {
+  functionId: string;
+  code: string;
+  routes: string[];
+  env: NonNullable<FunctionResource['spec']['env']>;
+  timeoutSeconds: number;
+  memoryMiB: number;
+  active: boolean;
+  replicas: number;
+  schedule: { cron: string; timezone: string; suspend: boolean } | null;
+}
+
+export function effectiveSpec(fn: FunctionResource): EffectiveSpec {
+  const s = fn.spec;
+  return {
+    functionId: functionIdOf(fn),
+    code: s.code,
+    routes: s.routes ?? [],
+    env: s.env ?? [],
+    timeoutSeconds: s.timeoutSeconds ?? limits.DEFAULT_TIMEOUT_SECONDS,
+    memoryMiB: s.memoryMiB ?? limits.DEFAULT_MEMORY_MIB,
+    active: s.active ?? true,
+    replicas: s.replicas ?? 1,
+    schedule: s.schedule ? { cron: s.schedule.cron, timezone: s.schedule.timezone ?? 'UTC', suspend: s.schedule.suspend ?? false } : null,
+  };
+}
+
+/**
+ * What the running pod depends on besides its own spec: the code (mounted from
+ * a ConfigMap, which the runtime reads once) and the env and token key. A
+ * change of this hash changes the pod template, so the Deployment rolls.
+ */
+export function configHash(fn: FunctionResource, settings: Settings): string {
+  const e = effectiveSpec(fn);
+  return createHash('sha256')
+    .update(JSON.stringify({ code: e.code, env: e.env, routes: e.routes, tokenKey: createHash('sha256').update(settings.tokenKey).digest('hex') }))
+    .digest('hex')
+    .slice(0, 32);
+}
+
+/** Security context shared by the runtime and the schedule job. */
+export function podSecurityContext(settings: Settings) {
+  return {
+    runAsNonRoot: true,
+    runAsUser: settings.runAsUser,
+    runAsGroup: settings.runAsUser,
+    seccompProfile: { type: 'RuntimeDefault' },
+  };
+}
+
+export function containerSecurityContext() {
+  return {
+    allowPrivilegeEscalation: false,
+    readOnlyRootFilesystem: true,
+    capabilities: { drop: ['ALL'] },
+  };
+}

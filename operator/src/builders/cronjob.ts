@@ -1,0 +1,76 @@
+import { ownedNames } from '../names.ts';
+import type { FunctionResource, KubeObject, Settings } from '../types.ts';
+import { containerSecurityContext, effectiveSpec, ownedMeta, podSecurityContext } from './common.ts';
+import { SCHEDULE_TOKEN_KEY } from './secret.ts';
+
+/** The header the gateway checks to accept a scheduled trigger (docs/operator.md). */
+export const SCHEDULE_TOKEN_HEADER = 'x-fnhost-schedule-token';
+
+// The job's whole program, run by the runtime image's own node: no extra image.
+// It calls the gateway (so the run is logged like any other), prints the
+// outcome, and fails the Job when the gateway or the function did not answer 2xx.
+export const INVOKE_SCRIPT = [
+  "const url = process.env.FNHOST_INVOKE_URL;",
+  "const timeout = Number(process.env.FNHOST_INVOKE_TIMEOUT_MS);",
+  "fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', 'x-fnhost-schedule-token': process.env.FNHOST_SCHEDULE_TOKEN }, body: '{}', signal: AbortSignal.timeout(timeout) })",
+  "  .then(async (res) => { const body = (await res.text()).slice(0, 500); console.log(JSON.stringify({ msg: 'scheduled invocation', url, status: res.status, body })); process.exitCode = res.ok ? 0 : 1; })",
+  "  .catch((err) => { console.error(JSON.stringify({ msg: 'scheduled invocation failed', url, error: String(err && err.message || err) })); process.exitCode = 1; });",
+].join('\n');
+
+/** null when the Function has no schedule: the CronJob must not exist. */
+export function cronJobFor(fn: FunctionResource, settings: Settings): KubeObject | null {
+  const e = effectiveSpec(fn);
+  if (!e.schedule) return null;
+  const names = ownedNames(fn.metadata.name);
+  const invokeUrl = `${settings.gatewayUrl}/invoke/${e.functionId}`;
+  return {
+    apiVersion: 'batch/v1',
+    kind: 'CronJob',
+    metadata: ownedMeta(fn, names.cronJob),
+    spec: {
+      schedule: e.schedule.cron,
+      timeZone: e.schedule.timezone,
+      // A run still going when the next is due is not doubled up.
+      concurrencyPolicy: 'Forbid',
+      // After an outage a missed run still starts within 5 minutes, never later,
+      // and the CronJob controller never gives up on "too many missed starts".
+      startingDeadlineSeconds: 300,
+      suspend: e.schedule.suspend || !e.active,
+      successfulJobsHistoryLimit: 1,
+      failedJobsHistoryLimit: 3,
+      jobTemplate: {
+        metadata: { labels: ownedMeta(fn, names.cronJob).labels },
+        spec: {
+          // At most once per tick: retrying could run a non-idempotent handler twice.
+          backoffLimit: 0,
+          activeDeadlineSeconds: e.timeoutSeconds + 60,
+          ttlSecondsAfterFinished: 3600,
+          template: {
+            metadata: { labels: { ...ownedMeta(fn, names.cronJob).labels, 'fnhost.dev/role': 'schedule' } },
+            spec: {
+              restartPolicy: 'Never',
+              automountServiceAccountToken: false,
+              enableServiceLinks: false,
+              securityContext: podSecurityContext(settings),
+              containers: [
+                {
+                  name: 'invoke',
+                  image: settings.runtimeImage,
+                  imagePullPolicy: settings.imagePullPolicy,
+                  command: ['node', '-e', INVOKE_SCRIPT],
+                  env: [
+                    { name: 'FNHOST_INVOKE_URL', value: invokeUrl },
+                    { name: 'FNHOST_INVOKE_TIMEOUT_MS', value: String((e.timeoutSeconds + 30) * 1000) },
+                    { name: 'FNHOST_SCHEDULE_TOKEN', valueFrom: { secretKeyRef: { name: names.secret, key: SCHEDULE_TOKEN_KEY } } },
+                  ],
+                  resources: { requests: { cpu: '10m', memory: '96Mi' }, limits: { memory: '96Mi' } },
+                  securityContext: containerSecurityContext(),
+                },
+              ],
+            },
+          },
+        },
+      },
+    },
+  };
+}

@@ -1,0 +1,94 @@
+import { ownedNames, selectorFor, ANNOTATION_CONFIG_HASH } from '../names.ts';
+import type { FunctionResource, KubeObject, Settings } from '../types.ts';
+import { configHash, containerSecurityContext, effectiveSpec, ownedMeta, podSecurityContext } from './common.ts';
+import { CODE_FILE_NAME } from './configmap.ts';
+import { RUNTIME_TOKEN_KEY } from './secret.ts';
+
+export const RUNTIME_PORT = 8080;
+export const CODE_MOUNT_PATH = '/fnhost/function';
+export const TMP_SIZE_LIMIT = '64Mi';
+
+/** Container memory limit: the handler's heap (memoryMiB) plus the runtime's own overhead. */
+export function memoryLimitMiB(memoryMiB: number, settings: Settings): number {
+  return memoryMiB + settings.runtimeOverheadMiB;
+}
+
+/** The runtime's contract (docs/internal-protocol.md) first, then the function's own env. */
+export function runtimeEnv(fn: FunctionResource, settings: Settings) {
+  const e = effectiveSpec(fn);
+  const names = ownedNames(fn.metadata.name);
+  return [
+    { name: 'PORT', value: String(RUNTIME_PORT) },
+    { name: 'HOST', value: '0.0.0.0' },
+    { name: 'FNHOST_FUNCTION_FILE', value: `${CODE_MOUNT_PATH}/${CODE_FILE_NAME}` },
+    { name: 'FNHOST_FUNCTION_ID', value: e.functionId },
+    { name: 'FNHOST_FUNCTION_NAME', value: fn.metadata.name },
+    { name: 'FNHOST_ROUTES', value: JSON.stringify(e.routes) },
+    { name: 'FNHOST_TIMEOUT_MS', value: String(e.timeoutSeconds * 1000) },
+    { name: 'FNHOST_MEMORY_MIB', value: String(e.memoryMiB) },
+    { name: 'FNHOST_GATEWAY_URL', value: settings.gatewayUrl },
+    { name: 'FNHOST_RUNTIME_TOKEN', valueFrom: { secretKeyRef: { name: names.secret, key: RUNTIME_TOKEN_KEY } } },
+    ...e.env.map((v) => (v.valueFrom ? { name: v.name, valueFrom: v.valueFrom } : { name: v.name, value: v.value ?? '' })),
+  ];
+}
+
+export function deploymentFor(fn: FunctionResource, settings: Settings): KubeObject {
+  const e = effectiveSpec(fn);
+  const names = ownedNames(fn.metadata.name);
+  const meta = ownedMeta(fn, names.deployment);
+  const limit = `${memoryLimitMiB(e.memoryMiB, settings)}Mi`;
+  return {
+    apiVersion: 'apps/v1',
+    kind: 'Deployment',
+    metadata: meta,
+    spec: {
+      // Inactive functions keep their Deployment (and its history) at zero pods.
+      replicas: e.active ? e.replicas : 0,
+      revisionHistoryLimit: 3,
+      selector: { matchLabels: selectorFor(fn) },
+      strategy: { type: 'RollingUpdate', rollingUpdate: { maxUnavailable: 0, maxSurge: 1 } },
+      template: {
+        metadata: {
+          labels: meta.labels,
+          annotations: { [ANNOTATION_CONFIG_HASH]: configHash(fn, settings) },
+        },
+        spec: {
+          automountServiceAccountToken: false,
+          enableServiceLinks: false,
+          securityContext: podSecurityContext(settings),
+          // Let an invocation that is running finish before the pod goes.
+          terminationGracePeriodSeconds: e.timeoutSeconds + 5,
+          containers: [
+            {
+              name: 'runtime',
+              image: settings.runtimeImage,
+              imagePullPolicy: settings.imagePullPolicy,
+              env: runtimeEnv(fn, settings),
+              ports: [{ name: 'http', containerPort: RUNTIME_PORT, protocol: 'TCP' }],
+              resources: {
+                requests: { cpu: settings.cpuRequest, memory: limit },
+                limits: { memory: limit },
+              },
+              securityContext: containerSecurityContext(),
+              // Readiness follows /healthz, which answers 503 while the module
+              // cannot load. Liveness only checks that the server accepts
+              // connections: restarting cannot fix user code, and would turn a
+              // load error into CrashLoopBackOff instead of a clear 500.
+              readinessProbe: { httpGet: { path: '/healthz', port: 'http' }, periodSeconds: 5, timeoutSeconds: 2, failureThreshold: 2 },
+              livenessProbe: { tcpSocket: { port: 'http' }, initialDelaySeconds: 5, periodSeconds: 10, timeoutSeconds: 3, failureThreshold: 3 },
+              startupProbe: { tcpSocket: { port: 'http' }, periodSeconds: 1, failureThreshold: 60 },
+              volumeMounts: [
+                { name: 'code', mountPath: CODE_MOUNT_PATH, readOnly: true },
+                { name: 'tmp', mountPath: '/tmp' },
+              ],
+            },
+          ],
+          volumes: [
+            { name: 'code', configMap: { name: names.configMap } },
+            { name: 'tmp', emptyDir: { sizeLimit: TMP_SIZE_LIMIT } },
+          ],
+        },
+      },
+    },
+  };
+}

@@ -1,0 +1,100 @@
+import type { AddressInfo } from 'node:net';
+import { KubeConfig } from '@kubernetes/client-node';
+import { systemClock } from './clock.ts';
+import { Controller, describe } from './controller.ts';
+import { startHttpServer } from './http.ts';
+import { KubeClient } from './kube.ts';
+import { LeaderElector } from './leader.ts';
+import { jsonLogger } from './log.ts';
+import { NoopLogCleaner } from './logcleaner.ts';
+import { Metrics } from './metrics.ts';
+import { Reconciler } from './reconciler.ts';
+import { SettingsError, loadSettings } from './settings.ts';
+import { makeCodeChecker } from './validate.ts';
+
+// node operator/src/main.ts — uses $KUBECONFIG, ~/.kube/config, or the
+// in-cluster service account, in that order (client-node's loadFromDefault).
+
+async function main(): Promise<void> {
+  let settings;
+  try {
+    settings = loadSettings();
+  } catch (err) {
+    if (err instanceof SettingsError) {
+      process.stderr.write(JSON.stringify({ time: new Date().toISOString(), level: 'error', msg: `invalid setting: ${err.message}` }) + '\n');
+      process.exit(2);
+    }
+    throw err;
+  }
+  const log = jsonLogger(settings.logLevel, { component: 'fnhost-operator', identity: settings.identity });
+  const metrics = new Metrics();
+  const kc = new KubeConfig();
+  kc.loadFromDefault();
+  const client = new KubeClient(kc, {
+    maxInFlight: settings.maxInFlight,
+    metrics: {
+      onResponse: (method, status) => metrics.inc('fnhost_operator_api_requests_total', 'API server requests by method and status.', { method, code: String(status) }),
+      onThrottled: () => metrics.inc('fnhost_operator_api_throttled_total', 'Requests the API server answered 429 (retried after a backoff).'),
+    },
+  });
+  metrics.gauge('fnhost_operator_api_inflight', 'API requests in flight.', () => client.inFlight);
+  const logCleaner = new NoopLogCleaner();
+  const reconciler = new Reconciler({ client, settings, codeChecker: makeCodeChecker(), logCleaner, clock: systemClock, log });
+  const controller = new Controller({ client, reconciler, clock: systemClock, log, metrics, workers: settings.workers, watchNamespace: settings.watchNamespace });
+  const elector = new LeaderElector(
+    client,
+    {
+      namespace: settings.leaseNamespace,
+      name: settings.leaseName,
+      identity: settings.identity,
+      leaseDurationSeconds: settings.leaseDurationSeconds,
+      renewDeadlineSeconds: settings.renewDeadlineSeconds,
+      retryPeriodSeconds: settings.retryPeriodSeconds,
+    },
+    systemClock,
+    log,
+  );
+  let leading = false;
+  metrics.gauge('fnhost_operator_leader', '1 while this replica holds the Lease.', () => (leading ? 1 : 0));
+  const server = await startHttpServer(settings.port, process.env.FNHOST_OPERATOR_HOST || '0.0.0.0', { ready: () => !leading || controller.synced, metrics });
+  log.info('operator started', {
+    port: (server.address() as AddressInfo).port,
+    image: settings.runtimeImage,
+    gatewayUrl: settings.gatewayUrl,
+    watchNamespace: settings.watchNamespace || '(all)',
+    leaderElection: settings.leaderElection,
+    logCleaner: logCleaner.name,
+    server: kc.getCurrentCluster()?.server,
+  });
+
+  let stopping = false;
+  const shutdown = async (signal: string, code = 0) => {
+    if (stopping) return;
+    stopping = true;
+    log.info('stopping', { signal });
+    await controller.stop().catch(() => {});
+    await elector.release();
+    server.close();
+    process.exit(code);
+  };
+  process.on('SIGTERM', () => void shutdown('SIGTERM'));
+  process.on('SIGINT', () => void shutdown('SIGINT'));
+
+  const lead = async () => {
+    leading = true;
+    await controller.start();
+  };
+  if (!settings.leaderElection) {
+    await lead();
+    return;
+  }
+  await elector.run(lead, (reason) => {
+    log.error('lost leadership; exiting so that a fresh process waits for the Lease', { reason });
+    void shutdown('leadership lost', 1);
+  });
+}
+
+main().catch((err) => {
+  process.stderr.write(JSON.stringify({ time: new Date().toISOString(), level: 'error', msg: 'operator failed', error: describe(err) }) + '\n');
+  process.exit(1);
+});

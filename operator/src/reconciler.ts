@@ -1,0 +1,181 @@
+import { configMapFor, cronJobFor, deploymentFor, secretFor, serviceFor, serviceUrl } from './builders/index.ts';
+import type { Clock } from './clock.ts';
+import { KubeClient, paths } from './kube.ts';
+import type { LogCleaner } from './logcleaner.ts';
+import type { Logger } from './log.ts';
+import { FIELD_MANAGER, FINALIZER, LABEL_FUNCTION, functionIdOf, ownedNames, splitKey } from './names.ts';
+import { desiredStatus, statusChanged } from './status.ts';
+import type { ReadyInput } from './status.ts';
+import type { FunctionResource, KubeObject, Settings } from './types.ts';
+import { checkSpec } from './validate.ts';
+import type { CodeChecker, SpecProblem } from './validate.ts';
+
+// reconcile(namespace/name) reads the Function as it is now and converges the
+// cluster on it: it never depends on what event caused the call, so calling
+// it twice, or after a crash half-way, is always safe (level-triggered).
+
+export interface ReconcileResult {
+  /** Look again after this long (a rollout in progress); undefined: wait for an event. */
+  requeueAfterMs?: number;
+  /** What the reconcile concluded, for logs and tests. */
+  outcome: string;
+}
+
+export interface ReconcilerDeps {
+  client: KubeClient;
+  settings: Settings;
+  codeChecker: CodeChecker;
+  logCleaner: LogCleaner;
+  clock: Clock;
+  log: Logger;
+}
+
+const PROGRESS_RECHECK_MS = 10_000;
+
+export function invokeUrl(settings: Settings, functionId: string): string {
+  return `${settings.publicUrl}/invoke/${functionId}`;
+}
+
+export class Reconciler {
+  readonly #d: ReconcilerDeps;
+  constructor(deps: ReconcilerDeps) {
+    this.#d = deps;
+  }
+
+  async reconcile(key: string): Promise<ReconcileResult> {
+    const { namespace, name } = splitKey(key);
+    const { client } = this.#d;
+    let fn = await client.getOrNull<FunctionResource>(paths.function(namespace, name));
+    if (!fn) return { outcome: 'gone' };
+
+    if (fn.metadata.deletionTimestamp) return this.#finalize(fn);
+
+    if (!(fn.metadata.finalizers ?? []).includes(FINALIZER)) {
+      // resourceVersion in the patch makes it conditional: a concurrent change gives 409 and a retry.
+      fn = await client.mergePatch<FunctionResource>(paths.function(namespace, name), {
+        metadata: { finalizers: [...(fn.metadata.finalizers ?? []), FINALIZER], resourceVersion: fn.metadata.resourceVersion },
+      });
+    }
+
+    const functionId = functionIdOf(fn);
+    const problem = this.#identityProblem(fn, functionId) ?? checkSpec(fn, this.#d.settings) ?? (await this.#d.codeChecker(fn.spec.code));
+    if (problem) {
+      // The last good objects keep running; nothing is retried until the spec changes.
+      await this.#writeStatus(fn, functionId, { status: 'False', reason: problem.reason, message: problem.message });
+      return { outcome: `invalid:${problem.reason}` };
+    }
+
+    const ready = await this.#applyChildren(fn);
+    await this.#writeStatus(fn, functionId, ready);
+    return ready.status === 'True' ? { outcome: `ready:${ready.reason}` } : { outcome: `waiting:${ready.reason}`, requeueAfterMs: PROGRESS_RECHECK_MS };
+  }
+
+  #identityProblem(fn: FunctionResource, functionId: string): SpecProblem | null {
+    const recorded = fn.status?.functionId;
+    if (!recorded || recorded === functionId) return null;
+    return {
+      reason: 'FunctionIdChanged',
+      message:
+        `this Function was recorded as functionId ${recorded} but now resolves to ${functionId} (was it restored into another namespace?). ` +
+        `Nothing was changed, so the logs of ${recorded} are not orphaned: set spec.functionId: ${recorded} on a new Function to keep that identity, ` +
+        `or clear status.functionId (kubectl patch --subresource=status) to adopt the new one.`,
+    };
+  }
+
+  async #finalize(fn: FunctionResource): Promise<ReconcileResult> {
+    const finalizers = fn.metadata.finalizers ?? [];
+    if (!finalizers.includes(FINALIZER)) return { outcome: 'deleting' };
+    const functionId = fn.status?.functionId ?? functionIdOf(fn);
+    const owner = { namespace: fn.metadata.namespace!, name: fn.metadata.name };
+    await this.#d.logCleaner.deleteFunctionLogs(functionId, owner);
+    this.#d.log.info('execution logs cleaned', { function: `${owner.namespace}/${owner.name}`, functionId, cleaner: this.#d.logCleaner.name });
+    await this.#d.client.mergePatch(paths.function(owner.namespace, owner.name), {
+      metadata: { finalizers: finalizers.filter((f) => f !== FINALIZER), resourceVersion: fn.metadata.resourceVersion },
+    });
+    // Owned objects go with the Function through their owner references (garbage collector).
+    return { outcome: 'finalized' };
+  }
+
+  async #apply(obj: KubeObject): Promise<any> {
+    return this.#d.client.apply(paths.object(obj.apiVersion, obj.kind, obj.metadata.namespace!, obj.metadata.name), obj, FIELD_MANAGER);
+  }
+
+  async #applyChildren(fn: FunctionResource): Promise<ReadyInput> {
+    const { settings, client } = this.#d;
+    const ns = fn.metadata.namespace!;
+    await this.#apply(secretFor(fn, settings));
+    await this.#apply(configMapFor(fn));
+    const deployment = await this.#apply(deploymentFor(fn, settings));
+    await this.#apply(serviceFor(fn));
+    const cronJob = cronJobFor(fn, settings);
+    if (cronJob) {
+      await this.#apply(cronJob);
+    } else {
+      const name = ownedNames(fn.metadata.name).cronJob;
+      const existing = await client.getOrNull<KubeObject>(paths.object('batch/v1', 'CronJob', ns, name));
+      if (existing && (existing.metadata.ownerReferences ?? []).some((r) => r.uid === fn.metadata.uid)) {
+        await client.delete(paths.object('batch/v1', 'CronJob', ns, name), existing.metadata.uid);
+        this.#d.log.info('cronjob removed: the Function has no schedule', { function: `${ns}/${fn.metadata.name}`, cronJob: name });
+      }
+    }
+    return this.#readiness(fn, deployment);
+  }
+
+  async #readiness(fn: FunctionResource, deployment: any): Promise<ReadyInput> {
+    const active = fn.spec.active ?? true;
+    if (!active) {
+      return { status: 'True', reason: 'Inactive', message: 'the function is inactive: scaled to zero, its schedule suspended; invocations are refused' };
+    }
+    const want: number = deployment?.spec?.replicas ?? 0;
+    const st = deployment?.status ?? {};
+    if (want === 0) return { status: 'True', reason: 'ScaledToZero', message: 'spec.replicas is 0: no runtime pod is running' };
+    const replicaFailure = (st.conditions ?? []).find((c: any) => c.type === 'ReplicaFailure' && c.status === 'True');
+    if (replicaFailure) return { status: 'False', reason: 'ReplicaFailure', message: `pods cannot be created: ${replicaFailure.message}` };
+    const rolledOut =
+      (st.observedGeneration ?? 0) >= (deployment?.metadata?.generation ?? 1) &&
+      (st.updatedReplicas ?? 0) >= want &&
+      (st.availableReplicas ?? 0) >= want &&
+      (st.replicas ?? 0) <= want;
+    if (rolledOut) {
+      return { status: 'True', reason: 'Available', message: `${st.availableReplicas} of ${want} runtime pods ready at ${serviceUrl(fn)}` };
+    }
+    return (await this.#podProblem(fn)) ?? { status: 'False', reason: 'Progressing', message: `rolling out: ${st.updatedReplicas ?? 0} of ${want} runtime pods updated, ${st.availableReplicas ?? 0} available` };
+  }
+
+  /** The most telling reason a runtime pod is not ready: a missing image, a crash, a code load error. */
+  async #podProblem(fn: FunctionResource): Promise<ReadyInput | null> {
+    const ns = fn.metadata.namespace!;
+    const pods = await this.#d.client.request<{ items: any[] }>('GET', paths.pods(ns), { query: { labelSelector: `${LABEL_FUNCTION}=${fn.metadata.name}` } });
+    for (const pod of pods.items ?? []) {
+      for (const cs of pod.status?.containerStatuses ?? []) {
+        const waiting = cs.state?.waiting;
+        if (waiting && /ImagePull|ErrImage|InvalidImageName/.test(waiting.reason ?? '')) {
+          return { status: 'False', reason: 'ImageUnavailable', message: `runtime image ${cs.image} is not available: ${waiting.reason}${waiting.message ? `: ${waiting.message}` : ''}` };
+        }
+        if (waiting?.reason === 'CrashLoopBackOff') {
+          const last = cs.lastState?.terminated;
+          return { status: 'False', reason: 'RuntimeCrashing', message: `the runtime keeps exiting${last ? ` (${last.reason}, exit code ${last.exitCode})` : ''}` };
+        }
+        if (cs.state?.running && !cs.ready) {
+          return { status: 'False', reason: 'RuntimeNotReady', message: 'the runtime is running but /healthz does not answer 200: the code may fail to load (see kubectl logs)' };
+        }
+      }
+      const scheduled = (pod.status?.conditions ?? []).find((c: any) => c.type === 'PodScheduled');
+      if (scheduled?.status === 'False') return { status: 'False', reason: 'Unschedulable', message: `no node can run the pod: ${scheduled.message ?? scheduled.reason}` };
+    }
+    return null;
+  }
+
+  async #writeStatus(fn: FunctionResource, functionId: string, ready: ReadyInput): Promise<void> {
+    const next = desiredStatus(
+      fn.status,
+      { functionId, url: invokeUrl(this.#d.settings, functionId), generation: fn.metadata.generation ?? 0, ready },
+      new Date(this.#d.clock.now()),
+    );
+    if (!statusChanged(fn.status, next)) return;
+    await this.#d.client.mergePatch(paths.functionStatus(fn.metadata.namespace!, fn.metadata.name), {
+      metadata: { resourceVersion: fn.metadata.resourceVersion },
+      status: next,
+    });
+  }
+}

@@ -1,0 +1,98 @@
+import { hostname } from 'node:os';
+import { readFileSync } from 'node:fs';
+import { limits } from '@fnhost/core';
+import type { Settings } from './types.ts';
+
+// Settings come only from environment variables (documented in
+// docs/operator.md). A bad value stops the operator at start with a message
+// naming the variable and the value.
+
+export class SettingsError extends Error {}
+
+const SERVICE_ACCOUNT_NAMESPACE = '/var/run/secrets/kubernetes.io/serviceaccount/namespace';
+
+function int(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number, max: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (!/^\d+$/.test(raw.trim()) || Number(raw) < min || Number(raw) > max) {
+    throw new SettingsError(`${name} must be an integer from ${min} to ${max}, got ${JSON.stringify(raw)}`);
+  }
+  return Number(raw);
+}
+
+function bool(env: NodeJS.ProcessEnv, name: string, fallback: boolean): boolean {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (raw === 'true' || raw === '1') return true;
+  if (raw === 'false' || raw === '0') return false;
+  throw new SettingsError(`${name} must be true or false, got ${JSON.stringify(raw)}`);
+}
+
+function url(env: NodeJS.ProcessEnv, name: string, fallback: string): string {
+  const raw = env[name] || fallback;
+  let parsed: URL;
+  try {
+    parsed = new URL(raw);
+  } catch {
+    throw new SettingsError(`${name} must be an http(s) URL, got ${JSON.stringify(raw)}`);
+  }
+  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw new SettingsError(`${name} must be an http(s) URL, got ${JSON.stringify(raw)}`);
+  return raw.replace(/\/+$/, '');
+}
+
+function podNamespace(): string | undefined {
+  try {
+    return readFileSync(SERVICE_ACCOUNT_NAMESPACE, 'utf8').trim() || undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+export function loadSettings(env: NodeJS.ProcessEnv = process.env, defaults: { namespace?: string; host?: string } = {}): Settings {
+  const tokenKey = env.FNHOST_TOKEN_KEY ?? '';
+  if (Buffer.byteLength(tokenKey) < 32) {
+    throw new SettingsError('FNHOST_TOKEN_KEY must be set to a secret of at least 32 bytes (the runtime and schedule tokens are derived from it; the gateway needs the same key)');
+  }
+  const pullPolicy = env.FNHOST_IMAGE_PULL_POLICY || 'IfNotPresent';
+  if (pullPolicy !== 'Always' && pullPolicy !== 'IfNotPresent' && pullPolicy !== 'Never') {
+    throw new SettingsError(`FNHOST_IMAGE_PULL_POLICY must be Always, IfNotPresent or Never, got ${JSON.stringify(pullPolicy)}`);
+  }
+  const logLevel = env.FNHOST_LOG_LEVEL || 'info';
+  if (logLevel !== 'debug' && logLevel !== 'info' && logLevel !== 'warn' && logLevel !== 'error') {
+    throw new SettingsError(`FNHOST_LOG_LEVEL must be debug, info, warn or error, got ${JSON.stringify(logLevel)}`);
+  }
+  const cpuRequest = env.FNHOST_CPU_REQUEST || '50m';
+  if (!/^\d+(\.\d+)?m?$/.test(cpuRequest)) throw new SettingsError(`FNHOST_CPU_REQUEST must be a CPU quantity such as 50m or 0.5, got ${JSON.stringify(cpuRequest)}`);
+  const gatewayUrl = url(env, 'FNHOST_GATEWAY_URL', 'http://fnhost-gateway.fnhost-system.svc:8080');
+  const leaseDurationSeconds = int(env, 'FNHOST_LEASE_DURATION_SECONDS', 15, 2, 300);
+  const renewDeadlineSeconds = int(env, 'FNHOST_RENEW_DEADLINE_SECONDS', 10, 1, 300);
+  const retryPeriodSeconds = int(env, 'FNHOST_RETRY_PERIOD_SECONDS', 2, 1, 60);
+  if (!(retryPeriodSeconds < renewDeadlineSeconds && renewDeadlineSeconds < leaseDurationSeconds)) {
+    throw new SettingsError(
+      `lease timings must satisfy retry period < renew deadline < lease duration, got ${retryPeriodSeconds}s, ${renewDeadlineSeconds}s, ${leaseDurationSeconds}s`,
+    );
+  }
+  return {
+    runtimeImage: env.FNHOST_RUNTIME_IMAGE || 'localhost/fnhost-runtime:dev',
+    imagePullPolicy: pullPolicy,
+    gatewayUrl,
+    publicUrl: url(env, 'FNHOST_PUBLIC_URL', gatewayUrl),
+    maxTimeoutSeconds: int(env, 'FNHOST_MAX_TIMEOUT_SECONDS', limits.MAX_TIMEOUT_SECONDS, 1, limits.MAX_TIMEOUT_SECONDS),
+    runtimeOverheadMiB: int(env, 'FNHOST_RUNTIME_OVERHEAD_MIB', 96, 16, 4096),
+    tokenKey,
+    runAsUser: int(env, 'FNHOST_RUN_AS_USER', 1000, 1, 2147483647),
+    cpuRequest,
+    workers: int(env, 'FNHOST_WORKERS', 2, 1, 64),
+    maxInFlight: int(env, 'FNHOST_MAX_INFLIGHT', 10, 1, 1000),
+    port: int(env, 'FNHOST_OPERATOR_PORT', 8081, 0, 65535),
+    watchNamespace: env.FNHOST_WATCH_NAMESPACE ?? '',
+    leaderElection: bool(env, 'FNHOST_LEADER_ELECTION', true),
+    leaseNamespace: env.FNHOST_LEASE_NAMESPACE || defaults.namespace || podNamespace() || 'default',
+    leaseName: env.FNHOST_LEASE_NAME || 'fnhost-operator',
+    identity: env.FNHOST_POD_NAME || `${defaults.host ?? hostname()}-${process.pid}`,
+    leaseDurationSeconds,
+    renewDeadlineSeconds,
+    retryPeriodSeconds,
+    logLevel,
+  };
+}

@@ -1,0 +1,118 @@
+import { spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import * as vm from 'node:vm';
+import { limits, validateCron, validateRoutes, validateTimezone } from '@fnhost/core';
+import { nameFits, ownedNames, MAX_CRONJOB_NAME_LENGTH } from './names.ts';
+import type { FunctionResource, Settings } from './types.ts';
+
+// What the CRD schema cannot check (or an older CRD might not), checked before
+// anything is applied. A problem becomes Ready=False with `reason` and
+// `message`; the Function is not retried until its spec changes.
+
+export interface SpecProblem {
+  reason: string;
+  message: string;
+}
+
+export function checkSpec(fn: FunctionResource, settings: Settings): SpecProblem | null {
+  const { name } = fn.metadata;
+  const s = fn.spec;
+  if (!nameFits(name)) {
+    return {
+      reason: 'NameTooLong',
+      message: `name "${name}" is ${name.length} characters; at most ${limits.MAX_FUNCTION_NAME_LENGTH} are allowed so that the CronJob "${ownedNames(name).cronJob}" fits ${MAX_CRONJOB_NAME_LENGTH} characters`,
+    };
+  }
+  if (typeof s?.code !== 'string' || s.code.trim() === '') {
+    return { reason: 'InvalidCode', message: 'spec.code is empty: it must be the source of a JavaScript module that exports a handler' };
+  }
+  const bytes = Buffer.byteLength(s.code);
+  if (bytes > limits.MAX_CODE_BYTES) {
+    return { reason: 'CodeTooLarge', message: `spec.code is ${bytes} bytes; the limit is ${limits.MAX_CODE_BYTES} bytes` };
+  }
+  const timeout = s.timeoutSeconds ?? limits.DEFAULT_TIMEOUT_SECONDS;
+  if (timeout > settings.maxTimeoutSeconds) {
+    return {
+      reason: 'TimeoutAboveMaximum',
+      message: `spec.timeoutSeconds is ${timeout}; this platform allows at most ${settings.maxTimeoutSeconds} seconds (operator setting FNHOST_MAX_TIMEOUT_SECONDS)`,
+    };
+  }
+  try {
+    validateRoutes(s.routes);
+  } catch (err) {
+    return { reason: 'InvalidRoutes', message: (err as Error).message };
+  }
+  for (const v of s.env ?? []) {
+    if (v.name.startsWith('FNHOST_')) return { reason: 'InvalidEnv', message: `env name "${v.name}" is reserved: the FNHOST_ prefix belongs to the platform` };
+  }
+  if (s.schedule) {
+    try {
+      validateTimezone(s.schedule.timezone ?? 'UTC');
+      validateCron(s.schedule.cron, s.schedule.timezone ?? 'UTC');
+    } catch (err) {
+      return { reason: 'InvalidSchedule', message: (err as Error).message };
+    }
+  }
+  return null;
+}
+
+const CJS_PARAMS = ['exports', 'require', 'module', '__filename', '__dirname'];
+
+export type CodeChecker = (code: string) => Promise<SpecProblem | null>;
+
+/**
+ * Parses the code the way the runtime's Node will load it: as CommonJS when
+ * that compiles, otherwise as an ES module. The module parse runs in a short
+ * `node --check` child, because node:vm parses modules only behind a flag.
+ * Results are cached by the code's hash, so a Function is parsed once per
+ * version of its code.
+ */
+export function makeCodeChecker(options: { nodePath?: string; timeoutMs?: number; cacheSize?: number } = {}): CodeChecker {
+  const cache = new Map<string, SpecProblem | null>();
+  const maxEntries = options.cacheSize ?? 1000;
+  return async (code) => {
+    const hash = createHash('sha256').update(code).digest('hex');
+    if (cache.has(hash)) return cache.get(hash)!;
+    const result = await parse(code, options.nodePath ?? process.execPath, options.timeoutMs ?? 10_000);
+    if (cache.size >= maxEntries) cache.delete(cache.keys().next().value!);
+    cache.set(hash, result);
+    return result;
+  };
+}
+
+async function parse(code: string, nodePath: string, timeoutMs: number): Promise<SpecProblem | null> {
+  let scriptError: Error;
+  try {
+    vm.compileFunction(code, CJS_PARAMS, { filename: 'index.js' });
+    return null;
+  } catch (err) {
+    scriptError = err as Error;
+  }
+  const moduleError = await checkModule(code, nodePath, timeoutMs);
+  if (moduleError === null) return null;
+  // Name the error of the kind the code was meant to be.
+  const looksLikeModule = /\b(import|export)\b/.test(code);
+  const message = looksLikeModule ? moduleError : `${scriptError.name}: ${scriptError.message}`;
+  return { reason: 'CodeDoesNotParse', message: `spec.code does not parse: ${message}` };
+}
+
+function checkModule(code: string, nodePath: string, timeoutMs: number): Promise<string | null> {
+  return new Promise((resolve) => {
+    const child = spawn(nodePath, ['--check', '--input-type=module', '-'], { stdio: ['pipe', 'ignore', 'pipe'], timeout: timeoutMs });
+    let stderr = '';
+    child.stderr.setEncoding('utf8');
+    child.stderr.on('data', (chunk: string) => {
+      if (stderr.length < 16_384) stderr += chunk;
+    });
+    child.on('error', (err) => resolve(`could not run the parser: ${err.message}`));
+    child.on('close', (code) => {
+      if (code === 0) return resolve(null);
+      const lines = stderr.split('\n');
+      const where = lines[0]?.match(/^\[stdin\]:(\d+)/)?.[1];
+      const error = lines.find((l) => /^\w*Error\b/.test(l)) ?? 'unknown syntax error';
+      resolve(where ? `${error} (line ${where})` : error);
+    });
+    child.stdin.on('error', () => {});
+    child.stdin.end(code);
+  });
+}

@@ -1,0 +1,161 @@
+import { expect } from 'chai';
+import {
+  configHash, configMapFor, cronJobFor, deploymentFor, INVOKE_SCRIPT, RUNTIME_TOKEN_KEY, SCHEDULE_TOKEN_KEY, secretFor, serviceFor,
+} from '../../operator/src/builders/index.ts';
+import { ANNOTATION_CONFIG_HASH, derivedFunctionId, ownedNames } from '../../operator/src/names.ts';
+import { deriveToken } from '../../operator/src/tokens.ts';
+import { fnResource, testSettings, TOKEN_KEY } from './fixtures.ts';
+
+const settings = testSettings();
+
+function envOf(dep: any): Array<{ name: string; value?: string; valueFrom?: any }> {
+  return dep.spec.template.spec.containers[0].env;
+}
+function envValue(dep: any, name: string): string | undefined {
+  return envOf(dep).find((e) => e.name === name)?.value;
+}
+
+describe('operator builders', () => {
+  it('owned objects carry the controller owner reference and the function labels', () => {
+    const fn = fnResource({ schedule: { cron: '*/5 * * * *' } });
+    const objects = [configMapFor(fn), deploymentFor(fn, settings), serviceFor(fn), cronJobFor(fn, settings)!, secretFor(fn, settings)];
+    for (const obj of objects) {
+      expect(obj.metadata.namespace, obj.kind).to.equal('team-a');
+      expect(obj.metadata.ownerReferences, obj.kind).to.deep.equal([
+        { apiVersion: 'fnhost.dev/v1alpha1', kind: 'Function', name: 'hello', uid: fn.metadata.uid, controller: true, blockOwnerDeletion: true },
+      ]);
+      expect(obj.metadata.labels!['fnhost.dev/function'], obj.kind).to.equal('hello');
+      expect(obj.metadata.labels!['app.kubernetes.io/managed-by'], obj.kind).to.equal('fnhost-operator');
+      expect(obj.metadata.labels!['fnhost.dev/function-id'], obj.kind).to.equal(derivedFunctionId('team-a', 'hello'));
+    }
+    expect(objects.map((o) => o.metadata.name)).to.deep.equal(['fn-hello-code', 'fn-hello', 'fn-hello', 'fn-hello-cron', 'fn-hello-tokens']);
+  });
+
+  it('builders are pure: the same Function gives the same objects', () => {
+    const fn = fnResource({ schedule: { cron: '0 * * * *' }, env: [{ name: 'A', value: '1' }] });
+    expect(deploymentFor(fn, settings)).to.deep.equal(deploymentFor(structuredClone(fn), settings));
+    expect(cronJobFor(fn, settings)).to.deep.equal(cronJobFor(structuredClone(fn), settings));
+    expect(secretFor(fn, settings)).to.deep.equal(secretFor(structuredClone(fn), settings));
+  });
+
+  it('the ConfigMap holds the code as index.js', () => {
+    const fn = fnResource({ code: 'module.exports = (req, res) => res.send("hi")' });
+    expect(configMapFor(fn).data).to.deep.equal({ 'index.js': 'module.exports = (req, res) => res.send("hi")' });
+  });
+
+  it('the Deployment runs the runtime hardened: non-root, read-only root, no token, no privilege escalation', () => {
+    const dep: any = deploymentFor(fnResource(), settings);
+    const pod = dep.spec.template.spec;
+    const c = pod.containers[0];
+    expect(c.image).to.equal('localhost/fnhost-runtime:dev');
+    expect(pod.automountServiceAccountToken).to.equal(false);
+    expect(pod.securityContext).to.include({ runAsNonRoot: true, runAsUser: 1000 });
+    expect(c.securityContext).to.deep.equal({ allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ['ALL'] } });
+    expect(c.readinessProbe.httpGet).to.deep.equal({ path: '/healthz', port: 'http' });
+    expect(c.livenessProbe.tcpSocket).to.deep.equal({ port: 'http' });
+    expect(pod.volumes).to.deep.include({ name: 'code', configMap: { name: 'fn-hello-code' } });
+    expect(c.volumeMounts).to.deep.include({ name: 'code', mountPath: '/fnhost/function', readOnly: true });
+    expect(c.volumeMounts).to.deep.include({ name: 'tmp', mountPath: '/tmp' });
+    expect(dep.spec.selector.matchLabels).to.deep.equal({ 'app.kubernetes.io/managed-by': 'fnhost-operator', 'fnhost.dev/function': 'hello' });
+  });
+
+  it('memory: the container limit is memoryMiB plus the runtime overhead; the V8 heap gets memoryMiB', () => {
+    const dep: any = deploymentFor(fnResource({ memoryMiB: 256 }), testSettings({ FNHOST_RUNTIME_OVERHEAD_MIB: '64' }));
+    const c = dep.spec.template.spec.containers[0];
+    expect(c.resources.limits.memory).to.equal('320Mi');
+    expect(c.resources.requests.memory).to.equal('320Mi');
+    expect(envValue(dep, 'FNHOST_MEMORY_MIB')).to.equal('256');
+    expect(Number(envValue(dep, 'FNHOST_MEMORY_MIB'))).to.be.below(320);
+  });
+
+  it('passes the runtime contract down by env, the token from the owned Secret, then the user env', () => {
+    const fn = fnResource({
+      timeoutSeconds: 7,
+      routes: ['/users/:userId'],
+      env: [
+        { name: 'PLAIN', value: 'x' },
+        { name: 'FROM_SECRET', valueFrom: { secretKeyRef: { name: 'db', key: 'password' } } },
+        { name: 'FROM_CM', valueFrom: { configMapKeyRef: { name: 'cfg', key: 'mode', optional: true } } },
+      ],
+    });
+    const dep = deploymentFor(fn, settings);
+    expect(envValue(dep, 'FNHOST_TIMEOUT_MS')).to.equal('7000');
+    expect(envValue(dep, 'FNHOST_FUNCTION_FILE')).to.equal('/fnhost/function/index.js');
+    expect(envValue(dep, 'FNHOST_FUNCTION_ID')).to.equal(derivedFunctionId('team-a', 'hello'));
+    expect(envValue(dep, 'FNHOST_FUNCTION_NAME')).to.equal('hello');
+    expect(envValue(dep, 'FNHOST_ROUTES')).to.equal('["/users/:userId"]');
+    expect(envValue(dep, 'FNHOST_GATEWAY_URL')).to.equal('http://gateway.fnhost.svc:8080');
+    expect(envValue(dep, 'PORT')).to.equal('8080');
+    const env = envOf(dep);
+    expect(env.find((e) => e.name === 'FNHOST_RUNTIME_TOKEN')).to.deep.equal({ name: 'FNHOST_RUNTIME_TOKEN', valueFrom: { secretKeyRef: { name: 'fn-hello-tokens', key: RUNTIME_TOKEN_KEY } } });
+    expect(env.slice(-3)).to.deep.equal([
+      { name: 'PLAIN', value: 'x' },
+      { name: 'FROM_SECRET', valueFrom: { secretKeyRef: { name: 'db', key: 'password' } } },
+      { name: 'FROM_CM', valueFrom: { configMapKeyRef: { name: 'cfg', key: 'mode', optional: true } } },
+    ]);
+  });
+
+  it('a change of code or env changes the pod template hash; a change of replicas does not', () => {
+    const base = fnResource();
+    const hash = (fn: ReturnType<typeof fnResource>) => (deploymentFor(fn, settings) as any).spec.template.metadata.annotations[ANNOTATION_CONFIG_HASH];
+    expect(hash(base)).to.equal(configHash(base, settings));
+    expect(hash(fnResource({ code: base.spec.code + '\n// v2' }))).to.not.equal(hash(base));
+    expect(hash(fnResource({ env: [{ name: 'A', value: '1' }] }))).to.not.equal(hash(base));
+    expect(hash(fnResource({ env: [{ name: 'A', value: '1' }] }))).to.not.equal(hash(fnResource({ env: [{ name: 'A', value: '2' }] })));
+    expect(hash(fnResource({ replicas: 3 }))).to.equal(hash(base));
+  });
+
+  it('inactive functions scale to zero and their CronJob is suspended', () => {
+    const fn = fnResource({ active: false, replicas: 3, schedule: { cron: '0 * * * *' } });
+    expect((deploymentFor(fn, settings) as any).spec.replicas).to.equal(0);
+    expect((cronJobFor(fn, settings) as any).spec.suspend).to.equal(true);
+    expect((deploymentFor(fnResource({ replicas: 3 }), settings) as any).spec.replicas).to.equal(3);
+  });
+
+  it('the Service selects the runtime pods on port 80 → the named port http', () => {
+    const svc: any = serviceFor(fnResource());
+    expect(svc.spec.selector).to.deep.equal({ 'app.kubernetes.io/managed-by': 'fnhost-operator', 'fnhost.dev/function': 'hello' });
+    expect(svc.spec.ports).to.deep.equal([{ name: 'http', port: 80, targetPort: 'http', protocol: 'TCP' }]);
+  });
+
+  it('no schedule: no CronJob', () => {
+    expect(cronJobFor(fnResource(), settings)).to.equal(null);
+  });
+
+  it('the CronJob calls the gateway with the schedule token, in the function timezone, without piling runs', () => {
+    const fn = fnResource({ schedule: { cron: '30 6 * * MON-FRI', timezone: 'Europe/Paris' }, timeoutSeconds: 20 });
+    const cj: any = cronJobFor(fn, settings);
+    expect(cj.spec).to.include({ schedule: '30 6 * * MON-FRI', timeZone: 'Europe/Paris', concurrencyPolicy: 'Forbid', suspend: false, successfulJobsHistoryLimit: 1, failedJobsHistoryLimit: 3, startingDeadlineSeconds: 300 });
+    const job = cj.spec.jobTemplate.spec;
+    expect(job.backoffLimit).to.equal(0);
+    expect(job.activeDeadlineSeconds).to.equal(80);
+    const pod = job.template.spec;
+    expect(pod.restartPolicy).to.equal('Never');
+    expect(pod.automountServiceAccountToken).to.equal(false);
+    const c = pod.containers[0];
+    expect(c.image).to.equal(settings.runtimeImage);
+    expect(c.command).to.deep.equal(['node', '-e', INVOKE_SCRIPT]);
+    expect(c.env).to.deep.include({ name: 'FNHOST_INVOKE_URL', value: `http://gateway.fnhost.svc:8080/invoke/${derivedFunctionId('team-a', 'hello')}` });
+    expect(c.env).to.deep.include({ name: 'FNHOST_SCHEDULE_TOKEN', valueFrom: { secretKeyRef: { name: 'fn-hello-tokens', key: SCHEDULE_TOKEN_KEY } } });
+    expect(INVOKE_SCRIPT).to.contain("'x-fnhost-schedule-token'");
+    expect(() => new Function(INVOKE_SCRIPT)).to.not.throw();
+    expect(cronJobFor(fnResource({ schedule: { cron: '0 * * * *', suspend: true } }), settings)!.spec).to.include({ suspend: true });
+  });
+
+  it('the Secret holds tokens derived from the key and the functionId; different functions get different tokens', () => {
+    const s: any = secretFor(fnResource(), settings);
+    const id = derivedFunctionId('team-a', 'hello');
+    const decode = (b64: string) => Buffer.from(b64, 'base64').toString();
+    expect(decode(s.data[RUNTIME_TOKEN_KEY])).to.equal(deriveToken(TOKEN_KEY, 'runtime', id));
+    expect(decode(s.data[SCHEDULE_TOKEN_KEY])).to.equal(deriveToken(TOKEN_KEY, 'schedule', id));
+    expect(decode(s.data[RUNTIME_TOKEN_KEY])).to.not.equal(decode(s.data[SCHEDULE_TOKEN_KEY]));
+    const other: any = secretFor(fnResource({}, { name: 'other' }), settings);
+    expect(other.data[RUNTIME_TOKEN_KEY]).to.not.equal(s.data[RUNTIME_TOKEN_KEY]);
+  });
+
+  it('owned names of a 40-character Function fit the 52-character CronJob limit', () => {
+    const names = ownedNames('a'.repeat(40));
+    expect(names.cronJob.length).to.be.at.most(52);
+    expect(names.deployment).to.match(/^[a-z]/);
+  });
+});
