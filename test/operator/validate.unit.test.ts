@@ -1,0 +1,60 @@
+import { expect } from 'chai';
+import { checkSpec, makeCodeChecker } from '../../operator/src/validate.ts';
+import { loadSettings, SettingsError } from '../../operator/src/settings.ts';
+import { fnResource, testSettings, TOKEN_KEY } from './fixtures.ts';
+
+describe('operator spec checks beyond the schema', () => {
+  const settings = testSettings({ FNHOST_MAX_TIMEOUT_SECONDS: '60' });
+
+  it('accepts a valid Function', () => {
+    expect(checkSpec(fnResource({ schedule: { cron: '*/5 * * * *', timezone: 'Europe/Paris' } }), settings)).to.equal(null);
+  });
+
+  it('a timeout above the platform maximum names both numbers and the setting', () => {
+    const p = checkSpec(fnResource({ timeoutSeconds: 120 }), settings)!;
+    expect(p.reason).to.equal('TimeoutAboveMaximum');
+    expect(p.message).to.contain('120').and.to.contain('60').and.to.contain('FNHOST_MAX_TIMEOUT_SECONDS');
+  });
+
+  it('an unknown timezone or an impossible date is an InvalidSchedule', () => {
+    expect(checkSpec(fnResource({ schedule: { cron: '0 * * * *', timezone: 'Mars/Olympus' } }), settings)).to.include({ reason: 'InvalidSchedule' });
+    expect(checkSpec(fnResource({ schedule: { cron: '0 0 31 2 *' } }), settings)!.message).to.contain('0 0 31 2 *');
+  });
+
+  it('a name too long for the CronJob, reserved env names and oversized code are refused', () => {
+    expect(checkSpec(fnResource({}, { name: 'x'.repeat(41) }), settings)).to.include({ reason: 'NameTooLong' });
+    expect(checkSpec(fnResource({ env: [{ name: 'FNHOST_TOKEN', value: 'x' }] }), settings)).to.include({ reason: 'InvalidEnv' });
+    expect(checkSpec(fnResource({ code: 'x'.repeat(512 * 1024 + 1) }), settings)).to.include({ reason: 'CodeTooLarge' });
+  });
+
+  describe('code parsing', function () {
+    this.timeout(30_000);
+    const check = makeCodeChecker();
+
+    it('accepts ESM and CommonJS modules', async () => {
+      expect(await check('export default async function (req, res) { res.json({ ok: await Promise.resolve(1) }) }')).to.equal(null);
+      expect(await check('import { createHash } from "node:crypto";\nexport const handler = (req, res) => res.send(createHash("sha1").digest("hex"));')).to.equal(null);
+      expect(await check('module.exports = (req, res) => { return res.send("hi") }')).to.equal(null);
+      expect(await check('const x = 1;\nawait Promise.resolve(x);\nexport default () => x;')).to.equal(null);
+    });
+
+    it('refuses code that does not parse, naming the error and the line', async () => {
+      const p = await check('export default function (req, res) {\n  res.json({ a: 1 }\n}\n');
+      expect(p).to.include({ reason: 'CodeDoesNotParse' });
+      expect(p!.message).to.match(/SyntaxError/).and.to.match(/line \d/);
+      const cjs = await check('module.exports = (req, res) => {');
+      expect(cjs).to.include({ reason: 'CodeDoesNotParse' });
+      expect(cjs!.message).to.contain('SyntaxError');
+    });
+  });
+
+  it('settings name the bad variable and value', () => {
+    expect(() => loadSettings({})).to.throw(SettingsError, /FNHOST_TOKEN_KEY/);
+    expect(() => loadSettings({ FNHOST_TOKEN_KEY: TOKEN_KEY, FNHOST_MAX_TIMEOUT_SECONDS: '901' })).to.throw(/FNHOST_MAX_TIMEOUT_SECONDS.*"901"/);
+    expect(() => loadSettings({ FNHOST_TOKEN_KEY: TOKEN_KEY, FNHOST_GATEWAY_URL: 'ftp://x' })).to.throw(/FNHOST_GATEWAY_URL/);
+    expect(() => loadSettings({ FNHOST_TOKEN_KEY: TOKEN_KEY, FNHOST_IMAGE_PULL_POLICY: 'Sometimes' })).to.throw(/Sometimes/);
+    expect(() => loadSettings({ FNHOST_TOKEN_KEY: TOKEN_KEY, FNHOST_RETRY_PERIOD_SECONDS: '20' })).to.throw(/retry period < renew deadline/);
+    const s = loadSettings({ FNHOST_TOKEN_KEY: TOKEN_KEY }, { namespace: 'ops', host: 'h' });
+    expect(s).to.include({ runtimeImage: 'localhost/fnhost-runtime:dev', maxTimeoutSeconds: 900, leaseNamespace: 'ops', gatewayUrl: s.publicUrl });
+  });
+});
