@@ -1,0 +1,222 @@
+import type { IncomingMessage, RequestOptions } from 'node:http';
+import type { LogQuery, RetentionPolicy } from '@fnhost/core/model.ts';
+import {
+  ApiAuthError,
+  ApiConflictError,
+  ApiConnectionError,
+  ApiNotFoundError,
+  ApiProtocolError,
+  ApiServerError,
+  ApiValidationError,
+  type ApiError,
+} from './errors.ts';
+import type {
+  ApiFunction,
+  CreateFunctionBody,
+  LogPage,
+  TestRequest,
+  TestResult,
+  UpdateFunctionBody,
+} from './types.ts';
+
+// The management API client. It uses node:http rather than fetch: fetch loads
+// undici on first use, which costs about 30 ms of start-up (docs/cli.md).
+
+/** Largest answer the CLI reads; a log page of 1,000 records with long errors fits easily. */
+export const MAX_RESPONSE_BYTES = 64 * 1024 * 1024;
+export const DEFAULT_TIMEOUT_MS = 30_000;
+
+export interface ClientOptions {
+  url: string;
+  token: string | undefined;
+  /** Where the token came from, for the hint when the server rejects it. */
+  tokenSource?: string;
+  timeoutMs?: number;
+}
+
+interface RawResponse {
+  status: number;
+  body: string;
+}
+
+/** What the server says inside `{ error, message }`, if it said it. */
+function apiMessage(body: string): { code?: string; message?: string } {
+  try {
+    const parsed = JSON.parse(body) as { error?: unknown; message?: unknown };
+    return {
+      code: typeof parsed.error === 'string' ? parsed.error : undefined,
+      message: typeof parsed.message === 'string' ? parsed.message : undefined,
+    };
+  } catch {
+    return {};
+  }
+}
+
+export class ApiClient {
+  readonly url: string;
+  readonly #token: string | undefined;
+  readonly #tokenSource: string | undefined;
+  readonly #timeoutMs: number;
+
+  constructor(options: ClientOptions) {
+    this.url = options.url.replace(/\/+$/, '');
+    this.#token = options.token;
+    this.#tokenSource = options.tokenSource;
+    this.#timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+  }
+
+  listFunctions(): Promise<{ functions: ApiFunction[] }> {
+    return this.#json('GET', '/api/v1/functions');
+  }
+
+  getFunction(ref: string): Promise<ApiFunction> {
+    return this.#json('GET', fnPath(ref), undefined, { ref });
+  }
+
+  createFunction(body: CreateFunctionBody): Promise<ApiFunction> {
+    return this.#json('POST', '/api/v1/functions', body);
+  }
+
+  updateFunction(ref: string, body: UpdateFunctionBody): Promise<ApiFunction> {
+    return this.#json('PATCH', fnPath(ref), body, { ref });
+  }
+
+  async deleteFunction(ref: string): Promise<void> {
+    await this.#send('DELETE', fnPath(ref), undefined, { ref });
+  }
+
+  activate(ref: string): Promise<ApiFunction> {
+    return this.#json('POST', fnPath(ref, '/activate'), undefined, { ref });
+  }
+
+  deactivate(ref: string): Promise<ApiFunction> {
+    return this.#json('POST', fnPath(ref, '/deactivate'), undefined, { ref });
+  }
+
+  setRetention(ref: string, policy: RetentionPolicy): Promise<ApiFunction> {
+    return this.#json('PUT', fnPath(ref, '/retention'), policy, { ref });
+  }
+
+  setSchedule(ref: string, schedule: { cron: string; timezone?: string }): Promise<ApiFunction> {
+    return this.#json('PUT', fnPath(ref, '/schedule'), schedule, { ref });
+  }
+
+  disableSchedule(ref: string): Promise<ApiFunction> {
+    return this.#json('DELETE', fnPath(ref, '/schedule'), undefined, { ref });
+  }
+
+  /** Waits as long as the function may run (`timeoutMs`), plus a margin the caller adds. */
+  testFunction(ref: string, request: TestRequest, timeoutMs?: number): Promise<TestResult> {
+    return this.#json('POST', fnPath(ref, '/test'), request, { ref, timeoutMs });
+  }
+
+  listLogs(ref: string, query: LogQuery): Promise<LogPage> {
+    const qs = new URLSearchParams({ status: query.status, limit: String(query.limit), page: String(query.page) });
+    return this.#json('GET', `${fnPath(ref, '/logs')}?${qs}`, undefined, { ref });
+  }
+
+  async #json<T>(method: string, path: string, body?: unknown, options: { ref?: string; timeoutMs?: number } = {}): Promise<T> {
+    const response = await this.#send(method, path, body, options);
+    try {
+      return JSON.parse(response.body) as T;
+    } catch (cause) {
+      throw new ApiProtocolError(`the server at ${this.url} answered ${method} ${path.split('?')[0]} with something that is not JSON`, {
+        url: this.url,
+        status: response.status,
+        cause,
+        hint: 'check that --url (or FNHOST_URL) points at an fnhost gateway',
+      });
+    }
+  }
+
+  async #send(method: string, path: string, body: unknown, options: { ref?: string; timeoutMs?: number }): Promise<RawResponse> {
+    let target: URL;
+    try {
+      target = new URL(this.url + path);
+    } catch (cause) {
+      throw new ApiConnectionError(`the server URL "${this.url}" is not a valid URL`, { url: this.url, cause });
+    }
+    const payload = body === undefined ? undefined : JSON.stringify(body);
+    const headers: Record<string, string> = { accept: 'application/json', 'user-agent': 'fnhost-cli' };
+    if (this.#token !== undefined) headers.authorization = `Bearer ${this.#token}`;
+    if (payload !== undefined) {
+      headers['content-type'] = 'application/json';
+      headers['content-length'] = String(Buffer.byteLength(payload));
+    }
+    const response = await this.#request(target, { method, headers }, payload, options.timeoutMs ?? this.#timeoutMs);
+    if (response.status >= 200 && response.status < 300) return response;
+    throw this.#errorFor(method, target, response, options.ref);
+  }
+
+  async #request(target: URL, options: RequestOptions, payload: string | undefined, timeoutMs: number): Promise<RawResponse> {
+    const transport = target.protocol === 'https:' ? await import('node:https') : await import('node:http');
+    return new Promise<RawResponse>((resolve, reject) => {
+      const fail = (cause: Error & { code?: string }) => {
+        const reason = cause.code ?? cause.message;
+        reject(
+          new ApiConnectionError(`cannot reach the fnhost server at ${this.url} (${reason})`, {
+            url: this.url,
+            cause,
+            hint: 'is the platform running (make start)? Pass --url or set FNHOST_URL to use another server',
+          }),
+        );
+      };
+      const req = transport.request(target, { ...options, timeout: timeoutMs }, (res: IncomingMessage) => {
+        const chunks: Buffer[] = [];
+        let size = 0;
+        res.on('data', (chunk: Buffer) => {
+          size += chunk.length;
+          if (size > MAX_RESPONSE_BYTES) {
+            res.destroy();
+            reject(new ApiProtocolError(`the server at ${this.url} sent more than ${MAX_RESPONSE_BYTES} bytes`, { url: this.url, status: res.statusCode }));
+            return;
+          }
+          chunks.push(chunk);
+        });
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') }));
+        res.on('error', fail);
+      });
+      req.on('timeout', () => {
+        req.destroy(Object.assign(new Error(`no answer within ${Math.round(timeoutMs / 1000)} s`), { code: `no answer within ${Math.round(timeoutMs / 1000)} s` }));
+      });
+      req.on('error', fail);
+      req.end(payload);
+    });
+  }
+
+  #errorFor(method: string, target: URL, response: RawResponse, ref: string | undefined): ApiError {
+    const { code, message } = apiMessage(response.body);
+    const details = { url: this.url, status: response.status, code };
+    const said = message ?? `HTTP ${response.status}`;
+    switch (response.status) {
+      case 401:
+      case 403:
+        return new ApiAuthError(
+          this.#token === undefined
+            ? `the server at ${this.url} needs a token and none was found`
+            : `the server at ${this.url} rejected the token${this.#tokenSource ? ` from ${this.#tokenSource}` : ''} (${said})`,
+          { ...details, hint: 'run fnhost login, or pass --token or set FNHOST_TOKEN' },
+        );
+      case 404:
+        if (ref !== undefined && code === 'not_found') {
+          return new ApiNotFoundError(`function "${ref}" not found at ${this.url}`, { ...details, hint: 'run fnhost function:list to see the functions' });
+        }
+        return new ApiNotFoundError(`${method} ${target.pathname} not found at ${this.url} (${said})`, {
+          ...details,
+          hint: code === undefined ? 'check that --url (or FNHOST_URL) points at an fnhost gateway' : undefined,
+        });
+      case 400:
+      case 413:
+      case 422:
+        return new ApiValidationError(said, details);
+      case 409:
+        return new ApiConflictError(said, details);
+      default:
+        return new ApiServerError(`the server at ${this.url} failed: ${said}`, details);
+    }
+  }
+}
+
+function fnPath(ref: string, suffix = ''): string {
+  return `/api/v1/functions/${encodeURIComponent(ref)}${suffix}`;
+}

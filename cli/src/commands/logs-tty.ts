@@ -1,0 +1,94 @@
+import { createElement as h, useCallback } from 'react';
+import { render, useApp, useInput, useWindowSize } from 'ink';
+import type { LogPage, LogQuery } from '@fnhost/core/model.ts';
+import type { ApiClient } from '../api/client.ts';
+import type { ApiFunction } from '../api/types.ts';
+import { LogFollower } from '../api/follow.ts';
+import { useLogFollow } from '../hooks/useLogFollow.ts';
+import { useLogPager } from '../hooks/useLogPager.ts';
+import { LogFollowView } from '../render/LogFollowView.ts';
+import { LogsPagerView } from '../render/LogsPagerView.ts';
+import type { CommandContext } from './spec.ts';
+
+// The terminal paths of function:logs: wiring of keys, hooks and views.
+// Loaded only when stdout and stdin are terminals.
+
+interface PagerProps {
+  fn: ApiFunction;
+  load: (query: LogQuery) => Promise<LogPage>;
+  query: LogQuery;
+  page: LogPage;
+  color: boolean;
+}
+
+function LogsPager({ fn, load, query, page, color }: PagerProps) {
+  const pager = useLogPager(load, query, page);
+  const { exit } = useApp();
+  const { columns } = useWindowSize();
+  useInput((input, key) => {
+    if (input === 'q' || key.escape) exit();
+    else if (input === 'n' || key.rightArrow || key.pageDown) pager.nextPage();
+    else if (input === 'p' || key.leftArrow || key.pageUp) pager.prevPage();
+    else if (input === 's') pager.cycleStatus();
+    else if (input === 'r') pager.reload();
+  });
+  return h(LogsPagerView, {
+    fn,
+    status: pager.query.status,
+    page: pager.page,
+    width: columns || 80,
+    loading: pager.loading,
+    error: pager.error,
+    color,
+  });
+}
+
+interface FollowProps {
+  fn: ApiFunction;
+  follower: LogFollower;
+  initial: LogPage['logs'];
+  status: LogQuery['status'];
+  intervalMs: number;
+  color: boolean;
+}
+
+function LogsFollow({ fn, follower, initial, status, intervalMs, color }: FollowProps) {
+  const poll = useCallback(() => follower.poll(), [follower]);
+  const state = useLogFollow(initial, poll, intervalMs);
+  const { exit } = useApp();
+  const { columns } = useWindowSize();
+  useInput((input, key) => {
+    if (input === 'q' || key.escape) exit();
+  });
+  return h(LogFollowView, { fn, status, logs: state.logs, width: columns || 80, intervalMs, error: state.error, color });
+}
+
+function inkOptions(ctx: CommandContext) {
+  return {
+    stdout: ctx.io.stdout as NodeJS.WriteStream,
+    stdin: ctx.io.stdin as NodeJS.ReadStream,
+    stderr: ctx.io.stderr as NodeJS.WriteStream,
+    exitOnCtrlC: true,
+    patchConsole: false,
+  };
+}
+
+export async function runPager(ctx: CommandContext, client: ApiClient, ref: string, query: LogQuery): Promise<number> {
+  // The first page is read before Ink starts, so a wrong name or token ends
+  // as a plain error line and exit code, like every other command.
+  const [fn, page] = await Promise.all([client.getFunction(ref), client.listLogs(ref, query)]);
+  const load = (q: LogQuery) => client.listLogs(fn.function_id, q);
+  const app = render(h(LogsPager, { fn, load, query, page, color: ctx.color }), inkOptions(ctx));
+  await app.waitUntilExit();
+  return 0;
+}
+
+export async function runFollow(ctx: CommandContext, client: ApiClient, ref: string, query: LogQuery, intervalMs: number): Promise<number> {
+  const fn = await client.getFunction(ref);
+  const follower = new LogFollower((q) => client.listLogs(fn.function_id, q), query.status);
+  const initial = await follower.start(query.limit);
+  const app = render(h(LogsFollow, { fn, follower, initial, status: query.status, intervalMs, color: ctx.color }), inkOptions(ctx));
+  await app.waitUntilExit();
+  return 0;
+}
+

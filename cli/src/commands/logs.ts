@@ -1,0 +1,96 @@
+import { MAX_LOG_PAGE_LIMIT, DEFAULT_LOG_PAGE_LIMIT } from '@fnhost/core/limits.ts';
+import type { LogQuery, StatusFilter } from '@fnhost/core/model.ts';
+import { validateStatusFilter } from '@fnhost/core/validation.ts';
+import type { ApiClient } from '../api/client.ts';
+import { UsageError } from '../errors.ts';
+import { createPainter } from '../format/color.ts';
+import { DEFAULT_WIDTH, headerLine, layoutFor, renderLogTable, rowLine, titleLine, toRow } from '../format/logs-table.ts';
+import { functionRef, intOption, printLines, stringOption } from './common.ts';
+import type { CommandContext } from './spec.ts';
+
+// function:logs. Four paths, chosen by where the output goes:
+// - --output json: the spec's log list object, once (with --follow: one record per line);
+// - piped (or no terminal for keys): the table, once (with --follow: new rows as they come);
+// - stdout and stdin on a terminal: the interactive Ink pager (with --follow: Ink's <Static> rows).
+// Ink and React load only on the last path (they cost ~300 ms to import).
+
+export const DEFAULT_INTERVAL_SECONDS = 2;
+
+export function parseInterval(raw: string | undefined): number {
+  if (raw === undefined) return DEFAULT_INTERVAL_SECONDS * 1000;
+  const seconds = Number(raw);
+  if (!/^\s*\d*\.?\d+\s*$/.test(raw) || !Number.isFinite(seconds) || seconds < 0.1 || seconds > 3600) {
+    throw new UsageError(`--interval must be a number of seconds from 0.1 to 3600, got ${JSON.stringify(raw)}`);
+  }
+  return Math.round(seconds * 1000);
+}
+
+export function parsePage(raw: string | undefined): number {
+  if (raw === undefined) return 1;
+  const page = /^\s*\d+\s*$/.test(raw) ? Number(raw) : NaN;
+  if (!Number.isSafeInteger(page) || page < 1) throw new UsageError(`--page must be a positive integer, got ${JSON.stringify(raw)}`);
+  return page;
+}
+
+export function parseStatus(raw: string | undefined): StatusFilter {
+  try {
+    return validateStatusFilter(raw);
+  } catch (cause) {
+    throw new UsageError(`--status must be success, error or all, got ${JSON.stringify(raw)}`, { cause });
+  }
+}
+
+export async function run(ctx: CommandContext): Promise<number> {
+  const ref = functionRef(ctx);
+  const query: LogQuery = {
+    status: parseStatus(stringOption(ctx, 'status')),
+    limit: intOption(ctx, 'limit', MAX_LOG_PAGE_LIMIT) ?? DEFAULT_LOG_PAGE_LIMIT,
+    page: parsePage(stringOption(ctx, 'page')),
+  };
+  const follow = ctx.options.follow === true;
+  const intervalMs = parseInterval(stringOption(ctx, 'interval'));
+  if (!follow && stringOption(ctx, 'interval') !== undefined) throw new UsageError('--interval goes with --follow');
+  if (follow && stringOption(ctx, 'page') !== undefined) throw new UsageError('--page does not go with --follow: following always starts from the newest records');
+  const client = await ctx.client();
+
+  if (ctx.output === 'json' && !follow) {
+    const page = await client.listLogs(ref, query);
+    ctx.io.stdout.write(JSON.stringify(page, null, 2) + '\n');
+    return 0;
+  }
+  const { stdout, stdin, env } = ctx.io;
+  const terminal = stdout.isTTY === true && stdin.isTTY === true && env.TERM !== 'dumb' && ctx.output !== 'json';
+  if (terminal) {
+    const tty = await import('./logs-tty.ts');
+    return follow ? tty.runFollow(ctx, client, ref, query, intervalMs) : tty.runPager(ctx, client, ref, query);
+  }
+  if (follow) return followPlain(ctx, client, ref, query, intervalMs);
+
+  const [fn, page] = await Promise.all([client.getFunction(ref), client.listLogs(ref, query)]);
+  const width = stdout.isTTY === true && stdout.columns ? stdout.columns : DEFAULT_WIDTH;
+  printLines(ctx, renderLogTable(fn, query.status, page, width, createPainter(ctx.color)));
+  return 0;
+}
+
+/** --follow without a terminal for keys: the table's rows (or JSON lines) as they arrive, until killed. */
+async function followPlain(ctx: CommandContext, client: ApiClient, ref: string, query: LogQuery, intervalMs: number): Promise<number> {
+  const { LogFollower } = await import('../api/follow.ts');
+  const fn = await client.getFunction(ref);
+  // Following by id keeps working if the function is renamed meanwhile.
+  const follower = new LogFollower((q) => client.listLogs(fn.function_id, q), query.status);
+  const json = ctx.output === 'json';
+  const paint = createPainter(ctx.color);
+  const width = ctx.io.stdout.isTTY === true && ctx.io.stdout.columns ? ctx.io.stdout.columns : DEFAULT_WIDTH;
+  const layout = layoutFor([], width);
+  const print = (logs: Awaited<ReturnType<typeof follower.poll>>) => {
+    if (logs.length === 0) return;
+    const lines = json ? logs.map((log) => JSON.stringify(log)) : logs.map((log) => rowLine(toRow(log, layout), layout, paint));
+    ctx.io.stdout.write(lines.join('\n') + '\n');
+  };
+  if (!json) printLines(ctx, [paint.bold(`${titleLine(fn, query.status)}, following`), headerLine(layout, paint)]);
+  print(await follower.start(query.limit));
+  for (;;) {
+    await new Promise((resolve) => setTimeout(resolve, intervalMs));
+    print(await follower.poll());
+  }
+}

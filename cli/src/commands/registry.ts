@@ -1,0 +1,232 @@
+import type { CommandSpec, OptionSpec } from './spec.ts';
+
+// Every command, its flags and its help, without loading any command's code:
+// main.ts imports only the module of the command being run.
+
+const fnArg = '<function>';
+
+const env: OptionSpec = { type: 'string', multiple: true, value: 'KEY=VALUE', description: 'environment variable for the function (repeatable)' };
+const timeout: OptionSpec = { type: 'string', value: '<seconds>', description: 'execution time limit (default 30)' };
+const memory: OptionSpec = { type: 'string', value: '<MiB>', description: 'memory limit (default 128)' };
+const route: OptionSpec = { type: 'string', multiple: true, value: '<pattern>', description: 'route pattern such as /users/:userId that fills req.params (repeatable)' };
+
+export const COMMANDS: CommandSpec[] = [
+  {
+    name: 'function:create',
+    args: ['<name>'],
+    summary: 'Create a function from a JavaScript module',
+    details: ['<name> is a DNS-1123 label: lowercase letters, digits and "-", at most 40 characters.'],
+    options: {
+      file: { type: 'string', short: 'f', value: '<path>', description: 'the module exporting the handler (required)' },
+      env,
+      timeout,
+      memory,
+      route,
+      cron: { type: 'string', value: '<expr>', description: 'run on this 5-field cron schedule as well' },
+      timezone: { type: 'string', value: '<zone>', description: 'IANA time zone of --cron (default UTC)' },
+    },
+    json: true,
+    remote: true,
+    examples: ['fnhost function:create hello --file hello.js', 'fnhost function:create report --file report.js --env LOG_LEVEL=debug --cron "0 9 * * 1"'],
+    load: () => import('./create.ts'),
+  },
+  {
+    name: 'function:deploy',
+    args: [fnArg],
+    summary: "Replace a function's code (and optionally its settings)",
+    options: { file: { type: 'string', short: 'f', value: '<path>', description: 'the new module (required)' }, env, timeout, memory, route },
+    json: true,
+    remote: true,
+    examples: ['fnhost function:deploy hello --file hello.js'],
+    load: () => import('./deploy.ts'),
+  },
+  {
+    name: 'function:list',
+    args: [],
+    summary: 'List the functions',
+    options: {},
+    json: true,
+    remote: true,
+    examples: ['fnhost function:list', 'fnhost function:list --output json | jq -r ".functions[].name"'],
+    load: () => import('./list.ts'),
+  },
+  {
+    name: 'function:get',
+    args: [fnArg],
+    summary: 'Show a function: state, retention, schedule, total executions',
+    options: {},
+    json: true,
+    remote: true,
+    examples: ['fnhost function:get hello'],
+    load: () => import('./get.ts'),
+  },
+  {
+    name: 'function:delete',
+    args: [fnArg],
+    summary: 'Delete a function and its execution logs',
+    details: ['Asks for confirmation on a terminal. Without a terminal, --yes is required.'],
+    options: { yes: { type: 'boolean', short: 'y', description: 'do not ask for confirmation' } },
+    json: false,
+    remote: true,
+    examples: ['fnhost function:delete hello', 'fnhost function:delete hello --yes'],
+    load: () => import('./delete.ts'),
+  },
+  {
+    name: 'function:activate',
+    args: [fnArg],
+    summary: 'Let the function be invoked again',
+    options: {},
+    json: true,
+    remote: true,
+    examples: ['fnhost function:activate hello'],
+    load: () => import('./activation.ts').then((m) => ({ run: m.activate })),
+  },
+  {
+    name: 'function:deactivate',
+    args: [fnArg],
+    summary: 'Stop the function from being invoked (it answers 403) and from running on its schedule',
+    options: {},
+    json: true,
+    remote: true,
+    examples: ['fnhost function:deactivate hello'],
+    load: () => import('./activation.ts').then((m) => ({ run: m.deactivate })),
+  },
+  {
+    name: 'function:logs',
+    args: [fnArg],
+    summary: 'List the execution logs of a function, newest first',
+    details: [
+      'On a terminal the table is interactive: ←/→ or n/p change page, s cycles the status filter, r reloads, q quits.',
+      'Piped, or with --output json, it prints once and exits. --follow prints new executions as they arrive',
+      '(with --output json: one log record per line).',
+    ],
+    options: {
+      status: { type: 'string', value: 'success|error|all', description: 'which executions: 2xx, 400 and above, or all (default all)' },
+      limit: { type: 'string', value: '<int>', description: 'records per page, 1-1000 (default 50)' },
+      page: { type: 'string', value: '<int>', description: '1-based page number (default 1)' },
+      follow: { type: 'boolean', short: 'F', description: 'keep running and show new executions as they arrive' },
+      interval: { type: 'string', value: '<seconds>', description: 'how often --follow asks the server (default 2)' },
+    },
+    json: true,
+    remote: true,
+    examples: [
+      'fnhost function:logs hello',
+      'fnhost function:logs hello --status error --limit 5 --page 2 --output json | jq .pagination',
+      'fnhost function:logs hello --follow',
+    ],
+    load: () => import('./logs.ts'),
+  },
+  {
+    name: 'function:retention:set',
+    args: [fnArg],
+    summary: 'Set how long or how many execution logs the function keeps',
+    options: {
+      type: { type: 'string', value: 'time|count|none', description: 'time keeps --days days, count keeps the --count newest, none keeps all' },
+      days: { type: 'string', value: '<int>', description: 'with --type time: days to keep (1-3650)' },
+      count: { type: 'string', value: '<int>', description: 'with --type count: records to keep (1-10000000)' },
+    },
+    json: true,
+    remote: true,
+    examples: ['fnhost function:retention:set hello --type time --days 7', 'fnhost function:retention:set hello --type count --count 100', 'fnhost function:retention:set hello --type none'],
+    load: () => import('./retention.ts'),
+  },
+  {
+    name: 'function:schedule:set',
+    args: [fnArg],
+    summary: 'Run the function on a cron schedule',
+    options: {
+      cron: { type: 'string', value: '"<expr>"', description: 'five fields: minute hour day-of-month month day-of-week (required)' },
+      timezone: { type: 'string', value: '<zone>', description: 'IANA time zone the fields are read in (default UTC)' },
+    },
+    json: true,
+    remote: true,
+    examples: ['fnhost function:schedule:set hello --cron "0 * * * *"', 'fnhost function:schedule:set hello --cron "0 9 * * 1" --timezone Europe/Paris'],
+    load: () => import('./schedule.ts').then((m) => ({ run: m.setSchedule })),
+  },
+  {
+    name: 'function:schedule:disable',
+    args: [fnArg],
+    summary: 'Stop the scheduled runs (the expression is kept)',
+    options: {},
+    json: true,
+    remote: true,
+    examples: ['fnhost function:schedule:disable hello'],
+    load: () => import('./schedule.ts').then((m) => ({ run: m.disableSchedule })),
+  },
+  {
+    name: 'function:test',
+    args: [fnArg],
+    summary: 'Run the function once and show its answer',
+    details: ['Sends POST / with the JSON body {} unless told otherwise. Exits with 1 when the function answers 5xx.'],
+    options: {
+      data: { type: 'string', short: 'd', value: '<json>', description: 'JSON request body (default {})' },
+      method: { type: 'string', short: 'X', value: '<method>', description: 'HTTP method (default POST)' },
+      path: { type: 'string', value: '<path>', description: 'request path seen by the handler (default /)' },
+    },
+    json: true,
+    remote: true,
+    examples: ['fnhost function:test hello', `fnhost function:test hello --data '{"name":"Ada"}'`, 'fnhost function:test users --method GET --path /users/42'],
+    load: () => import('./test.ts'),
+  },
+  {
+    name: 'login',
+    args: [],
+    summary: 'Save a server URL and token for later commands',
+    details: [
+      'Checks them against the server, then writes $XDG_CONFIG_HOME/fnhost/config.json (or ~/.config/fnhost/config.json) with mode 0600.',
+      'Without --token, reads the token from stdin (prompting on a terminal), like gh auth login --with-token.',
+    ],
+    options: {},
+    json: false,
+    remote: true,
+    examples: ['fnhost login --url https://fn.example.com --token "$TOKEN"', 'fnhost login --url https://fn.example.com < token.txt'],
+    load: () => import('./login.ts'),
+  },
+];
+
+export const CONNECTION_OPTIONS: Record<string, OptionSpec> = {
+  url: { type: 'string', value: '<url>', description: 'server URL (else FNHOST_URL, the saved login, http://127.0.0.1:8080)' },
+  token: { type: 'string', value: '<token>', description: 'admin token (else FNHOST_TOKEN, the saved login, ./.fnhost/token)' },
+};
+
+export const OUTPUT_OPTION: OptionSpec = { type: 'string', short: 'o', value: 'json|text', description: 'output format (default text; json prints only the JSON)' };
+export const HELP_OPTION: OptionSpec = { type: 'boolean', short: 'h', description: 'show this help' };
+
+export function findCommand(name: string): CommandSpec | undefined {
+  return COMMANDS.find((c) => c.name === name);
+}
+
+/** All options a command accepts: its own, then the connection and output ones. */
+export function optionsOf(spec: CommandSpec): Record<string, OptionSpec> {
+  return {
+    ...spec.options,
+    ...(spec.remote ? CONNECTION_OPTIONS : {}),
+    ...(spec.json ? { output: OUTPUT_OPTION } : {}),
+    help: HELP_OPTION,
+  };
+}
+
+/** The closest command name, for "did you mean"; undefined when nothing is close. */
+export function suggestCommand(input: string): string | undefined {
+  let best: { name: string; distance: number } | undefined;
+  for (const { name } of COMMANDS) {
+    const candidates = [name, name.replace(/^function:/, '')];
+    for (const candidate of candidates) {
+      const d = editDistance(input.toLowerCase(), candidate);
+      if (best === undefined || d < best.distance) best = { name, distance: d };
+    }
+  }
+  return best !== undefined && best.distance <= Math.max(2, Math.floor(input.length / 3)) ? best.name : undefined;
+}
+
+export function editDistance(a: string, b: string): number {
+  let prev = Array.from({ length: b.length + 1 }, (_, i) => i);
+  for (let i = 1; i <= a.length; i++) {
+    const row = [i];
+    for (let j = 1; j <= b.length; j++) {
+      row[j] = Math.min(prev[j]! + 1, row[j - 1]! + 1, prev[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
+    }
+    prev = row;
+  }
+  return prev[b.length]!;
+}

@@ -1,0 +1,60 @@
+import { readFile, stat } from 'node:fs/promises';
+import { resolve } from 'node:path';
+import { MAX_CODE_BYTES } from '@fnhost/core/limits.ts';
+import { validateCode, validateEnv, validateMemoryMiB, validateRoutes, validateTimeoutSeconds } from '@fnhost/core/validation.ts';
+import { LocalIoError, UsageError } from '../errors.ts';
+import { asUsage, listOption, stringOption } from './common.ts';
+import type { CommandContext } from './spec.ts';
+
+// The flags create and deploy share: --file, --env, --timeout, --memory, --route.
+
+export async function readCode(ctx: CommandContext): Promise<string> {
+  const file = stringOption(ctx, 'file');
+  if (file === undefined) throw new UsageError(`${ctx.spec.name} needs --file <path>: the module that exports the handler`);
+  const path = resolve(ctx.io.cwd, file);
+  let code: string;
+  try {
+    const info = await stat(path);
+    if (!info.isFile()) throw new UsageError(`--file ${file} is not a file`);
+    if (info.size > MAX_CODE_BYTES) throw new UsageError(`--file ${file} is ${info.size} bytes; the limit is ${MAX_CODE_BYTES} bytes`);
+    code = await readFile(path, 'utf8');
+  } catch (err) {
+    if (err instanceof UsageError) throw err;
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT') throw new UsageError(`--file ${file}: no such file`, { cause: err });
+    throw new LocalIoError(`cannot read --file ${file} (${code ?? (err as Error).message})`, { cause: err });
+  }
+  return asUsage(() => validateCode(code), `--file ${file}`);
+}
+
+export function parseEnvFlags(ctx: CommandContext): Record<string, string> | undefined {
+  const pairs = listOption(ctx, 'env');
+  if (pairs.length === 0) return undefined;
+  const env: Record<string, string> = {};
+  for (const pair of pairs) {
+    const eq = pair.indexOf('=');
+    if (eq <= 0) throw new UsageError(`--env "${pair}" must be KEY=VALUE`);
+    env[pair.slice(0, eq)] = pair.slice(eq + 1);
+  }
+  return asUsage(() => validateEnv(env));
+}
+
+export interface SettingsFlags {
+  env?: Record<string, string>;
+  routes?: string[];
+  timeout_seconds?: number;
+  memory_mib?: number;
+}
+
+export function parseSettings(ctx: CommandContext): SettingsFlags {
+  const settings: SettingsFlags = {};
+  const env = parseEnvFlags(ctx);
+  if (env !== undefined) settings.env = env;
+  const routes = listOption(ctx, 'route');
+  if (routes.length > 0) settings.routes = asUsage(() => validateRoutes(routes));
+  const timeout = stringOption(ctx, 'timeout');
+  if (timeout !== undefined) settings.timeout_seconds = asUsage(() => validateTimeoutSeconds(timeout));
+  const memory = stringOption(ctx, 'memory');
+  if (memory !== undefined) settings.memory_mib = asUsage(() => validateMemoryMiB(memory));
+  return settings;
+}

@@ -1,0 +1,93 @@
+import { readFile } from 'node:fs/promises';
+import { UsageError, LocalIoError } from '../errors.ts';
+import { readLogin, type SavedLogin } from './login-file.ts';
+import { LOCAL_DEFAULT_URL, localTokenPath, loginFilePath } from './paths.ts';
+
+// Which server and token a command uses. The URL comes from the first of:
+// --url, FNHOST_URL, the saved login, the local platform's default. The token
+// comes from --token, FNHOST_TOKEN, then (only for the URL it was saved or made
+// for, so a token never travels to another server) the saved login's token or
+// the local platform's token file.
+
+export interface Connection {
+  url: string;
+  urlSource: string;
+  token: string | undefined;
+  tokenSource: string | undefined;
+}
+
+export interface ConnectionInputs {
+  flags: { url?: string; token?: string };
+  env: Record<string, string | undefined>;
+  cwd: string;
+  home?: string;
+}
+
+export function normaliseUrl(raw: string, source: string): string {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new UsageError(`${source} "${raw}" is not a URL; expected something like http://127.0.0.1:8080`);
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+    throw new UsageError(`${source} "${raw}" must start with http:// or https://`);
+  }
+  return url.toString().replace(/\/+$/, '');
+}
+
+function nonEmpty(value: string | undefined): string | undefined {
+  return value === undefined || value.trim() === '' ? undefined : value.trim();
+}
+
+async function readTokenFile(path: string): Promise<string | undefined> {
+  try {
+    return nonEmpty(await readFile(path, 'utf8'));
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw new LocalIoError(`cannot read the token file ${path} (${(err as NodeJS.ErrnoException).code})`, { cause: err });
+  }
+}
+
+function isLoopback(url: string): boolean {
+  const host = new URL(url).hostname;
+  return host === 'localhost' || host === '[::1]' || host.startsWith('127.');
+}
+
+export async function resolveConnection(inputs: ConnectionInputs): Promise<Connection> {
+  const { flags, env } = inputs;
+  const loginPath = loginFilePath(env, inputs.home);
+  const flagUrl = nonEmpty(flags.url);
+  const envUrl = nonEmpty(env.FNHOST_URL);
+  let url: string;
+  let urlSource: string;
+  let login: SavedLogin | undefined;
+  if (flagUrl !== undefined) {
+    url = normaliseUrl(flagUrl, '--url');
+    urlSource = '--url';
+  } else if (envUrl !== undefined) {
+    url = normaliseUrl(envUrl, 'FNHOST_URL');
+    urlSource = 'FNHOST_URL';
+  } else if ((login = await readLogin(loginPath)) !== undefined) {
+    url = normaliseUrl(login.url, `the url in ${loginPath}`);
+    urlSource = loginPath;
+  } else {
+    url = LOCAL_DEFAULT_URL;
+    urlSource = 'the local default';
+  }
+
+  const flagToken = nonEmpty(flags.token);
+  if (flagToken !== undefined) return { url, urlSource, token: flagToken, tokenSource: '--token' };
+  const envToken = nonEmpty(env.FNHOST_TOKEN);
+  if (envToken !== undefined) return { url, urlSource, token: envToken, tokenSource: 'FNHOST_TOKEN' };
+  login ??= await readLogin(loginPath);
+  if (login !== undefined && normaliseUrl(login.url, loginPath) === url) {
+    return { url, urlSource, token: login.token, tokenSource: loginPath };
+  }
+  if (isLoopback(url)) {
+    const path = localTokenPath(inputs.cwd);
+    const token = await readTokenFile(path);
+    if (token !== undefined) return { url, urlSource, token, tokenSource: path };
+  }
+  return { url, urlSource, token: undefined, tokenSource: undefined };
+}

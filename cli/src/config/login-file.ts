@@ -1,0 +1,41 @@
+import { chmod, mkdir, readFile, rename, writeFile } from 'node:fs/promises';
+import { dirname } from 'node:path';
+import { LocalIoError } from '../errors.ts';
+
+// The saved login: one server URL and its token, readable by the user only.
+
+export interface SavedLogin {
+  url: string;
+  token: string;
+}
+
+/** The saved login, or undefined when there is none; a damaged file is an error that names it. */
+export async function readLogin(path: string): Promise<SavedLogin | undefined> {
+  let text: string;
+  try {
+    text = await readFile(path, 'utf8');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw new LocalIoError(`cannot read the login file ${path} (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`, { cause: err });
+  }
+  try {
+    const parsed = JSON.parse(text) as Partial<SavedLogin>;
+    if (typeof parsed.url === 'string' && typeof parsed.token === 'string') return { url: parsed.url, token: parsed.token };
+  } catch (cause) {
+    throw new LocalIoError(`the login file ${path} is not valid JSON`, { cause, hint: 'run fnhost login again to rewrite it' });
+  }
+  throw new LocalIoError(`the login file ${path} lacks "url" or "token"`, { hint: 'run fnhost login again to rewrite it' });
+}
+
+/** Writes the login with mode 0600 (directory 0700), replacing the file atomically. */
+export async function writeLogin(path: string, login: SavedLogin): Promise<void> {
+  try {
+    await mkdir(dirname(path), { recursive: true, mode: 0o700 });
+    const temp = `${path}.${process.pid}.tmp`;
+    await writeFile(temp, JSON.stringify({ url: login.url, token: login.token }, null, 2) + '\n', { mode: 0o600 });
+    await chmod(temp, 0o600);
+    await rename(temp, path);
+  } catch (err) {
+    throw new LocalIoError(`cannot write the login file ${path} (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`, { cause: err });
+  }
+}

@@ -1,0 +1,67 @@
+import type { RetentionPolicy } from '@fnhost/core/model.ts';
+import type { ApiFunction, ApiSchedule } from '../api/types.ts';
+import type { Painter } from './color.ts';
+import { oneLine, padEnd } from './text.ts';
+import { formatLocalDateTime } from './time.ts';
+
+// Text shapes of a function record: the labelled lines of function:get and the
+// one-line summaries other commands print.
+
+export function retentionText(policy: RetentionPolicy): string {
+  switch (policy.type) {
+    case 'time':
+      return `time (${policy.days} day${policy.days === 1 ? '' : 's'})`;
+    case 'count':
+      return `count (${policy.count} newest)`;
+    default:
+      return 'none (keep all)';
+  }
+}
+
+export function scheduleText(schedule: ApiSchedule | null): string {
+  if (schedule === null) return 'none';
+  const base = `${schedule.cron} (${schedule.timezone})`;
+  if (!schedule.enabled) return `disabled (was ${base})`;
+  return schedule.next_run_at ? `${base}, next run ${formatLocalDateTime(schedule.next_run_at)}` : base;
+}
+
+export function invocationUrl(fn: ApiFunction, serverUrl: string): string {
+  return fn.invocation_url || `${serverUrl}/invoke/${fn.function_id}`;
+}
+
+/** function:get: one labelled line per field, labels aligned. */
+export function functionDetails(fn: ApiFunction, serverUrl: string, paint: Painter): string[] {
+  const fields: Array<[string, string]> = [
+    ['ID', fn.function_id],
+    ['Name', oneLine(fn.name)],
+    ['Active', fn.active ? paint.green('yes') : paint.red('no')],
+    ['Invocation URL', invocationUrl(fn, serverUrl)],
+    ['Total Executions', String(fn.total_executions)],
+    ['Retention', retentionText(fn.retention)],
+    ['Schedule', scheduleText(fn.schedule)],
+    ['Timeout', `${fn.timeout_seconds}s`],
+    ['Memory', `${fn.memory_mib} MiB`],
+    ['Routes', fn.routes.length > 0 ? fn.routes.join(', ') : '-'],
+    ['Env', Object.keys(fn.env).length > 0 ? Object.keys(fn.env).sort().join(', ') : '-'],
+    ['Created', formatLocalDateTime(fn.created_at)],
+    ['Updated', formatLocalDateTime(fn.updated_at)],
+  ];
+  const width = Math.max(...fields.map(([label]) => label.length)) + 1;
+  return fields.map(([label, value]) => `${paint.bold(padEnd(label + ':', width))} ${value}`);
+}
+
+/** function:list: a table of name, id, state, schedule and executions. */
+export function functionList(functions: readonly ApiFunction[], paint: Painter): string[] {
+  if (functions.length === 0) return [paint.dim('(no functions; create one with fnhost function:create <name> --file <path>)')];
+  const header = ['Name', 'ID', 'Active', 'Executions', 'Schedule'];
+  const rows = functions.map((fn) => [
+    oneLine(fn.name),
+    fn.function_id,
+    fn.active ? 'yes' : 'no',
+    String(fn.total_executions),
+    fn.schedule === null ? '-' : fn.schedule.enabled ? fn.schedule.cron : `disabled (${fn.schedule.cron})`,
+  ]);
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
+  const line = (cells: string[]) => cells.map((c, i) => (i === cells.length - 1 ? c : padEnd(c, widths[i]!))).join('  ');
+  return [paint.bold(line(header)), ...rows.map(line)];
+}

@@ -1,0 +1,45 @@
+import { createElement as h } from 'react';
+import { Box, Text } from 'ink';
+import type { LogPage, StatusFilter } from '@fnhost/core/model.ts';
+import { emptyLine, footerLine, titleLine, toRows } from '../format/logs-table.ts';
+import { LogHeaderLine, LogRowLine } from './LogRowLine.ts';
+
+// The interactive log table: title, header, rows, footer and the key line.
+// Presentational only: the page, the filter and the state come in as props.
+
+export interface LogsPagerViewProps {
+  fn: { name: string; function_id: string };
+  status: StatusFilter;
+  page: LogPage;
+  width: number;
+  loading: boolean;
+  error: string | undefined;
+  color: boolean;
+}
+
+export function LogsPagerView({ fn, status, page, width, loading, error, color }: LogsPagerViewProps) {
+  const { layout, rows } = toRows(page.logs, width);
+  const { hasNextPage, hasPrevPage } = page.pagination;
+  const keys = [
+    hasPrevPage || hasNextPage ? '←/→ or p/n page' : undefined,
+    `s status: ${status}`,
+    'r reload',
+    'q quit',
+  ].filter(Boolean).join(' · ');
+  return h(
+    Box,
+    { flexDirection: 'column' },
+    h(Text, { bold: color, wrap: 'truncate' }, titleLine(fn, status)),
+    h(LogHeaderLine, { layout, color }),
+    rows.length === 0 ? h(Text, { dimColor: color }, emptyLine(page.pagination)) : null,
+    ...rows.map((row) => h(LogRowLine, { key: row.id, row, layout, color })),
+    h(Text, null, footerLine(page.pagination)),
+    h(
+      Text,
+      { wrap: 'truncate' },
+      h(Text, { dimColor: color }, keys),
+      loading ? h(Text, null, '  loading…') : null,
+      error !== undefined ? h(Text, color ? { color: 'red' } : {}, `  error: ${error}`) : null,
+    ),
+  );
+}
