@@ -1,0 +1,91 @@
+import { expect } from 'chai';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { ApiClient } from '../../../cli/src/api/client.ts';
+import {
+  ApiAuthError,
+  ApiConflictError,
+  ApiConnectionError,
+  ApiNotFoundError,
+  ApiProtocolError,
+  ApiServerError,
+  ApiValidationError,
+} from '../../../cli/src/api/errors.ts';
+
+// A stand-in server (unit test): each test sets the answer; requests are recorded.
+describe('cli api: client error families', () => {
+  let server: Server;
+  let url: string;
+  let answer: (req: IncomingMessage, res: ServerResponse) => void;
+  const seen: Array<{ method?: string; url?: string; auth?: string; body: string }> = [];
+
+  before(async () => {
+    server = createServer((req, res) => {
+      let body = '';
+      req.on('data', (c) => (body += c));
+      req.on('end', () => {
+        seen.push({ method: req.method, url: req.url, auth: req.headers.authorization, body });
+        answer(req, res);
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  });
+  after(() => new Promise<void>((resolve) => server.close(() => resolve())));
+
+  function reply(status: number, body: unknown) {
+    answer = (_req, res) => {
+      res.writeHead(status, { 'content-type': 'application/json' });
+      res.end(typeof body === 'string' ? body : JSON.stringify(body));
+    };
+  }
+
+  async function failure(run: () => Promise<unknown>): Promise<Error> {
+    try {
+      await run();
+    } catch (err) {
+      return err as Error;
+    }
+    throw new Error('expected a failure');
+  }
+
+  it('sends the bearer token, the query and JSON bodies', async () => {
+    reply(200, { logs: [], pagination: {} });
+    await new ApiClient({ url, token: 'secret' }).listLogs('hello', { status: 'error', limit: 5, page: 2 });
+    expect(seen.at(-1)).to.include({ method: 'GET', url: '/api/v1/functions/hello/logs?status=error&limit=5&page=2', auth: 'Bearer secret' });
+    reply(200, {});
+    await new ApiClient({ url, token: 'secret' }).setRetention('hello', { type: 'time', days: 7 });
+    expect(seen.at(-1)).to.include({ method: 'PUT', url: '/api/v1/functions/hello/retention', body: '{"type":"time","days":7}' });
+  });
+
+  it('maps each status family to its error class and exit code', async () => {
+    const client = new ApiClient({ url, token: 'bad', tokenSource: '--token' });
+    reply(401, { error: 'unauthorized', message: 'missing or wrong token' });
+    const auth = await failure(() => client.listFunctions());
+    expect(auth).to.be.instanceOf(ApiAuthError);
+    expect(auth.message).to.equal(`the server at ${url} rejected the token from --token (missing or wrong token)`);
+    reply(404, { error: 'not_found', message: 'no function' });
+    const missing = await failure(() => client.getFunction('nope'));
+    expect(missing).to.be.instanceOf(ApiNotFoundError);
+    expect(missing.message).to.equal(`function "nope" not found at ${url}`);
+    reply(400, { error: 'invalid_argument', message: 'cron is wrong' });
+    expect(await failure(() => client.setSchedule('x', { cron: 'x' }))).to.be.instanceOf(ApiValidationError).with.property('message', 'cron is wrong');
+    reply(409, { error: 'conflict', message: 'name taken' });
+    expect(await failure(() => client.createFunction({ name: 'x', code: 'x' }))).to.be.instanceOf(ApiConflictError);
+    reply(503, { error: 'store_unavailable', message: 'down' });
+    expect(await failure(() => client.listFunctions())).to.be.instanceOf(ApiServerError).with.property('exitCode', 1);
+    reply(200, '<html>');
+    expect(await failure(() => client.listFunctions())).to.be.instanceOf(ApiProtocolError);
+  });
+
+  it('names the URL it cannot reach, keeping the cause', async () => {
+    const closed = createServer();
+    await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
+    const port = (closed.address() as AddressInfo).port;
+    await new Promise<void>((resolve) => closed.close(() => resolve()));
+    const err = await failure(() => new ApiClient({ url: `http://127.0.0.1:${port}`, token: 't' }).listFunctions());
+    expect(err).to.be.instanceOf(ApiConnectionError);
+    expect(err.message).to.equal(`cannot reach the fnhost server at http://127.0.0.1:${port} (ECONNREFUSED)`);
+    expect((err.cause as { code?: string }).code).to.equal('ECONNREFUSED');
+  });
+});

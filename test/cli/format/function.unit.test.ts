@@ -1,0 +1,41 @@
+import { expect } from 'chai';
+import { createPainter } from '../../../cli/src/format/color.ts';
+import { functionDetails, functionList, retentionText, scheduleText } from '../../../cli/src/format/function.ts';
+import { fn } from '../helpers/fixtures.ts';
+
+const plain = createPainter(false);
+
+describe('cli format: function record', () => {
+  it('describes each retention policy', () => {
+    expect(retentionText({ type: 'time', days: 7 })).to.equal('time (7 days)');
+    expect(retentionText({ type: 'time', days: 1 })).to.equal('time (1 day)');
+    expect(retentionText({ type: 'count', count: 100 })).to.equal('count (100 newest)');
+    expect(retentionText({ type: 'none' })).to.equal('none (keep all)');
+  });
+
+  it('describes a schedule: none, enabled with its next run, disabled', () => {
+    process.env.TZ = 'UTC';
+    expect(scheduleText(null)).to.equal('none');
+    expect(scheduleText({ cron: '0 * * * *', timezone: 'UTC', enabled: true, next_run_at: '2026-11-22T15:00:00.000Z' })).to.equal(
+      '0 * * * * (UTC), next run 2026-11-22 15:00:00',
+    );
+    expect(scheduleText({ cron: '0 * * * *', timezone: 'UTC', enabled: false, next_run_at: null })).to.equal('disabled (was 0 * * * * (UTC))');
+  });
+
+  it('prints the labelled lines of function:get', () => {
+    const lines = functionDetails(fn({ total_executions: 42, active: false, retention: { type: 'count', count: 100 } }), 'http://x', plain);
+    const text = lines.join('\n');
+    expect(text).to.match(/^Total Executions: +42$/m);
+    expect(text).to.match(/^Active: +no$/m);
+    expect(text).to.match(/^Retention: +count \(100 newest\)$/m);
+    expect(text).to.match(/^Invocation URL: +http:\/\/127\.0\.0\.1:8080\/invoke\/5b0f1a1e/m);
+    for (const label of ['ID', 'Name', 'Schedule', 'Timeout', 'Memory', 'Created', 'Updated']) expect(text).to.match(new RegExp(`^${label}: `, 'm'));
+  });
+
+  it('lists functions as a table, or says there are none', () => {
+    expect(functionList([], plain)[0]).to.contain('no functions');
+    const lines = functionList([fn(), fn({ name: 'other', active: false, schedule: { cron: '* * * * *', timezone: 'UTC', enabled: true } })], plain);
+    expect(lines[0]).to.match(/^Name\s+ID\s+Active\s+Executions\s+Schedule$/);
+    expect(lines[2]).to.match(/^other\s+\S+\s+no\s+0\s+\* \* \* \* \*$/);
+  });
+});
