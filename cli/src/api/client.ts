@@ -20,7 +20,7 @@ import type {
 } from './types.ts';
 
 // The management API client. It uses node:http rather than fetch: fetch loads
-// undici on first use, which costs about 30 ms of start-up (docs/cli.md).
+// undici on first use, which costs about 30-40 ms of start-up (docs/cli.md).
 
 /** Largest answer the CLI reads; a log page of 1,000 records with long errors fits easily. */
 export const MAX_RESPONSE_BYTES = 64 * 1024 * 1024;
@@ -149,7 +149,9 @@ export class ApiClient {
   }
 
   async #request(target: URL, options: RequestOptions, payload: string | undefined, timeoutMs: number): Promise<RawResponse> {
-    const transport = target.protocol === 'https:' ? await import('node:https') : await import('node:http');
+    // getBuiltinModule, not import(): an ESM namespace of node:http evaluates
+    // its lazy WebSocket/EventSource getters, which load undici (~40 ms).
+    const transport = target.protocol === 'https:' ? process.getBuiltinModule('node:https') : process.getBuiltinModule('node:http');
     return new Promise<RawResponse>((resolve, reject) => {
       const fail = (cause: Error & { code?: string }) => {
         const reason = cause.code ?? cause.message;
