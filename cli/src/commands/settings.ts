@@ -1,9 +1,9 @@
 import { readFile, stat } from 'node:fs/promises';
 import { resolve } from 'node:path';
-import { MAX_CODE_BYTES } from '@fnhost/core/limits.ts';
+import { MAX_CODE_BYTES, MAX_MEMORY_MIB, MAX_TIMEOUT_SECONDS } from '@fnhost/core/limits.ts';
 import { validateCode, validateEnv, validateMemoryMiB, validateRoutes, validateTimeoutSeconds } from '@fnhost/core/validation.ts';
 import { LocalIoError, UsageError } from '../errors.ts';
-import { asUsage, listOption, stringOption } from './common.ts';
+import { asUsage, intOption, listOption, stringOption } from './common.ts';
 import type { CommandContext } from './spec.ts';
 
 // The flags create and deploy share: --file, --env, --timeout, --memory, --route.
@@ -52,9 +52,9 @@ export function parseSettings(ctx: CommandContext): SettingsFlags {
   if (env !== undefined) settings.env = env;
   const routes = listOption(ctx, 'route');
   if (routes.length > 0) settings.routes = asUsage(() => validateRoutes(routes));
-  const timeout = stringOption(ctx, 'timeout');
+  const timeout = intOption(ctx, 'timeout', MAX_TIMEOUT_SECONDS);
   if (timeout !== undefined) settings.timeout_seconds = asUsage(() => validateTimeoutSeconds(timeout));
-  const memory = stringOption(ctx, 'memory');
+  const memory = intOption(ctx, 'memory', MAX_MEMORY_MIB);
   if (memory !== undefined) settings.memory_mib = asUsage(() => validateMemoryMiB(memory));
   return settings;
 }
