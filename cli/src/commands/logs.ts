@@ -89,8 +89,18 @@ async function followPlain(ctx: CommandContext, client: ApiClient, ref: string, 
   };
   if (!json) printLines(ctx, [paint.bold(`${titleLine(fn, query.status)}, following`), headerLine(layout, paint)]);
   print(await follower.start(query.limit));
+  let failing: string | undefined;
   for (;;) {
     await new Promise((resolve) => setTimeout(resolve, intervalMs));
-    print(await follower.poll());
+    try {
+      print(await follower.poll());
+      if (failing !== undefined) ctx.io.stderr.write('fnhost: the server answers again; following\n');
+      failing = undefined;
+    } catch (err) {
+      // A restarting server should not end a follow: say so once, keep polling.
+      const message = err instanceof Error ? err.message : String(err);
+      if (message !== failing) ctx.io.stderr.write(`warning: ${message}; retrying every ${intervalMs / 1000}s\n`);
+      failing = message;
+    }
   }
 }
