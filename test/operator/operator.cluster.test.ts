@@ -181,7 +181,8 @@ describe('Function CRD and operator (real API server)', function () {
       expect(c.env.find((e: any) => e.name === 'GREETING').value).to.equal('Hello');
       expect(svc.spec.ports[0]).to.include({ port: 80, targetPort: 'http' });
       expect(cj.spec).to.include({ schedule: '*/5 * * * *', timeZone: 'UTC', concurrencyPolicy: 'Forbid', suspend: false });
-      const managers = (dep.metadata.managedFields ?? []).map((m: any) => m.manager);
+      const withFields = await getJson(['get', 'deployment', 'fn-hello', '--show-managed-fields']);
+      const managers = (withFields.metadata.managedFields ?? []).map((m: any) => m.manager);
       expect(managers).to.include('fnhost-operator');
     });
 
@@ -216,7 +217,7 @@ describe('Function CRD and operator (real API server)', function () {
       const inactive = await getJson(['get', 'fn', 'hello']);
       expect(readyOf(inactive)).to.include({ status: 'True', reason: 'Inactive' });
 
-      await edit({ spec: { active: true, retention: { type: 'time', days: 7 } } });
+      await edit({ spec: { active: true, retention: { type: 'time', days: 7, count: null } } });
       expect((await getJson(['get', 'deployment', 'fn-hello'])).spec.replicas).to.equal(1);
       const fn = await getJson(['get', 'fn', 'hello']);
       expect(fn.status.observedGeneration).to.equal(fn.metadata.generation);
