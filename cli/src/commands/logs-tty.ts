@@ -73,11 +73,10 @@ function inkOptions(ctx: CommandContext) {
   };
 }
 
-export async function runPager(ctx: CommandContext, client: ApiClient, ref: string, query: LogQuery): Promise<number> {
-  // The first page is read before Ink starts, so a wrong name or token ends
-  // as a plain error line and exit code, like every other command.
-  const [fn, page] = await Promise.all([client.getFunction(ref), client.listLogs(ref, query)]);
+export async function runPager(ctx: CommandContext, client: ApiClient, fn: ApiFunction, query: LogQuery, page: LogPage, painted: number): Promise<number> {
   const load = (q: LogQuery) => client.listLogs(fn.function_id, q);
+  // Erase the plain first frame (see paintFirstFrame in logs.ts); Ink draws the same lines at once.
+  if (painted > 0) ctx.io.stdout.write(`\u001b[${painted}A\u001b[0J`);
   const app = render(h(LogsPager, { fn, load, query, page, color: ctx.color }), inkOptions(ctx));
   await app.waitUntilExit();
   return 0;

@@ -1,10 +1,11 @@
 import { MAX_LOG_PAGE_LIMIT, DEFAULT_LOG_PAGE_LIMIT } from '@fnhost/core/limits.ts';
-import type { LogQuery, StatusFilter } from '@fnhost/core/model.ts';
+import type { LogPage, LogQuery, StatusFilter } from '@fnhost/core/model.ts';
 import { validateStatusFilter } from '@fnhost/core/validation.ts';
 import type { ApiClient } from '../api/client.ts';
 import { UsageError } from '../errors.ts';
 import { createPainter } from '../format/color.ts';
-import { DEFAULT_WIDTH, headerLine, layoutFor, renderLogTable, rowLine, titleLine, toRow } from '../format/logs-table.ts';
+import { DEFAULT_WIDTH, headerLine, layoutFor, pagerKeysLine, renderLogTable, rowLine, titleLine, toRow } from '../format/logs-table.ts';
+import { truncate } from '../format/text.ts';
 import { functionRef, intOption, printLines, stringOption } from './common.ts';
 import type { CommandContext } from './spec.ts';
 
@@ -61,8 +62,17 @@ export async function run(ctx: CommandContext): Promise<number> {
   const { stdout, stdin, env } = ctx.io;
   const terminal = stdout.isTTY === true && stdin.isTTY === true && env.TERM !== 'dumb' && ctx.output !== 'json';
   if (terminal) {
-    const tty = await import('./logs-tty.ts');
-    return follow ? tty.runFollow(ctx, client, ref, query, intervalMs) : tty.runPager(ctx, client, ref, query);
+    if (follow) return (await import('./logs-tty.ts')).runFollow(ctx, client, ref, query, intervalMs);
+    // Ink and React take ~250 ms to import, and loading them holds the event
+    // loop: read the data first, paint the first frame as plain text, then
+    // load Ink and let it take over in place. The first page is read before Ink
+    // starts, so a wrong name or token ends as a plain error line and exit code.
+    const [fn, page] = await Promise.all([client.getFunction(ref), client.listLogs(ref, query)]);
+    const painted = paintFirstFrame(ctx, fn, query.status, page);
+    // Keys pressed while Ink loads are kept for it, not echoed over the table.
+    if (painted > 0) stdin.setRawMode?.(true);
+    const tty = import('./logs-tty.ts');
+    return (await tty).runPager(ctx, client, fn, query, page, painted);
   }
   if (follow) return followPlain(ctx, client, ref, query, intervalMs);
 
@@ -70,6 +80,22 @@ export async function run(ctx: CommandContext): Promise<number> {
   const width = stdout.isTTY === true && stdout.columns ? stdout.columns : DEFAULT_WIDTH;
   printLines(ctx, renderLogTable(fn, query.status, page, width, createPainter(ctx.color)));
   return 0;
+}
+
+/**
+ * The pager's first frame as plain text, the same lines Ink will draw; returns
+ * how many lines were written so Ink can erase them (0 when the frame would
+ * not fit the screen and so could not be erased).
+ */
+function paintFirstFrame(ctx: CommandContext, fn: { name: string; function_id: string }, status: StatusFilter, page: LogPage): number {
+  const stdout = ctx.io.stdout as typeof ctx.io.stdout & { rows?: number };
+  const width = stdout.columns || DEFAULT_WIDTH;
+  const lines = renderLogTable(fn, status, page, width, createPainter(ctx.color));
+  lines.push(createPainter(ctx.color).dim(pagerKeysLine(page.pagination, status)));
+  if (stdout.rows === undefined || lines.length >= stdout.rows) return 0;
+  lines[0] = truncate(lines[0]!, width);
+  stdout.write(lines.join('\n') + '\n');
+  return lines.length;
 }
 
 /** --follow without a terminal for keys: the table's rows (or JSON lines) as they arrive, until killed. */

@@ -119,6 +119,11 @@ export function emptyLine(p: Pagination): string {
   return p.totalCount === 0 ? '(no executions)' : `(no executions on page ${p.currentPage}; the last page is ${p.totalPages})`;
 }
 
+/** The interactive pager's key line. */
+export function pagerKeysLine(p: Pagination, status: StatusFilter): string {
+  return [p.hasPrevPage || p.hasNextPage ? '←/→ or p/n page' : undefined, `s status: ${status}`, 'r reload', 'q quit'].filter(Boolean).join(' · ');
+}
+
 /** The whole table as lines, for the piped path (and the first frame of the terminal path). */
 export function renderLogTable(
   fn: { name: string; function_id: string },

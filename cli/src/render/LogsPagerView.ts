@@ -1,7 +1,7 @@
 import { createElement as h } from 'react';
 import { Box, Text } from 'ink';
 import type { LogPage, StatusFilter } from '@fnhost/core/model.ts';
-import { emptyLine, footerLine, titleLine, toRows } from '../format/logs-table.ts';
+import { emptyLine, footerLine, pagerKeysLine, titleLine, toRows } from '../format/logs-table.ts';
 import { LogHeaderLine, LogRowLine } from './LogRowLine.ts';
 
 // The interactive log table: title, header, rows, footer and the key line.
@@ -19,13 +19,7 @@ export interface LogsPagerViewProps {
 
 export function LogsPagerView({ fn, status, page, width, loading, error, color }: LogsPagerViewProps) {
   const { layout, rows } = toRows(page.logs, width);
-  const { hasNextPage, hasPrevPage } = page.pagination;
-  const keys = [
-    hasPrevPage || hasNextPage ? '←/→ or p/n page' : undefined,
-    `s status: ${status}`,
-    'r reload',
-    'q quit',
-  ].filter(Boolean).join(' · ');
+  const keys = pagerKeysLine(page.pagination, status);
   return h(
     Box,
     { flexDirection: 'column' },
