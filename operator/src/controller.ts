@@ -37,6 +37,35 @@ export function ownerKey(obj: KubernetesObject): string | null {
   return fnName ? keyOf(obj.metadata?.namespace, fnName) : null;
 }
 
+export interface Restartable {
+  on(verb: 'error', cb: (err?: unknown) => void): void;
+  start(): Promise<void>;
+}
+
+/**
+ * Starts a watch again after it ends in an error: after 0.5 s, doubling up to
+ * 30 s while errors keep coming; a watch that ran a minute without an error
+ * starts again from 0.5 s.
+ */
+export function superviseWatch(
+  informer: Restartable,
+  opts: { clock: Clock; stopped: () => boolean; onRestartScheduled?: (err: unknown, delayMs: number) => void; onRestartFailed?: (err: unknown) => void },
+): void {
+  const backoff = new Backoff(WATCH_RESTART_BASE_MS, WATCH_RESTART_MAX_MS);
+  let lastErrorAt = -Infinity;
+  informer.on('error', (err?: unknown) => {
+    if (opts.stopped()) return;
+    const now = opts.clock.now();
+    if (now - lastErrorAt > WATCH_STABLE_MS) backoff.reset();
+    lastErrorAt = now;
+    const delay = backoff.next();
+    opts.onRestartScheduled?.(err, delay);
+    opts.clock.setTimeout(() => {
+      if (!opts.stopped()) informer.start().catch((e: unknown) => opts.onRestartFailed?.(e));
+    }, delay);
+  });
+}
+
 export class Controller {
   readonly queue: WorkQueue;
   readonly #client: KubeClient;
@@ -101,19 +130,14 @@ export class Controller {
     informer.on('add', enqueue);
     informer.on('update', enqueue);
     informer.on('delete', enqueue);
-    const backoff = new Backoff(WATCH_RESTART_BASE_MS, WATCH_RESTART_MAX_MS);
-    let lastErrorAt = -Infinity;
-    informer.on('error', (err: unknown) => {
-      if (this.#stopped) return;
-      const now = this.#clock.now();
-      if (now - lastErrorAt > WATCH_STABLE_MS) backoff.reset();
-      lastErrorAt = now;
-      const delay = backoff.next();
-      this.#metrics.inc('fnhost_operator_watch_restarts_total', 'Watches started again after an error.', { watch: w.name });
-      log.warn('watch failed; restarting', { error: describe(err), delayMs: delay });
-      this.#clock.setTimeout(() => {
-        if (!this.#stopped) informer.start().catch((e: unknown) => log.error('watch restart failed', { error: describe(e) }));
-      }, delay);
+    superviseWatch(informer, {
+      clock: this.#clock,
+      stopped: () => this.#stopped,
+      onRestartScheduled: (err, delayMs) => {
+        this.#metrics.inc('fnhost_operator_watch_restarts_total', 'Watches started again after an error.', { watch: w.name });
+        log.warn('watch failed; restarting', { error: describe(err), delayMs });
+      },
+      onRestartFailed: (err) => log.error('watch restart failed', { error: describe(err) }),
     });
     this.#informers.push(informer);
     informer.start().catch((e: unknown) => log.error('watch start failed', { error: describe(e) }));
