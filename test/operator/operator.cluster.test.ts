@@ -295,6 +295,11 @@ describe('Function CRD and operator (real API server)', function () {
       expect(lease.spec.holderIdentity).to.equal(first.identity);
       expect(await metric(second, 'fnhost_operator_leader')).to.equal(0);
       expect(await metric(first, 'fnhost_operator_leader')).to.equal(1);
+      // Both are healthy and ready: a standby waiting for the Lease is working as intended.
+      for (const o of [first, second]) {
+        expect((await fetch(`http://127.0.0.1:${await o.port}/healthz`)).status).to.equal(200);
+        expect((await fetch(`http://127.0.0.1:${await o.port}/readyz`)).status).to.equal(200);
+      }
       const name = uniqueName('takeover');
       first.child.kill('SIGKILL');
       await first.exited;
@@ -321,6 +326,22 @@ describe('Function CRD and operator (real API server)', function () {
           return f?.status?.observedGeneration === f?.metadata.generation && cj !== null;
         }, 60_000);
       }
+    });
+
+    it('a quota refusal shows as Ready=False ReplicaFailure with Kubernetes\' message', async () => {
+      if (!hasControllers) throw new Error('this test needs kube-controller-manager (its ReplicaSet controller reports quota refusals)');
+      const quota = { apiVersion: 'v1', kind: 'ResourceQuota', metadata: { name: 'no-pods', namespace: ns }, spec: { hard: { pods: '0' } } };
+      expect((await kubectl(['apply', '-f', '-'], JSON.stringify(quota))).code).to.equal(0);
+      await waitFor('the quota to be counted', async () => (await tryGet('resourcequota', 'no-pods'))?.status?.hard?.pods === '0');
+      const name = uniqueName('quota');
+      expect((await applyFn(fnManifest(name, { code: CODE_V1 }))).code).to.equal(0);
+      const fn = await waitFor('Ready=False ReplicaFailure', async () => {
+        const f = await tryGet('fn', name);
+        return readyOf(f)?.reason === 'ReplicaFailure' ? f : null;
+      }, 60_000);
+      expect(readyOf(fn).status).to.equal('False');
+      expect(readyOf(fn).message).to.contain('exceeded quota');
+      await kubectl(['delete', 'resourcequota', 'no-pods', '-n', ns]);
     });
   });
 });
