@@ -1,0 +1,36 @@
+import type { Stores } from '../../stores.ts';
+import { SqliteDb } from './db.ts';
+import { SqliteLogStore } from './logs.ts';
+import { SqliteCounterStore, SqliteFunctionStore, SqliteKvStore, SqlitePolicyStore } from './records.ts';
+import { prepareDatabase } from './schema.ts';
+
+// The one-machine store: every seam of core/src/stores.ts on Node's built-in
+// node:sqlite. Calls are synchronous inside (one connection, no thread pool);
+// the interface is async so that MongoDB can implement it too.
+
+export interface SqliteStoreOptions {
+  /** A database file path, created if missing; `:memory:` for a throwaway database. */
+  path: string;
+}
+
+export function openSqliteStores(options: SqliteStoreOptions): Stores {
+  const db = new SqliteDb(options.path);
+  try {
+    prepareDatabase(db.db, options.path);
+  } catch (err) {
+    db.close();
+    throw err;
+  }
+  return {
+    functions: new SqliteFunctionStore(db),
+    logs: new SqliteLogStore(db),
+    counters: new SqliteCounterStore(db),
+    kv: new SqliteKvStore(db),
+    policies: new SqlitePolicyStore(db),
+    close: async () => db.close(),
+  };
+}
+
+export { SCHEMA_VERSION } from './schema.ts';
+export { planPage, statusClass, CLASS_ERROR, CLASS_OTHER, CLASS_SUCCESS } from './logs.ts';
+export { prefixUpperBound } from './records.ts';

@@ -1,0 +1,108 @@
+import type { DatabaseSync } from 'node:sqlite';
+import { StoreError } from '../../errors.ts';
+
+// The schema, created idempotently at open. `PRAGMA user_version` records the
+// version a database file was last migrated to; MIGRATIONS[i] moves a database
+// from version i to i + 1, so a later release appends, never edits.
+
+export const SCHEMA_VERSION = 1;
+
+const MIGRATIONS: readonly string[] = [
+  // 0 -> 1: the first schema.
+  `
+  CREATE TABLE IF NOT EXISTS functions (
+    function_id TEXT PRIMARY KEY,
+    namespace   TEXT NOT NULL,
+    name        TEXT NOT NULL,
+    record      TEXT NOT NULL,            -- the FunctionRecord as JSON
+    UNIQUE (namespace, name)
+  );
+  CREATE INDEX IF NOT EXISTS functions_by_name ON functions (name, namespace);
+
+  -- One row per execution. seq (the rowid) is the insertion order, the
+  -- tie-break for equal executed_ms. class: 1 success (2xx), 2 error (>= 400),
+  -- 0 neither (1xx, 3xx). No expires_at column: expiry is derived from
+  -- executed_ms and the policy in force, so a policy change rewrites nothing.
+  CREATE TABLE IF NOT EXISTS logs (
+    seq               INTEGER PRIMARY KEY,
+    function_id       TEXT    NOT NULL,
+    executed_ms       INTEGER NOT NULL,
+    class             INTEGER NOT NULL,
+    id                TEXT    NOT NULL,
+    status_code       INTEGER NOT NULL,
+    execution_time_ms INTEGER NOT NULL,
+    error_message     TEXT,
+    trigger           TEXT    NOT NULL
+  );
+  -- Both indexes end in the rowid (seq), so (executed_ms DESC, seq DESC) is
+  -- index order, and the page subqueries read the index alone (covering).
+  CREATE INDEX IF NOT EXISTS logs_by_time ON logs (function_id, executed_ms);
+  CREATE INDEX IF NOT EXISTS logs_by_class_time ON logs (function_id, class, executed_ms);
+
+  -- Maintained per function and class in the same transaction as every insert
+  -- and delete of logs, so totalCount never scans.
+  CREATE TABLE IF NOT EXISTS log_counts (
+    function_id TEXT    NOT NULL,
+    class       INTEGER NOT NULL,
+    n           INTEGER NOT NULL,
+    PRIMARY KEY (function_id, class)
+  ) WITHOUT ROWID;
+
+  -- Total executions ever; retention never lowers it.
+  CREATE TABLE IF NOT EXISTS execution_counters (
+    function_id TEXT PRIMARY KEY,
+    total       INTEGER NOT NULL
+  ) WITHOUT ROWID;
+
+  CREATE TABLE IF NOT EXISTS kv (
+    namespace  TEXT NOT NULL,
+    key        TEXT NOT NULL,
+    value      TEXT NOT NULL,
+    expires_at INTEGER,                   -- ms since epoch; NULL never expires
+    PRIMARY KEY (namespace, key)
+  ) WITHOUT ROWID;
+  CREATE INDEX IF NOT EXISTS kv_expiry ON kv (expires_at) WHERE expires_at IS NOT NULL;
+
+  CREATE TABLE IF NOT EXISTS network_policies (
+    scope  TEXT PRIMARY KEY,
+    policy TEXT NOT NULL
+  ) WITHOUT ROWID;
+
+  CREATE TABLE IF NOT EXISTS network_policy_changes (
+    seq    INTEGER PRIMARY KEY,
+    id     TEXT NOT NULL UNIQUE,
+    scope  TEXT NOT NULL,
+    actor  TEXT NOT NULL,
+    at     TEXT NOT NULL,
+    before TEXT,
+    after  TEXT
+  );
+  `,
+];
+
+if (MIGRATIONS.length !== SCHEMA_VERSION) throw new Error('schema.ts: MIGRATIONS must have SCHEMA_VERSION entries');
+
+/** Sets the connection up and brings the schema to SCHEMA_VERSION. */
+export function prepareDatabase(db: DatabaseSync, path: string): void {
+  // WAL: readers never block the writer; NORMAL: a commit is durable at the
+  // next checkpoint, the database is never corrupted (the usual WAL pairing).
+  if (path !== ':memory:') db.exec('PRAGMA journal_mode = WAL');
+  db.exec('PRAGMA synchronous = NORMAL');
+  db.exec('PRAGMA foreign_keys = ON');
+  db.exec('PRAGMA temp_store = MEMORY');
+  const version = (db.prepare('PRAGMA user_version').get() as { user_version: number }).user_version;
+  if (version > SCHEMA_VERSION) {
+    throw new StoreError(`the database at ${path} has schema version ${version}, newer than this fnhost understands (${SCHEMA_VERSION}); upgrade fnhost`);
+  }
+  for (let from = version; from < SCHEMA_VERSION; from++) {
+    db.exec('BEGIN IMMEDIATE');
+    try {
+      db.exec(MIGRATIONS[from]!);
+      db.exec(`PRAGMA user_version = ${from + 1}`);
+      db.exec('COMMIT');
+    } catch (err) {
+      db.exec('ROLLBACK');
+      throw new StoreError(`migrating the database at ${path} from schema version ${from} failed: ${(err as Error).message}`, { cause: err });
+    }
+  }
+}

@@ -1,0 +1,110 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
+import { expect } from 'chai';
+import { StoreError } from '../../core/src/errors.ts';
+import { openSqliteStores, SCHEMA_VERSION } from '../../core/src/store/sqlite/index.ts';
+import { describeStoreContract, functionRecord, log, CONTRACT_EPOCH } from './store-contract.ts';
+
+// The contract suite against a real SQLite database file, plus what only a
+// file-backed store has: durability across close/open, WAL, schema versions.
+
+describe('SQLite store (file)', () => {
+  let dir: string;
+  let counter = 0;
+
+  before(() => {
+    dir = mkdtempSync(join(tmpdir(), 'fnhost-sqlite-'));
+  });
+
+  after(() => {
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  describeStoreContract('SQLite file', async () => openSqliteStores({ path: join(dir, `contract-${++counter}.db`) }));
+
+  it('keeps every kind of record across close and reopen', async () => {
+    const path = join(dir, 'reopen.db');
+    const fn = functionRecord();
+    const records = [log(fn.function_id, CONTRACT_EPOCH, { status_code: 500 }), log(fn.function_id, CONTRACT_EPOCH + 1)];
+    const first = openSqliteStores({ path });
+    await first.functions.create(fn);
+    await first.logs.insert(records);
+    await first.counters.add(new Map([[fn.function_id, 2]]));
+    await first.kv.set(fn.function_id, 'k', '{"v":1}', null, CONTRACT_EPOCH);
+    await first.policies.set('global', { default: 'deny', allow: ['example.com'], deny: [] }, 'admin', CONTRACT_EPOCH);
+    await first.close();
+
+    const second = openSqliteStores({ path });
+    try {
+      expect(await second.functions.get(fn.function_id)).to.deep.equal(fn);
+      const page = await second.logs.list(fn.function_id, { status: 'error', limit: 10, page: 1 }, { type: 'none' }, CONTRACT_EPOCH);
+      expect(page.logs.map((l) => l.id)).to.deep.equal([records[0]!.id]);
+      expect(page.pagination.totalCount).to.equal(1);
+      expect(await second.counters.get(fn.function_id)).to.equal(2);
+      expect(await second.kv.get(fn.function_id, 'k', CONTRACT_EPOCH)).to.equal('{"v":1}');
+      expect(await second.policies.get('global')).to.deep.equal({ default: 'deny', allow: ['example.com'], deny: [] });
+      expect((await second.policies.changes(10)).map((c) => c.actor)).to.deep.equal(['admin']);
+    } finally {
+      await second.close();
+    }
+  });
+
+  it('opens in WAL mode with the current schema version, and reopening is idempotent', async () => {
+    const path = join(dir, 'pragmas.db');
+    await openSqliteStores({ path }).close();
+    await openSqliteStores({ path }).close();
+    const raw = new DatabaseSync(path);
+    try {
+      expect(raw.prepare('PRAGMA journal_mode').get()).to.deep.equal({ journal_mode: 'wal' });
+      expect(raw.prepare('PRAGMA user_version').get()).to.deep.equal({ user_version: SCHEMA_VERSION });
+    } finally {
+      raw.close();
+    }
+  });
+
+  it('refuses a database from a newer schema version with StoreError naming both versions', async () => {
+    const path = join(dir, 'future.db');
+    const raw = new DatabaseSync(path);
+    raw.exec(`PRAGMA user_version = ${SCHEMA_VERSION + 5}`);
+    raw.close();
+    let err: unknown;
+    try {
+      openSqliteStores({ path });
+    } catch (e) {
+      err = e;
+    }
+    expect(err).to.be.instanceOf(StoreError);
+    expect((err as Error).message).to.include(String(SCHEMA_VERSION + 5)).and.include(String(SCHEMA_VERSION));
+  });
+
+  it('reports a file it cannot open as StoreError with the cause', async () => {
+    let err: unknown;
+    try {
+      openSqliteStores({ path: join(dir, 'no-such-dir', 'x.db') });
+    } catch (e) {
+      err = e;
+    }
+    expect(err).to.be.instanceOf(StoreError);
+    expect((err as StoreError).cause).to.be.instanceOf(Error);
+    expect((err as Error).message).to.include('no-such-dir');
+  });
+
+  it('rejects calls after close with StoreError', async () => {
+    const stores = openSqliteStores({ path: join(dir, 'closed.db') });
+    await stores.close();
+    await stores.close();
+    let err: unknown;
+    try {
+      await stores.counters.get('x');
+    } catch (e) {
+      err = e;
+    }
+    expect(err).to.be.instanceOf(StoreError);
+  });
+});
+
+describe('SQLite store (:memory:)', () => {
+  describeStoreContract('SQLite :memory:', async () => openSqliteStores({ path: ':memory:' }));
+});
