@@ -1,8 +1,11 @@
+import type { CounterStore, LogStore } from '@fnhost/core';
+
 // Cleanup outside the cluster when a Function is deleted: its execution logs
-// (and counters) in the platform's store. The finalizer holds the Function
-// until this succeeds; a failure is retried with backoff. The MongoDB-backed
-// cleaner is wired here later (LogStore.deleteFunction + CounterStore.delete);
-// until then the no-op cleaner is used and says so in the operator's log.
+// and its execution counter in the platform's store. The finalizer holds the
+// Function until this succeeds; a failure is retried with backoff, so a store
+// outage delays a deletion instead of leaving records nobody can reach.
+// main.ts wires NoopLogCleaner until the MongoDB stores exist; then it passes
+// their LogStore and CounterStore to StoreLogCleaner.
 
 export interface LogCleaner {
   readonly name: string;
@@ -11,5 +14,19 @@ export interface LogCleaner {
 
 export class NoopLogCleaner implements LogCleaner {
   readonly name = 'noop';
-  async deleteFunctionLogs(): Promise<void> {}
+  async deleteFunctionLogs(_functionId: string, _owner: { namespace: string; name: string }): Promise<void> {}
+}
+
+export class StoreLogCleaner implements LogCleaner {
+  readonly name = 'store';
+  readonly #logs: Pick<LogStore, 'deleteFunction'>;
+  readonly #counters: Pick<CounterStore, 'delete'>;
+  constructor(logs: Pick<LogStore, 'deleteFunction'>, counters: Pick<CounterStore, 'delete'>) {
+    this.#logs = logs;
+    this.#counters = counters;
+  }
+  async deleteFunctionLogs(functionId: string, _owner: { namespace: string; name: string }): Promise<void> {
+    await this.#logs.deleteFunction(functionId);
+    await this.#counters.delete(functionId);
+  }
 }
