@@ -16,6 +16,13 @@ export function version(): string {
 }
 
 export function processTerminal(): Terminal {
+  // `fnhost ... | head -1`: the reader left, which is not an error of ours.
+  for (const stream of [process.stdout, process.stderr]) {
+    stream.on('error', (err: NodeJS.ErrnoException) => {
+      if (err.code === 'EPIPE') process.exit(process.exitCode ?? 0);
+      throw err;
+    });
+  }
   return { stdout: process.stdout, stderr: process.stderr, stdin: process.stdin, env: process.env, cwd: process.cwd() };
 }
 

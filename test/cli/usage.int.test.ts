@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { createServer } from 'node:net';
-import { isolatedHome, runCli, type RunResult } from './helpers/run.ts';
+import { BIN, REPO, cleanEnv, isolatedHome, runCli, type RunResult } from './helpers/run.ts';
 
 // Bad input needs no server: each case is one `error:` line (plus maybe a
 // hint), exit code 2, nothing on stdout and no stack trace.
@@ -101,5 +101,18 @@ describe('fnhost CLI: usage errors and help (real process)', function () {
     const debug = await runCli(['function:get', 'hello', '--url', url], { env: { ...env, FNHOST_DEBUG: '1' } });
     expect(debug.code).to.equal(1);
     expect(debug.stderr).to.match(/\n\s+at /);
+  });
+
+  it('runs through the node_modules/.bin/fnhost link that npm makes from cli/package.json', async () => {
+    const { execFile } = await import('node:child_process');
+    const { dirname, join } = await import('node:path');
+    const bin = join(REPO, 'node_modules', '.bin', 'fnhost');
+    const result = await new Promise<{ code: number | null; stdout: string }>((resolve) => {
+      const child = execFile(bin, ['--version'], { env: { ...cleanEnv(env), PATH: `${dirname(process.execPath)}:${process.env.PATH}` } }, (_err, stdout) =>
+        resolve({ code: child.exitCode, stdout }),
+      );
+    });
+    expect(result.code).to.equal(0);
+    expect(result.stdout).to.match(/^fnhost \d+\.\d+\.\d+\n$/);
   });
 });
