@@ -450,6 +450,25 @@ export function describeStoreContract(name: string, open: () => Promise<Stores>,
         expect((await stores.logs.list(fnId, query(), NONE, NOW + 365 * DAY)).logs).to.deep.equal(all.slice(0, 2));
       });
 
+      it('a large sweep (12,000 records) deletes exactly the hidden ones and keeps the counts right', async () => {
+        const fnId = randomUUID();
+        const records = Array.from({ length: 12_000 }, (_, i) => log(fnId, CONTRACT_EPOCH + i * 1000, { status_code: i % 4 === 0 ? 500 : i % 4 === 1 ? 302 : 200 }));
+        for (let i = 0; i < records.length; i += 2000) await stores.logs.insert(records.slice(i, i + 2000));
+        expectDeleted(await stores.logs.applyRetention(fnId, { type: 'count', count: 101 }, NOW), 11_899);
+        const kept = records.slice(-101).reverse().map(stripExpiry);
+        for (const status of ['all', 'success', 'error'] as const) {
+          const expected = kept.filter((l) => inClass(l.status_code, status));
+          const page = await stores.logs.list(fnId, query({ status, limit: 1000 }), NONE, NOW);
+          expect(page.logs, status).to.deep.equal(expected);
+          expect(page.pagination.totalCount, status).to.equal(expected.length);
+        }
+        // Time retention on what is left: the 101 records span 100 s ending at CONTRACT_EPOCH + 11,999 s.
+        const cutoffDays = 1;
+        const at = CONTRACT_EPOCH + 11_950 * 1000 + cutoffDays * DAY;
+        expectDeleted(await stores.logs.applyRetention(fnId, { type: 'time', days: cutoffDays }, at), 51);
+        expect((await stores.logs.list(fnId, query({ limit: 1000 }), NONE, NOW)).logs).to.deep.equal(kept.slice(0, 50));
+      });
+
       it('touches only the function it is given', async () => {
         const a = randomUUID();
         const b = randomUUID();

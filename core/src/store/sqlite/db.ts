@@ -78,6 +78,17 @@ export class SqliteDb {
     }
   }
 
+  /** guard for an operation that yields to the event loop between steps. */
+  async guardAsync<T>(what: string, fn: () => Promise<T>): Promise<T> {
+    try {
+      if (this.closed) throw new StoreError(`SQLite store at ${this.path} is closed (${what})`);
+      return await fn();
+    } catch (err) {
+      if (err instanceof FnhostError) throw err;
+      throw new StoreError(`SQLite ${what} failed: ${(err as Error).message}`, { cause: err });
+    }
+  }
+
   /** Like guard, with unique violations reported as ConflictError carrying `conflictMessage`. */
   guardConflict<T>(what: string, conflictMessage: () => string, fn: () => T): Promise<T> {
     return this.guard(what, () => {

@@ -90,6 +90,9 @@ function executedMs(record: StoredLog): number {
   return ms;
 }
 
+/** Rows deleted per retention transaction. */
+export const RETENTION_CHUNK = 5000;
+
 const LOG_COLUMNS = 'seq, function_id, executed_ms, id, status_code, execution_time_ms, error_message, trigger';
 
 export class SqliteLogStore implements LogStore {
@@ -137,25 +140,38 @@ export class SqliteLogStore implements LogStore {
     });
   }
 
+  /**
+   * Deletes what the policy hides, oldest first, in transactions of at most
+   * RETENTION_CHUNK rows, yielding to the event loop between them: a sweep of
+   * a million records never holds the (single, synchronous) connection for
+   * more than a few milliseconds at a time. Each chunk's RETURNING classes
+   * move the maintained counts by exactly what it removed.
+   */
   applyRetention(functionId: string, retention: RetentionPolicy, now: number): Promise<number> {
-    return this.db.guard('log retention', () =>
-      this.db.transaction(() => {
-        const visibility = this.visibility(functionId, retention, now);
-        if (visibility.kind === 'all') return 0;
-        const [where, params] = hiddenPredicate(visibility);
-        const byClass = this.db.all<{ class: number; n: number }>(
-          `SELECT class, count(*) AS n FROM logs INDEXED BY logs_by_time WHERE function_id = ? AND ${where} GROUP BY class`,
-          functionId, ...params,
-        );
-        let deleted = 0;
-        for (const { class: c, n } of byClass) {
-          this.addCount(functionId, c, -n);
-          deleted += n;
-        }
-        if (deleted > 0) this.db.run(`DELETE FROM logs WHERE function_id = ? AND ${where}`, functionId, ...params);
-        return deleted;
-      }),
-    );
+    return this.db.guardAsync('log retention', async () => {
+      const visibility = this.visibility(functionId, retention, now);
+      if (visibility.kind === 'all') return 0;
+      const [where, params] = hiddenPredicate(visibility);
+      const sql = `DELETE FROM logs WHERE seq IN (
+          SELECT seq FROM logs INDEXED BY logs_by_time WHERE function_id = ? AND ${where}
+          ORDER BY executed_ms, seq LIMIT ?
+        ) RETURNING class`;
+      let deleted = 0;
+      for (;;) {
+        const removed = this.db.transaction(() => {
+          const classes = this.db.all<{ class: number }>(sql, functionId, ...params, RETENTION_CHUNK);
+          const perClass = [0, 0, 0];
+          for (const row of classes) perClass[row.class]!++;
+          perClass.forEach((n, cls) => {
+            if (n > 0) this.addCount(functionId, cls, -n);
+          });
+          return classes.length;
+        });
+        deleted += removed;
+        if (removed < RETENTION_CHUNK) return deleted;
+        await new Promise((resolve) => setImmediate(resolve));
+      }
+    });
   }
 
   deleteFunction(functionId: string): Promise<number> {
