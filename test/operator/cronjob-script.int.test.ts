@@ -1,0 +1,55 @@
+import { expect } from 'chai';
+import { spawn } from 'node:child_process';
+import { createServer } from 'node:http';
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { INVOKE_SCRIPT, SCHEDULE_TOKEN_HEADER } from '../../operator/src/builders/index.ts';
+
+// The CronJob's `node -e` program, run as the job runs it (a real node
+// process, real HTTP), against a stand-in gateway.
+
+function runScript(url: string): Promise<{ code: number | null; output: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, ['-e', INVOKE_SCRIPT], {
+      env: { FNHOST_INVOKE_URL: url, FNHOST_INVOKE_TIMEOUT_MS: '5000', FNHOST_SCHEDULE_TOKEN: 'schedule-token-value' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let output = '';
+    child.stdout.on('data', (d) => (output += d));
+    child.stderr.on('data', (d) => (output += d));
+    child.on('exit', (code) => resolve({ code, output }));
+  });
+}
+
+describe('operator CronJob invocation script (real process, real HTTP)', function () {
+  this.timeout(20_000);
+  let server: Server;
+  let base: string;
+  const seen: Array<{ method?: string; url?: string; token?: string | string[] }> = [];
+
+  before(async () => {
+    server = createServer((req, res) => {
+      seen.push({ method: req.method, url: req.url, token: req.headers[SCHEDULE_TOKEN_HEADER] });
+      req.resume();
+      res.writeHead(req.url!.includes('refused') ? 401 : 200, { 'content-type': 'application/json' }).end('{"ok":true}');
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  });
+  after(() => server.close());
+
+  it('POSTs to the invocation URL with the schedule token and exits 0 on 2xx', async () => {
+    const r = await runScript(`${base}/invoke/f-1`);
+    expect(r.code).to.equal(0);
+    expect(seen.at(-1)).to.deep.equal({ method: 'POST', url: '/invoke/f-1', token: 'schedule-token-value' });
+    expect(JSON.parse(r.output)).to.include({ msg: 'scheduled invocation', status: 200 });
+  });
+
+  it('exits 1 when the gateway refuses, and when it cannot be reached', async () => {
+    expect((await runScript(`${base}/invoke/refused`)).code).to.equal(1);
+    const unreachable = await runScript('http://127.0.0.1:1/invoke/f-1');
+    expect(unreachable.code).to.equal(1);
+    expect(unreachable.output).to.contain('scheduled invocation failed');
+    expect(unreachable.output).to.not.contain('schedule-token-value');
+  });
+});
