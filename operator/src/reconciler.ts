@@ -1,6 +1,6 @@
 import { configMapFor, cronJobFor, deploymentFor, secretFor, serviceFor, serviceUrl } from './builders/index.ts';
 import type { Clock } from './clock.ts';
-import { KubeClient, paths } from './kube.ts';
+import { KubeApiError, KubeClient, paths } from './kube.ts';
 import type { LogCleaner } from './logcleaner.ts';
 import type { Logger } from './log.ts';
 import { FIELD_MANAGER, FINALIZER, LABEL_FUNCTION, functionIdOf, ownedNames, splitKey } from './names.ts';
@@ -65,7 +65,18 @@ export class Reconciler {
       return { outcome: `invalid:${problem.reason}` };
     }
 
-    const ready = await this.#applyChildren(fn);
+    let ready: ReadyInput;
+    try {
+      ready = await this.#applyChildren(fn);
+    } catch (err) {
+      // A refusal by the API server is shown on the Function, not only in the operator's log.
+      if (!(err instanceof KubeApiError) || (err.statusCode !== 422 && err.statusCode !== 403)) throw err;
+      const reason = err.statusCode === 422 ? 'Rejected' : 'Forbidden';
+      await this.#writeStatus(fn, functionId, { status: 'False', reason, message: `the API server refused an owned object: ${err.message}` });
+      // 422: the spec itself is refused; nothing changes until the spec does. 403 (a quota, a terminating namespace, RBAC): retried with backoff.
+      if (err.statusCode === 422) return { outcome: 'invalid:Rejected' };
+      throw err;
+    }
     await this.#writeStatus(fn, functionId, ready);
     return ready.status === 'True' ? { outcome: `ready:${ready.reason}` } : { outcome: `waiting:${ready.reason}`, requeueAfterMs: PROGRESS_RECHECK_MS };
   }

@@ -328,20 +328,33 @@ describe('Function CRD and operator (real API server)', function () {
       }
     });
 
-    it('a quota refusal shows as Ready=False ReplicaFailure with Kubernetes\' message', async () => {
-      if (!hasControllers) throw new Error('this test needs kube-controller-manager (its ReplicaSet controller reports quota refusals)');
-      const quota = { apiVersion: 'v1', kind: 'ResourceQuota', metadata: { name: 'no-pods', namespace: ns }, spec: { hard: { pods: '0' } } };
+    it('quota refusals show on the Function: ReplicaFailure for pods, Forbidden for an owned object', async () => {
+      if (!hasControllers) throw new Error('this test needs kube-controller-manager (its ReplicaSet and quota controllers)');
+      const quota = { apiVersion: 'v1', kind: 'ResourceQuota', metadata: { name: 'tight', namespace: ns }, spec: { hard: { pods: '0', 'count/cronjobs.batch': '0' } } };
       expect((await kubectl(['apply', '-f', '-'], JSON.stringify(quota))).code).to.equal(0);
-      await waitFor('the quota to be counted', async () => (await tryGet('resourcequota', 'no-pods'))?.status?.hard?.pods === '0');
-      const name = uniqueName('quota');
-      expect((await applyFn(fnManifest(name, { code: CODE_V1 }))).code).to.equal(0);
-      const fn = await waitFor('Ready=False ReplicaFailure', async () => {
-        const f = await tryGet('fn', name);
-        return readyOf(f)?.reason === 'ReplicaFailure' ? f : null;
+      await waitFor('the quota to be counted', async () => (await tryGet('resourcequota', 'tight'))?.status?.hard?.pods === '0');
+      const podless = uniqueName('quota');
+      const scheduled = uniqueName('quota');
+      expect((await applyFn(fnManifest(podless, { code: CODE_V1 }))).code).to.equal(0);
+      expect((await applyFn(fnManifest(scheduled, { code: CODE_V1, schedule: { cron: '0 * * * *' } }))).code).to.equal(0);
+      const replicaFailure = await waitFor('Ready=False ReplicaFailure', async () => {
+        const f = await tryGet('fn', podless);
+        return readyOf(f)?.reason === 'ReplicaFailure' ? readyOf(f) : null;
       }, 60_000);
-      expect(readyOf(fn).status).to.equal('False');
-      expect(readyOf(fn).message).to.contain('exceeded quota');
-      await kubectl(['delete', 'resourcequota', 'no-pods', '-n', ns]);
+      expect(replicaFailure.status).to.equal('False');
+      expect(replicaFailure.message).to.contain('exceeded quota');
+      const forbidden = await waitFor('Ready=False Forbidden', async () => {
+        const f = await tryGet('fn', scheduled);
+        return readyOf(f)?.reason === 'Forbidden' ? readyOf(f) : null;
+      }, 60_000);
+      expect(forbidden.message).to.contain('exceeded quota').and.to.contain('cronjobs');
+      await kubectl(['delete', 'resourcequota', 'tight', '-n', ns]);
+    });
+
+    it('refuses env references that are not valid Secret or ConfigMap names in the schema', async () => {
+      const r = await applyFn(fnManifest(uniqueName('ref'), { code: CODE_V1, env: [{ name: 'A', valueFrom: { secretKeyRef: { name: 'Not_A_Name', key: 'k' } } }] }));
+      expect(r.code).to.not.equal(0);
+      expect(r.stderr).to.contain('secretKeyRef.name');
     });
   });
 });
