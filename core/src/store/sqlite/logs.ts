@@ -10,8 +10,7 @@ import type { SqliteDb } from './db.ts';
 // - totalCount comes from log_counts (maintained per function and class in the
 //   insert/delete transactions), minus what the retention read filter hides,
 //   and that hidden part is counted on an index from whichever side is smaller;
-// - a page is found on a covering index (function_id[, class], executed_ms,
-//   seq) and only its `limit` rows are read from the table; pages past the
+// - a page is found on a covering index (fn[, class], executed_ms, seq) and only its `limit` rows are read from the table; pages past the
 //   middle are read from the other end of the index, so no OFFSET walks more
 //   than half the visible records.
 
@@ -57,11 +56,10 @@ type Visibility =
   | { kind: 'all' }
   | { kind: 'since'; cutoffMs: number }
   /** Records at or after (ms, seq) in (executed_ms, seq) order are kept. */
-  | { kind: 'from'; ms: number; seq: number };
+  | { kind: 'from'; ms: number; seq: number; kept: number };
 
 interface LogRow {
   seq: number;
-  function_id: string;
   executed_ms: number;
   id: string;
   status_code: number;
@@ -70,10 +68,10 @@ interface LogRow {
   trigger: string;
 }
 
-function toLog(row: LogRow): ExecutionLog {
+function toLog(row: LogRow, functionId: string): ExecutionLog {
   return {
     id: row.id,
-    function_id: row.function_id,
+    function_id: functionId,
     status_code: row.status_code,
     execution_time_ms: row.execution_time_ms,
     error_message: row.error_message,
@@ -93,7 +91,7 @@ function executedMs(record: StoredLog): number {
 /** Rows deleted per retention transaction. */
 export const RETENTION_CHUNK = 5000;
 
-const LOG_COLUMNS = 'seq, function_id, executed_ms, id, status_code, execution_time_ms, error_message, trigger';
+const LOG_COLUMNS = 'seq, executed_ms, id, status_code, execution_time_ms, error_message, trigger';
 
 export class SqliteLogStore implements LogStore {
   private readonly db: SqliteDb;
@@ -114,15 +112,17 @@ export class SqliteLogStore implements LogStore {
         perClass[cls]!++;
       }
       const insert = this.db.stmt(
-        'INSERT INTO logs (function_id, executed_ms, class, id, status_code, execution_time_ms, error_message, trigger) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
+        'INSERT INTO logs (fn, executed_ms, class, id, status_code, execution_time_ms, error_message, trigger) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
       );
       this.db.transaction(() => {
+        const keys = new Map<string, number>();
+        for (const functionId of counts.keys()) keys.set(functionId, this.keyFor(functionId));
         for (const { r, ms, cls } of rows) {
-          insert.run(r.function_id, ms, cls, r.id, r.status_code, Math.round(r.execution_time_ms), r.error_message, r.trigger);
+          insert.run(keys.get(r.function_id)!, ms, cls, r.id, r.status_code, Math.round(r.execution_time_ms), r.error_message, r.trigger);
         }
         for (const [functionId, perClass] of counts) {
           perClass.forEach((n, cls) => {
-            if (n > 0) this.addCount(functionId, cls, n);
+            if (n > 0) this.addCount(keys.get(functionId)!, cls, n);
           });
         }
       });
@@ -131,11 +131,13 @@ export class SqliteLogStore implements LogStore {
 
   list(functionId: string, query: LogQuery, retention: RetentionPolicy, now: number): Promise<LogPage> {
     return this.db.guard('log list', () => {
+      const fn = this.existingKey(functionId);
+      if (fn === undefined) return { logs: [], pagination: paginate(0, query.limit, query.page) };
       const cls = filterClass(query.status);
-      const visibility = this.visibility(functionId, retention, now);
-      const totalCount = this.visibleCount(functionId, cls, visibility);
+      const visibility = this.visibility(fn, retention, now);
+      const totalCount = this.visibleCount(fn, cls, visibility);
       const plan = planPage(totalCount, query.limit, query.page);
-      const logs = plan === null ? [] : this.readPage(functionId, cls, visibility, plan);
+      const logs = plan === null ? [] : this.readPage(fn, functionId, cls, visibility, plan);
       return { logs, pagination: paginate(totalCount, query.limit, query.page) };
     });
   }
@@ -149,21 +151,23 @@ export class SqliteLogStore implements LogStore {
    */
   applyRetention(functionId: string, retention: RetentionPolicy, now: number): Promise<number> {
     return this.db.guardAsync('log retention', async () => {
-      const visibility = this.visibility(functionId, retention, now);
+      const fn = this.existingKey(functionId);
+      if (fn === undefined) return 0;
+      const visibility = this.visibility(fn, retention, now);
       if (visibility.kind === 'all') return 0;
       const [where, params] = hiddenPredicate(visibility);
       const sql = `DELETE FROM logs WHERE seq IN (
-          SELECT seq FROM logs INDEXED BY logs_by_time WHERE function_id = ? AND ${where}
+          SELECT seq FROM logs INDEXED BY logs_by_time WHERE fn = ? AND ${where}
           ORDER BY executed_ms, seq LIMIT ?
         ) RETURNING class`;
       let deleted = 0;
       for (;;) {
         const removed = this.db.transaction(() => {
-          const classes = this.db.all<{ class: number }>(sql, functionId, ...params, RETENTION_CHUNK);
+          const classes = this.db.all<{ class: number }>(sql, fn, ...params, RETENTION_CHUNK);
           const perClass = [0, 0, 0];
           for (const row of classes) perClass[row.class]!++;
           perClass.forEach((n, cls) => {
-            if (n > 0) this.addCount(functionId, cls, -n);
+            if (n > 0) this.addCount(fn, cls, -n);
           });
           return classes.length;
         });
@@ -177,47 +181,59 @@ export class SqliteLogStore implements LogStore {
   deleteFunction(functionId: string): Promise<number> {
     return this.db.guard('log delete', () =>
       this.db.transaction(() => {
-        const deleted = Number(this.db.run('DELETE FROM logs WHERE function_id = ?', functionId).changes);
-        this.db.run('DELETE FROM log_counts WHERE function_id = ?', functionId);
+        const fn = this.existingKey(functionId);
+        if (fn === undefined) return 0;
+        const deleted = Number(this.db.run('DELETE FROM logs WHERE fn = ?', fn).changes);
+        this.db.run('DELETE FROM log_counts WHERE fn = ?', fn);
+        this.db.run('DELETE FROM log_functions WHERE fn = ?', fn);
         return deleted;
       }),
     );
   }
 
-  private addCount(functionId: string, cls: number, n: number): void {
+  /** The function's small integer key, which keeps the log indexes a third of the size a UUID would make them. */
+  private existingKey(functionId: string): number | undefined {
+    return this.db.get<{ fn: number }>('SELECT fn FROM log_functions WHERE function_id = ?', functionId)?.fn;
+  }
+
+  private keyFor(functionId: string): number {
+    return this.existingKey(functionId) ?? Number(this.db.run('INSERT INTO log_functions (function_id) VALUES (?)', functionId).lastInsertRowid);
+  }
+
+  private addCount(fn: number, cls: number, n: number): void {
     this.db.run(
-      'INSERT INTO log_counts (function_id, class, n) VALUES (?, ?, ?) ON CONFLICT (function_id, class) DO UPDATE SET n = n + excluded.n',
-      functionId, cls, n,
+      'INSERT INTO log_counts (fn, class, n) VALUES (?, ?, ?) ON CONFLICT (fn, class) DO UPDATE SET n = n + excluded.n',
+      fn, cls, n,
     );
   }
 
   /** The maintained count of a function's records, of one class or all. */
-  private storedCount(functionId: string, cls: number | null): number {
+  private storedCount(fn: number, cls: number | null): number {
     const row = cls === null
-      ? this.db.get<{ n: number | null }>('SELECT sum(n) AS n FROM log_counts WHERE function_id = ?', functionId)
-      : this.db.get<{ n: number | null }>('SELECT n FROM log_counts WHERE function_id = ? AND class = ?', functionId, cls);
+      ? this.db.get<{ n: number | null }>('SELECT sum(n) AS n FROM log_counts WHERE fn = ?', fn)
+      : this.db.get<{ n: number | null }>('SELECT n FROM log_counts WHERE fn = ? AND class = ?', fn, cls);
     return row?.n ?? 0;
   }
 
   /** Resolves the policy into a boundary on (executed_ms, seq). */
-  private visibility(functionId: string, retention: RetentionPolicy, now: number): Visibility {
+  private visibility(fn: number, retention: RetentionPolicy, now: number): Visibility {
     if (retention.type === 'time') return { kind: 'since', cutoffMs: now - retention.days * DAY_MS };
     if (retention.type === 'none') return { kind: 'all' };
-    const total = this.storedCount(functionId, null);
+    const total = this.storedCount(fn, null);
     if (total <= retention.count) return { kind: 'all' };
     // The oldest kept record: the count-th newest, found from whichever end is nearer.
     const hidden = total - retention.count;
     const boundary = hidden < retention.count
       ? this.db.get<{ ms: number; seq: number }>(
-        'SELECT executed_ms AS ms, seq FROM logs INDEXED BY logs_by_time WHERE function_id = ? ORDER BY executed_ms ASC, seq ASC LIMIT 1 OFFSET ?',
-        functionId, hidden,
+        'SELECT executed_ms AS ms, seq FROM logs INDEXED BY logs_by_time WHERE fn = ? ORDER BY executed_ms ASC, seq ASC LIMIT 1 OFFSET ?',
+        fn, hidden,
       )
       : this.db.get<{ ms: number; seq: number }>(
-        'SELECT executed_ms AS ms, seq FROM logs INDEXED BY logs_by_time WHERE function_id = ? ORDER BY executed_ms DESC, seq DESC LIMIT 1 OFFSET ?',
-        functionId, retention.count - 1,
+        'SELECT executed_ms AS ms, seq FROM logs INDEXED BY logs_by_time WHERE fn = ? ORDER BY executed_ms DESC, seq DESC LIMIT 1 OFFSET ?',
+        fn, retention.count - 1,
       );
     if (boundary === undefined) return { kind: 'all' };
-    return { kind: 'from', ms: boundary.ms, seq: boundary.seq };
+    return { kind: 'from', ms: boundary.ms, seq: boundary.seq, kept: retention.count };
   }
 
   /**
@@ -225,25 +241,27 @@ export class SqliteLogStore implements LogStore {
    * hidden ones, or the visible ones counted directly when those are fewer,
    * so an index range of at most half the records is ever counted.
    */
-  private visibleCount(functionId: string, cls: number | null, visibility: Visibility): number {
-    const stored = this.storedCount(functionId, cls);
+  private visibleCount(fn: number, cls: number | null, visibility: Visibility): number {
+    const stored = this.storedCount(fn, cls);
     if (visibility.kind === 'all' || stored === 0) return stored;
+    // Under count retention every class together is exactly the window.
+    if (visibility.kind === 'from' && cls === null) return visibility.kept;
     const [hiddenWhere, hiddenParams] = hiddenPredicate(visibility);
     const [visibleWhere, visibleParams] = visiblePredicate(visibility);
     const [index, classWhere, classParams] = indexFor(cls);
     const half = Math.floor(stored / 2) + 1;
     const hidden = this.db.get<{ n: number }>(
-      `SELECT count(*) AS n FROM (SELECT 1 FROM logs INDEXED BY ${index} WHERE function_id = ?${classWhere} AND ${hiddenWhere} LIMIT ?)`,
-      functionId, ...classParams, ...hiddenParams, half,
+      `SELECT count(*) AS n FROM (SELECT 1 FROM logs INDEXED BY ${index} WHERE fn = ?${classWhere} AND ${hiddenWhere} LIMIT ?)`,
+      fn, ...classParams, ...hiddenParams, half,
     )!.n;
     if (hidden < half) return stored - hidden;
     return this.db.get<{ n: number }>(
-      `SELECT count(*) AS n FROM logs INDEXED BY ${index} WHERE function_id = ?${classWhere} AND ${visibleWhere}`,
-      functionId, ...classParams, ...visibleParams,
+      `SELECT count(*) AS n FROM logs INDEXED BY ${index} WHERE fn = ?${classWhere} AND ${visibleWhere}`,
+      fn, ...classParams, ...visibleParams,
     )!.n;
   }
 
-  private readPage(functionId: string, cls: number | null, visibility: Visibility, plan: PagePlan): ExecutionLog[] {
+  private readPage(fn: number, functionId: string, cls: number | null, visibility: Visibility, plan: PagePlan): ExecutionLog[] {
     const [index, classWhere, classParams] = indexFor(cls);
     const [where, params] = visibility.kind === 'all' ? ['1', []] as [string, SQLInputValue[]] : visiblePredicate(visibility);
     const direction = plan.fromNewest ? 'DESC' : 'ASC';
@@ -252,12 +270,12 @@ export class SqliteLogStore implements LogStore {
     const rows = this.db.all<LogRow>(
       `SELECT ${LOG_COLUMNS} FROM logs WHERE seq IN (
          SELECT seq FROM logs INDEXED BY ${index}
-         WHERE function_id = ?${classWhere} AND ${where}
+         WHERE fn = ?${classWhere} AND ${where}
          ORDER BY executed_ms ${direction}, seq ${direction} LIMIT ? OFFSET ?
        ) ORDER BY executed_ms DESC, seq DESC`,
-      functionId, ...classParams, ...params, plan.take, plan.skip,
+      fn, ...classParams, ...params, plan.take, plan.skip,
     );
-    return rows.map(toLog);
+    return rows.map((row) => toLog(row, functionId));
   }
 }
 
