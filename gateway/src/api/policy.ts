@@ -1,0 +1,73 @@
+import Router from '@koa/router';
+import { limits, parsePositiveInt, type NetworkPolicy, type PolicyStore } from '@fnhost/core';
+import type { FunctionService } from '../functions/service.ts';
+import { validatePolicy } from '../policy/match.ts';
+import { readJson } from './body.ts';
+
+// /api/v1/network-policy: administrator-set outbound rules, global and per function.
+
+export const DEFAULT_GLOBAL_POLICY: NetworkPolicy = { default: 'allow', allow: [], deny: [] };
+
+/** Policies by scope, cached: the runtime asks before every fetch. */
+export class PolicyCache {
+  readonly #store: PolicyStore;
+  readonly #cache = new Map<string, NetworkPolicy | null>();
+  constructor(store: PolicyStore) {
+    this.#store = store;
+  }
+  async get(scope: string): Promise<NetworkPolicy | null> {
+    if (this.#cache.has(scope)) return this.#cache.get(scope)!;
+    const policy = await this.#store.get(scope);
+    this.#cache.set(scope, policy);
+    return policy;
+  }
+  async set(scope: string, policy: NetworkPolicy | null, actor: string, now: number) {
+    const change = await this.#store.set(scope, policy, actor, now);
+    this.#cache.set(scope, policy);
+    return change;
+  }
+  changes(limit: number) {
+    return this.#store.changes(limit);
+  }
+}
+
+export function policyRoutes(deps: { policies: PolicyCache; functions: FunctionService; now: () => number }): Router {
+  const { policies, functions } = deps;
+  const router = new Router({ prefix: '/api/v1/network-policy' });
+  const actor = 'admin';
+
+  router.get('/', async (ctx) => {
+    const byFunction: Record<string, NetworkPolicy> = {};
+    for (const fn of functions.all()) {
+      const policy = await policies.get(fn.function_id);
+      if (policy !== null) byFunction[fn.function_id] = policy;
+    }
+    ctx.body = { global: (await policies.get('global')) ?? DEFAULT_GLOBAL_POLICY, functions: byFunction };
+  });
+
+  router.put('/global', async (ctx) => {
+    const policy = validatePolicy(await readJson(ctx, limits.MAX_API_BODY_BYTES));
+    await policies.set('global', policy, actor, deps.now());
+    ctx.body = policy;
+  });
+
+  router.put('/functions/:ref', async (ctx) => {
+    const fn = functions.resolve(ctx.params.ref!);
+    const policy = validatePolicy(await readJson(ctx, limits.MAX_API_BODY_BYTES));
+    await policies.set(fn.function_id, policy, actor, deps.now());
+    ctx.body = policy;
+  });
+
+  router.delete('/functions/:ref', async (ctx) => {
+    const fn = functions.resolve(ctx.params.ref!);
+    await policies.set(fn.function_id, null, actor, deps.now());
+    ctx.status = 204;
+  });
+
+  router.get('/changes', async (ctx) => {
+    const limit = ctx.query.limit === undefined ? 50 : parsePositiveInt(ctx.query.limit, 'limit', 1000);
+    ctx.body = { changes: await policies.changes(limit) };
+  });
+
+  return router;
+}

@@ -1,0 +1,214 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import Koa, { type Context, type Next } from 'koa';
+import Router from '@koa/router';
+import { FnhostError, NotFoundError, type Stores } from '@fnhost/core';
+import { UnauthorizedError, bearerToken, sameSecret, type AdminToken } from './auth.ts';
+import type { GatewayConfig } from './config.ts';
+import { LocalExecutor } from './executor/local.ts';
+import { FunctionService } from './functions/service.ts';
+import { functionRoutes } from './api/functions.ts';
+import { PolicyCache, policyRoutes } from './api/policy.ts';
+import { internalRoutes } from './internal/routes.ts';
+import { RuntimeTokens } from './internal/tokens.ts';
+import { errorBody } from './invoke/errors.ts';
+import { Invoker } from './invoke/proxy.ts';
+import type { Logger } from './log.ts';
+import { LogWriter } from './logs/writer.ts';
+import { Metrics } from './metrics.ts';
+import { LocalScheduler, systemClock, type Clock } from './scheduler/local.ts';
+
+// Assembles one gateway: stores, the function cache, the local executor, the
+// scheduler, the log writer, the Koa app (management API, internal API,
+// health) and the raw invocation path, on one node:http server.
+
+export interface PlatformOptions {
+  config: GatewayConfig;
+  stores: Stores;
+  adminToken: AdminToken;
+  logger: Logger;
+  /** Injected in tests to drive schedules; the system clock otherwise. */
+  clock?: Clock;
+  runtimeMain?: string;
+  /** Retention and KV sweep period. */
+  sweepIntervalMs?: number;
+}
+
+export interface Platform {
+  url: string;
+  server: Server;
+  app: Koa;
+  routers: Router[];
+  functions: FunctionService;
+  executor: LocalExecutor;
+  scheduler: LocalScheduler;
+  writer: LogWriter;
+  invoker: Invoker;
+  metrics: Metrics;
+  sweep(): Promise<void>;
+  /** Graceful: stop accepting, finish in-flight (bounded), flush logs, stop runtimes, close stores. */
+  close(): Promise<void>;
+}
+
+/** The error middleware: the one place error bodies are written. */
+export function errorMiddleware(logger: Logger) {
+  return async (ctx: Context, next: Next) => {
+    try {
+      await next();
+      if (ctx.status === 404 && ctx.body === undefined) throw new NotFoundError(`no route ${ctx.method} ${ctx.path}`);
+    } catch (err) {
+      const { status, body } = errorBody(err);
+      if (status >= 500) logger.error('request failed', { method: ctx.method, path: ctx.path, status, error: (err as Error).message, code: (err as FnhostError).code });
+      ctx.status = status;
+      ctx.type = 'application/json';
+      ctx.body = body;
+      if (status === 401) ctx.set('www-authenticate', 'Bearer realm="fnhost"');
+    }
+  };
+}
+
+export function adminAuth(token: AdminToken) {
+  return async (ctx: Context, next: Next) => {
+    const presented = bearerToken(ctx.get('authorization') || undefined);
+    if (presented === undefined) throw new UnauthorizedError('the management API needs Authorization: Bearer <token>');
+    if (!sameSecret(presented, token.digest)) throw new UnauthorizedError('the token is wrong');
+    await next();
+  };
+}
+
+export async function startPlatform(options: PlatformOptions): Promise<Platform> {
+  const { config, stores, logger } = options;
+  const clock = options.clock ?? systemClock;
+  const now = () => clock.now();
+  const metrics = new Metrics();
+  const tokens = new RuntimeTokens();
+  const writer = new LogWriter({ logs: stores.logs, counters: stores.counters, logger });
+  let listenUrl = '';
+  const executionUrl = () => config.publicUrl ?? listenUrl;
+
+  // The invoker and the executor refer to each other through callbacks.
+  let invoker!: Invoker;
+  const executor = new LocalExecutor({
+    dataDir: config.dataDir,
+    gatewayUrl: () => listenUrl,
+    tokens,
+    runtimeMain: options.runtimeMain,
+    logger,
+    metrics,
+    onOriginGone: (origin) => invoker.originGone(origin),
+  });
+  let functions!: FunctionService;
+  const scheduler = new LocalScheduler({
+    clock,
+    logger,
+    fire: async (functionId) => {
+      const fn = functions.byId(functionId);
+      if (fn === undefined || !fn.active) return;
+      await invoker.run(fn, 'schedule', { method: 'POST', path: '/', headers: { 'content-type': 'application/json', 'content-length': '2' }, body: Buffer.from('{}') });
+    },
+  });
+  functions = new FunctionService({
+    stores, executor, scheduler, logger, now,
+    pendingCount: (id) => writer.pendingCount(id),
+    executionUrl,
+    maxTimeoutSeconds: config.maxTimeoutSeconds,
+  });
+  invoker = new Invoker({ functions, executor, recorder: writer, metrics, logger, trustProxy: config.trustProxy });
+  const policies = new PolicyCache(stores.policies);
+
+  let ready = false;
+  const app = new Koa({ proxy: config.trustProxy });
+  app.silent = true;
+  app.use(errorMiddleware(logger));
+
+  const health = new Router();
+  health.get('/healthz', (ctx) => {
+    ctx.body = { status: 'ok' };
+  });
+  health.get('/readyz', (ctx) => {
+    if (!ready) throw new FnhostError('not_ready', 503, 'the gateway is starting or shutting down', { expose: true });
+    ctx.body = { status: 'ready' };
+  });
+  health.get('/metrics', (ctx) => {
+    ctx.type = 'text/plain; version=0.0.4; charset=utf-8';
+    ctx.body = metrics.render({
+      logQueueDepth: writer.depth,
+      logRecordsDropped: writer.dropped,
+      logRecordsWritten: writer.written,
+      logWriteFailures: writer.failures,
+      runningRuntimes: executor.running,
+    });
+  });
+
+  const api = [functionRoutes({ functions, invoker, writer, stores, now }), policyRoutes({ policies, functions, now })];
+  const internal = internalRoutes({ tokens, functions, kv: stores.kv, policies, now });
+  const auth = adminAuth(options.adminToken);
+  app.use(health.routes());
+  app.use(async (ctx, next) => {
+    if (ctx.path === '/api/v1' || ctx.path.startsWith('/api/v1/')) return auth(ctx, next);
+    return next();
+  });
+  for (const r of api) app.use(r.routes()).use(r.allowedMethods());
+  app.use(internal.routes());
+  const koa = app.callback();
+
+  const server = createServer({ keepAliveTimeout: 65_000 }, (req, res) => {
+    if (req.url!.startsWith('/invoke/')) invoker.handleHttp(req, res);
+    else void koa(req, res);
+  });
+  server.headersTimeout = 66_000;
+
+  await functions.load();
+  for (const fn of functions.all()) scheduler.sync(fn, fn.function_id);
+
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(config.port, config.host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const address = server.address() as AddressInfo;
+  const host = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host.includes(':') ? `[${config.host}]` : config.host;
+  listenUrl = `http://${host}:${address.port}`;
+  ready = true;
+
+  const sweep = async () => {
+    const t = now();
+    for (const fn of functions.all()) {
+      try {
+        await stores.logs.applyRetention(fn.function_id, fn.retention, t);
+      } catch (err) {
+        logger.error('retention sweep failed', { function_id: fn.function_id, error: (err as Error).message });
+      }
+    }
+    try {
+      await stores.kv.sweep(t);
+    } catch (err) {
+      logger.error('kv sweep failed', { error: (err as Error).message });
+    }
+  };
+  const sweeper = setInterval(() => void sweep(), options.sweepIntervalMs ?? 3_600_000);
+  sweeper.unref();
+
+  let closing: Promise<void> | undefined;
+  const close = () => {
+    closing ??= (async () => {
+      ready = false;
+      clearInterval(sweeper);
+      scheduler.stop();
+      const stopped = new Promise<void>((resolve) => server.close(() => resolve()));
+      server.closeIdleConnections();
+      await invoker.drain(config.shutdownGraceMs);
+      await writer.close();
+      await executor.close();
+      await invoker.close();
+      server.closeAllConnections();
+      await stopped;
+      await stores.close();
+    })();
+    return closing;
+  };
+
+  return { url: listenUrl, server, app, routers: [health, ...api, internal], functions, executor, scheduler, writer, invoker, metrics, sweep, close };
+}

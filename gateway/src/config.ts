@@ -1,0 +1,61 @@
+import { resolve } from 'node:path';
+import { FnhostError, limits } from '@fnhost/core';
+
+// Everything the gateway reads from its environment, parsed once at start.
+// A bad value stops the start with a message naming the variable.
+
+export interface GatewayConfig {
+  port: number;
+  host: string;
+  dataDir: string;
+  /** Set when FNHOST_TOKEN is given; otherwise the token file is used (generated on first start). */
+  token: string | undefined;
+  publicUrl: string | undefined;
+  maxTimeoutSeconds: number;
+  /** Trust X-Forwarded-* sent by the peer (FNHOST_TRUST_PROXY=1); off by default. */
+  trustProxy: boolean;
+  /** Graceful shutdown bound for in-flight invocations. */
+  shutdownGraceMs: number;
+}
+
+export class ConfigError extends FnhostError {
+  constructor(message: string) {
+    super('invalid_configuration', 500, message, { expose: true });
+  }
+}
+
+function intVar(env: Record<string, string | undefined>, name: string, fallback: number, min: number, max: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (!/^\d+$/.test(raw.trim())) throw new ConfigError(`${name}="${raw}" is not an integer from ${min} to ${max}`);
+  const n = Number(raw.trim());
+  if (n < min || n > max) throw new ConfigError(`${name}=${n} is out of range: use ${min} to ${max}`);
+  return n;
+}
+
+export function loadConfig(env: Record<string, string | undefined> = process.env, cwd = process.cwd()): GatewayConfig {
+  const publicUrl = env.FNHOST_PUBLIC_URL?.trim() || undefined;
+  if (publicUrl !== undefined) {
+    let parsed: URL;
+    try {
+      parsed = new URL(publicUrl);
+    } catch {
+      throw new ConfigError(`FNHOST_PUBLIC_URL="${publicUrl}" is not a URL such as https://fn.example.com`);
+    }
+    if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw new ConfigError(`FNHOST_PUBLIC_URL="${publicUrl}" must start with http:// or https://`);
+  }
+  const token = env.FNHOST_TOKEN === undefined || env.FNHOST_TOKEN === '' ? undefined : env.FNHOST_TOKEN;
+  if (token !== undefined && token.length < 16) throw new ConfigError('FNHOST_TOKEN is shorter than 16 characters; use a long random value');
+  const trust = (env.FNHOST_TRUST_PROXY ?? '').toLowerCase();
+  if (!['', '0', '1', 'true', 'false'].includes(trust)) throw new ConfigError(`FNHOST_TRUST_PROXY="${env.FNHOST_TRUST_PROXY}" must be 1, true, 0 or false`);
+  return {
+    port: intVar(env, 'PORT', 8080, 0, 65535),
+    host: env.HOST?.trim() || '127.0.0.1',
+    dataDir: resolve(cwd, env.FNHOST_DATA_DIR?.trim() || '.fnhost'),
+    token,
+    publicUrl: publicUrl?.replace(/\/+$/, ''),
+    maxTimeoutSeconds: intVar(env, 'FNHOST_MAX_TIMEOUT_SECONDS', limits.MAX_TIMEOUT_SECONDS, 1, limits.MAX_TIMEOUT_SECONDS),
+    trustProxy: trust === '1' || trust === 'true',
+    shutdownGraceMs: intVar(env, 'FNHOST_SHUTDOWN_GRACE_MS', 10_000, 0, 600_000),
+  };
+}

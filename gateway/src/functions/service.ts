@@ -1,0 +1,219 @@
+import {
+  ConflictError, NotFoundError, ValidationError, isUuid, isoTimestamp, limits, newFunctionId,
+  validateCode, validateCron, validateEnv, validateFunctionName, validateMemoryMiB, validateRetention, validateRoutes,
+  validateTimeoutSeconds, validateTimezone,
+  type Executor, type FunctionRecord, type RetentionPolicy, type Schedule, type Stores,
+} from '@fnhost/core';
+import type { Logger } from '../log.ts';
+
+// Functions as the management API sees them. Every write goes to the store
+// first, then to the in-memory cache the invocation path reads (no store
+// query per call), then to the executor and the scheduler. Writes are
+// serialised so the cache never disagrees with the store.
+
+export const NAMESPACE = 'default';
+
+export interface ScheduleSink {
+  sync(fn: FunctionRecord | null, functionId: string): void;
+  nextRun(functionId: string): number | undefined;
+}
+
+export interface ApiFunction extends Omit<FunctionRecord, 'code' | 'schedule'> {
+  code?: string;
+  schedule: (Schedule & { next_run_at: string | null }) | null;
+  total_executions: number;
+  invocation_url: string;
+}
+
+export interface FunctionServiceOptions {
+  stores: Stores;
+  executor: Executor;
+  scheduler: ScheduleSink;
+  /** Execution counts not yet flushed by the log writer. */
+  pendingCount: (functionId: string) => number;
+  executionUrl: () => string;
+  maxTimeoutSeconds: number;
+  now: () => number;
+  logger: Logger;
+}
+
+const CREATE_FIELDS = new Set(['name', 'code', 'env', 'routes', 'timeout_seconds', 'memory_mib', 'active', 'retention', 'schedule']);
+const PATCH_FIELDS = new Set(['code', 'env', 'routes', 'timeout_seconds', 'memory_mib']);
+
+function checkFields(body: unknown, allowed: Set<string>, what: string): Record<string, unknown> {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new ValidationError(`${what} body must be a JSON object`);
+  for (const key of Object.keys(body)) {
+    if (!allowed.has(key)) throw new ValidationError(`${what}: unknown field "${key}"; allowed: ${[...allowed].join(', ')}`);
+  }
+  return body as Record<string, unknown>;
+}
+
+export function parseScheduleBody(raw: unknown): { cron: string; timezone: string } {
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) throw new ValidationError('schedule must be an object {cron, timezone?}');
+  const { cron, timezone, ...rest } = raw as Record<string, unknown>;
+  const extra = Object.keys(rest).filter((k) => k !== 'enabled');
+  if (extra.length > 0) throw new ValidationError(`schedule: unknown field "${extra[0]}"; allowed: cron, timezone`);
+  const tz = timezone === undefined ? 'UTC' : validateTimezone(timezone);
+  return { cron: validateCron(cron, tz), timezone: tz };
+}
+
+export class FunctionService {
+  readonly #o: FunctionServiceOptions;
+  readonly #byId = new Map<string, FunctionRecord>();
+  readonly #byName = new Map<string, string>();
+  #writes: Promise<unknown> = Promise.resolve();
+
+  constructor(options: FunctionServiceOptions) {
+    this.#o = options;
+  }
+
+  /** Fills the cache from the store (at start). */
+  async load(): Promise<FunctionRecord[]> {
+    const all = await this.#o.stores.functions.list(NAMESPACE);
+    for (const fn of all) this.#cache(fn);
+    return all;
+  }
+
+  byId(functionId: string): FunctionRecord | undefined {
+    return this.#byId.get(functionId);
+  }
+
+  all(): FunctionRecord[] {
+    return [...this.#byId.values()].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  }
+
+  /** `{ref}` is a name or a UUID. */
+  resolve(ref: string): FunctionRecord {
+    const fn = isUuid(ref) ? (this.#byId.get(ref.toLowerCase()) ?? this.#byId.get(ref)) : undefined;
+    const found = fn ?? this.#byId.get(this.#byName.get(ref) ?? '');
+    if (found === undefined) throw new NotFoundError(`function "${ref.slice(0, 100)}" not found`);
+    return found;
+  }
+
+  #cache(fn: FunctionRecord): void {
+    const old = this.#byId.get(fn.function_id);
+    if (old !== undefined && old.name !== fn.name) this.#byName.delete(old.name);
+    this.#byId.set(fn.function_id, fn);
+    this.#byName.set(fn.name, fn.function_id);
+  }
+
+  #uncache(fn: FunctionRecord): void {
+    this.#byId.delete(fn.function_id);
+    if (this.#byName.get(fn.name) === fn.function_id) this.#byName.delete(fn.name);
+  }
+
+  #serial<T>(work: () => Promise<T>): Promise<T> {
+    const next = this.#writes.then(work, work);
+    this.#writes = next.catch(() => undefined);
+    return next;
+  }
+
+  async toApi(fn: FunctionRecord, includeCode: boolean): Promise<ApiFunction> {
+    const total = (await this.#o.stores.counters.get(fn.function_id)) + this.#o.pendingCount(fn.function_id);
+    const { code, schedule, ...rest } = fn;
+    const next = schedule?.enabled && fn.active ? this.#o.scheduler.nextRun(fn.function_id) : undefined;
+    return {
+      ...rest,
+      ...(includeCode ? { code } : {}),
+      schedule: schedule === null ? null : { ...schedule, next_run_at: next === undefined ? null : isoTimestamp(next) },
+      total_executions: total,
+      invocation_url: `${this.#o.executionUrl()}/invoke/${fn.function_id}`,
+    };
+  }
+
+  create(body: unknown): Promise<FunctionRecord> {
+    const raw = checkFields(body, CREATE_FIELDS, 'create function');
+    const name = validateFunctionName(raw.name);
+    const code = validateCode(raw.code);
+    const env = validateEnv(raw.env);
+    const routes = validateRoutes(raw.routes);
+    const timeout = raw.timeout_seconds === undefined ? Math.min(limits.DEFAULT_TIMEOUT_SECONDS, this.#o.maxTimeoutSeconds) : validateTimeoutSeconds(raw.timeout_seconds, this.#o.maxTimeoutSeconds);
+    const memory = raw.memory_mib === undefined ? limits.DEFAULT_MEMORY_MIB : validateMemoryMiB(raw.memory_mib);
+    if (raw.active !== undefined && typeof raw.active !== 'boolean') throw new ValidationError(`active must be true or false, got ${JSON.stringify(raw.active)}`);
+    const retention: RetentionPolicy = raw.retention === undefined ? { type: 'none' } : validateRetention(raw.retention);
+    const schedule: Schedule | null = raw.schedule === undefined || raw.schedule === null ? null : { ...parseScheduleBody(raw.schedule), enabled: true };
+    return this.#serial(async () => {
+      if (this.#byName.has(name)) throw new ConflictError(`a function named "${name}" already exists`);
+      const now = isoTimestamp(this.#o.now());
+      const fn: FunctionRecord = {
+        function_id: newFunctionId(), name, namespace: NAMESPACE, code, env, routes, timeout_seconds: timeout, memory_mib: memory,
+        active: raw.active === undefined ? true : (raw.active as boolean), retention, schedule, created_at: now, updated_at: now,
+      };
+      await this.#o.stores.functions.create(fn);
+      this.#cache(fn);
+      this.#o.scheduler.sync(fn, fn.function_id);
+      // Eager start: the first call finds the runtime up (target P5, create → first 200).
+      await this.#o.executor.sync(fn.function_id, fn);
+      this.#o.logger.info('function created', { function_id: fn.function_id, name });
+      return fn;
+    });
+  }
+
+  #replace(ref: string, change: (fn: FunctionRecord) => FunctionRecord | null, runtimeAffected: boolean): Promise<FunctionRecord> {
+    return this.#serial(async () => {
+      const current = this.resolve(ref);
+      const updated = change(current);
+      if (updated === null) return current;
+      updated.updated_at = isoTimestamp(this.#o.now());
+      await this.#o.stores.functions.update(updated);
+      this.#cache(updated);
+      this.#o.scheduler.sync(updated, updated.function_id);
+      if (runtimeAffected) await this.#o.executor.sync(updated.function_id, updated);
+      return updated;
+    });
+  }
+
+  update(ref: string, body: unknown): Promise<FunctionRecord> {
+    const raw = checkFields(body, PATCH_FIELDS, 'update function');
+    const patch: Partial<FunctionRecord> = {};
+    if (raw.code !== undefined) patch.code = validateCode(raw.code);
+    if (raw.env !== undefined) patch.env = validateEnv(raw.env);
+    if (raw.routes !== undefined) patch.routes = validateRoutes(raw.routes);
+    if (raw.timeout_seconds !== undefined) patch.timeout_seconds = validateTimeoutSeconds(raw.timeout_seconds, this.#o.maxTimeoutSeconds);
+    if (raw.memory_mib !== undefined) patch.memory_mib = validateMemoryMiB(raw.memory_mib);
+    return this.#replace(ref, (fn) => ({ ...fn, ...patch }), true);
+  }
+
+  setActive(ref: string, active: boolean): Promise<FunctionRecord> {
+    return this.#replace(ref, (fn) => (fn.active === active ? null : { ...fn, active }), true);
+  }
+
+  setRetention(ref: string, body: unknown): Promise<FunctionRecord> {
+    const retention = validateRetention(body);
+    return this.#serial(async () => {
+      const current = this.resolve(ref);
+      const updated: FunctionRecord = { ...current, retention, updated_at: isoTimestamp(this.#o.now()) };
+      await this.#o.stores.functions.update(updated);
+      this.#cache(updated);
+      // Existing records follow the new policy at once (time: expires_at rewritten; count: extras deleted).
+      await this.#o.stores.logs.applyRetention(updated.function_id, retention, this.#o.now());
+      return updated;
+    });
+  }
+
+  setSchedule(ref: string, body: unknown): Promise<FunctionRecord> {
+    const parsed = parseScheduleBody(body);
+    return this.#replace(ref, (fn) => ({ ...fn, schedule: { ...parsed, enabled: true } }), false);
+  }
+
+  disableSchedule(ref: string): Promise<FunctionRecord> {
+    return this.#replace(ref, (fn) => (fn.schedule === null || !fn.schedule.enabled ? null : { ...fn, schedule: { ...fn.schedule, enabled: false } }), false);
+  }
+
+  delete(ref: string): Promise<FunctionRecord> {
+    return this.#serial(async () => {
+      const fn = this.resolve(ref);
+      await this.#o.stores.functions.delete(fn.function_id);
+      this.#uncache(fn);
+      this.#o.scheduler.sync(null, fn.function_id);
+      await this.#o.executor.sync(fn.function_id, null);
+      await this.#o.stores.logs.deleteFunction(fn.function_id);
+      await this.#o.stores.counters.delete(fn.function_id);
+      await this.#o.stores.kv.deleteNamespace(fn.function_id);
+      const policy = await this.#o.stores.policies.get(fn.function_id);
+      if (policy !== null) await this.#o.stores.policies.set(fn.function_id, null, 'system (function deleted)', this.#o.now());
+      this.#o.logger.info('function deleted', { function_id: fn.function_id, name: fn.name });
+      return fn;
+    });
+  }
+}

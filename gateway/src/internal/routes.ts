@@ -1,0 +1,99 @@
+import Router from '@koa/router';
+import type { Context, Next } from 'koa';
+import { ValidationError, limits, type KvStore } from '@fnhost/core';
+import { UnauthorizedError, bearerToken } from '../auth.ts';
+import type { FunctionService } from '../functions/service.ts';
+import { PayloadTooLargeError } from '../invoke/errors.ts';
+import type { PolicyCache } from '../api/policy.ts';
+import { decide } from '../policy/match.ts';
+import { readJson } from '../api/body.ts';
+import type { RuntimeTokens } from './tokens.ts';
+
+// /internal/v1: what a runtime calls back (docs/internal-protocol.md), with
+// its per-function bearer token. The function's id is its KV namespace.
+
+export interface InternalDeps {
+  tokens: RuntimeTokens;
+  functions: FunctionService;
+  kv: KvStore;
+  policies: PolicyCache;
+  now: () => number;
+}
+
+export function kvKey(raw: string | undefined): string {
+  if (raw === undefined || raw === '') throw new ValidationError('kv key must be a non-empty string');
+  const size = Buffer.byteLength(raw);
+  if (size > limits.MAX_KV_KEY_BYTES) throw new ValidationError(`kv key "${raw.slice(0, 40)}…" is ${size} bytes; the limit is ${limits.MAX_KV_KEY_BYTES} bytes`);
+  return raw;
+}
+
+export function kvTtl(raw: unknown): number | null {
+  if (raw === undefined || raw === null) return null;
+  if (typeof raw !== 'number' || !Number.isInteger(raw) || raw < 1 || raw > limits.MAX_KV_TTL_SECONDS) {
+    throw new ValidationError(`kv ttlSeconds must be an integer from 1 to ${limits.MAX_KV_TTL_SECONDS}, got ${JSON.stringify(raw)}`);
+  }
+  return raw;
+}
+
+export function internalRoutes(deps: InternalDeps): Router {
+  const router = new Router({ prefix: '/internal/v1' });
+
+  router.use(async (ctx: Context, next: Next) => {
+    const functionId = deps.tokens.verify(bearerToken(ctx.get('authorization') || undefined));
+    if (functionId === undefined || deps.functions.byId(functionId) === undefined) throw new UnauthorizedError('missing or wrong runtime token');
+    ctx.state.functionId = functionId;
+    await next();
+  });
+
+  router.get('/kv', async (ctx) => {
+    const prefix = ctx.query.prefix === undefined ? '' : ctx.query.prefix;
+    if (typeof prefix !== 'string') throw new ValidationError('kv prefix must be given once');
+    if (Buffer.byteLength(prefix) > limits.MAX_KV_KEY_BYTES) throw new ValidationError(`kv prefix is longer than ${limits.MAX_KV_KEY_BYTES} bytes`);
+    ctx.body = { keys: await deps.kv.list(ctx.state.functionId, prefix, limits.MAX_KV_LIST_KEYS, deps.now()) };
+  });
+
+  router.get('/kv/:key', async (ctx) => {
+    const json = await deps.kv.get(ctx.state.functionId, kvKey(ctx.params.key), deps.now());
+    if (json === undefined) {
+      ctx.status = 404;
+      ctx.body = { error: 'not_found', message: `kv key "${ctx.params.key!.slice(0, 100)}" not found` };
+      return;
+    }
+    ctx.type = 'application/json';
+    ctx.body = `{"value":${json}}`;
+  });
+
+  router.head('/kv/:key', async (ctx) => {
+    ctx.status = (await deps.kv.has(ctx.state.functionId, kvKey(ctx.params.key), deps.now())) ? 200 : 404;
+  });
+
+  router.put('/kv/:key', async (ctx) => {
+    const key = kvKey(ctx.params.key);
+    // The envelope adds a little to the value's own limit.
+    const raw = await readJson(ctx, limits.MAX_KV_VALUE_BYTES + 1024).catch((err: unknown) => {
+      if (err instanceof PayloadTooLargeError) throw new PayloadTooLargeError(limits.MAX_KV_VALUE_BYTES, `kv value for "${key.slice(0, 100)}"`);
+      throw err;
+    });
+    if (typeof raw !== 'object' || raw === null || !('value' in raw)) throw new ValidationError('kv set body must be {"value": <json>, "ttlSeconds"?: n}');
+    const { value, ttlSeconds } = raw as { value: unknown; ttlSeconds?: unknown };
+    if (value === undefined) throw new ValidationError('kv value must be JSON (not undefined)');
+    const json = JSON.stringify(value);
+    const size = Buffer.byteLength(json);
+    if (size > limits.MAX_KV_VALUE_BYTES) throw new PayloadTooLargeError(limits.MAX_KV_VALUE_BYTES, `kv value for "${key.slice(0, 100)}" (${size} bytes as JSON)`);
+    await deps.kv.set(ctx.state.functionId, key, json, kvTtl(ttlSeconds), deps.now());
+    ctx.status = 204;
+  });
+
+  router.delete('/kv/:key', async (ctx) => {
+    ctx.body = { deleted: await deps.kv.delete(ctx.state.functionId, kvKey(ctx.params.key)) };
+  });
+
+  router.get('/policy/check', async (ctx) => {
+    const host = ctx.query.host;
+    if (typeof host !== 'string' || host === '' || host.length > 255) throw new ValidationError('policy check needs host (a host name or IP)');
+    const [global, fn] = await Promise.all([deps.policies.get('global'), deps.policies.get(ctx.state.functionId)]);
+    ctx.body = decide(host, global, fn);
+  });
+
+  return router;
+}

@@ -1,0 +1,66 @@
+import type { ServerResponse } from 'node:http';
+import { FnhostError } from '@fnhost/core';
+
+// The platform's invocation outcomes (docs/api-outline.md "Platform statuses").
+
+export class FunctionInactiveError extends FnhostError {
+  constructor(name: string) {
+    super('function_inactive', 403, `function ${name} is inactive; activate it to invoke it`);
+  }
+}
+
+export class PayloadTooLargeError extends FnhostError {
+  constructor(limit: number, what = 'request body') {
+    super('payload_too_large', 413, `${what} is larger than the limit of ${limit} bytes`);
+  }
+}
+
+export class FunctionTimeoutError extends FnhostError {
+  constructor(seconds: number) {
+    super('function_timeout', 504, `function exceeded its time limit of ${seconds} s`, { expose: true });
+  }
+}
+
+export class FunctionOutOfMemoryError extends FnhostError {
+  constructor(mib: number) {
+    super('function_out_of_memory', 502, `function ran out of memory (limit ${mib} MiB)`, { expose: true });
+  }
+}
+
+/** The body every platform-made error gets, `{error, message}`; hides internals when expose is false. */
+export function errorBody(err: unknown): { status: number; body: string } {
+  if (err instanceof FnhostError) {
+    return { status: err.status, body: JSON.stringify({ error: err.code, message: err.expose ? err.message : 'internal error' }) };
+  }
+  const status = (err as { status?: unknown })?.status;
+  const expose = (err as { expose?: unknown })?.expose === true;
+  if (typeof status === 'number' && status >= 400 && status < 600) {
+    return { status, body: JSON.stringify({ error: codeForStatus(status), message: expose ? (err as Error).message : 'internal error' }) };
+  }
+  return { status: 500, body: JSON.stringify({ error: 'internal', message: 'internal error' }) };
+}
+
+export function codeForStatus(status: number): string {
+  switch (status) {
+    case 400: return 'invalid_argument';
+    case 401: return 'unauthorized';
+    case 403: return 'forbidden';
+    case 404: return 'not_found';
+    case 405: return 'method_not_allowed';
+    case 409: return 'conflict';
+    case 413: return 'payload_too_large';
+    case 415: return 'unsupported_media_type';
+    default: return status >= 500 ? 'internal' : 'bad_request';
+  }
+}
+
+export function writeError(res: ServerResponse, err: unknown, extraHeaders?: Record<string, string>): number {
+  const { status, body } = errorBody(err);
+  if (res.headersSent || res.destroyed) {
+    res.destroy();
+    return status;
+  }
+  res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body), ...extraHeaders });
+  res.end(body);
+  return status;
+}

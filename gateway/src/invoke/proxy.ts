@@ -1,0 +1,506 @@
+import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
+import { performance } from 'node:perf_hooks';
+import { pipeline } from 'node:stream';
+import { Pool, type Dispatcher } from 'undici';
+import {
+  FnhostError, NotFoundError, isoTimestamp, limits, newLogId,
+  type ExecutionLog, type Executor, type FunctionRecord, type RecycleReason, type Trigger,
+} from '@fnhost/core';
+import type { Logger } from '../log.ts';
+import type { Metrics } from '../metrics.ts';
+import { FunctionInactiveError, FunctionOutOfMemoryError, FunctionTimeoutError, PayloadTooLargeError, writeError } from './errors.ts';
+import { RuntimeUnavailableError } from '../executor/local.ts';
+
+// The invocation path. It asks the Executor for an upstream and sends HTTP to
+// it over a keep-alive undici Pool, so the same code serves local runtime
+// processes and (later) Kubernetes pods. HTTP calls arrive here straight from
+// node:http, not through Koa: this is the hot path, and Koa's context, router
+// and middleware chain cost about a third of the throughput (bench/gateway.ts).
+//
+// Small upstream bodies (Content-Length known, ≤ BUFFER_LIMIT) are buffered
+// and written in one go; large or chunked ones are streamed with
+// stream.pipeline, which ends both sides when either aborts. Every execution
+// — answered, failed, timed out, or abandoned by its caller — writes exactly
+// one log record.
+
+export const BUFFER_LIMIT = 64 * 1024;
+/** How long after the function's own limit the gateway gives up on a runtime that cannot answer. */
+export const TIMEOUT_GRACE_MS = 1000;
+/** A test or scheduled run keeps at most this much of the response body. */
+export const CAPTURE_LIMIT = 1024 * 1024;
+
+const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'upgrade', 'te', 'trailer', 'http2-settings']);
+
+export interface FunctionLookup {
+  /** The cached record (no store query), or undefined. */
+  byId(functionId: string): FunctionRecord | undefined;
+}
+
+export interface ExecutionRecorder {
+  record(log: ExecutionLog, retention: FunctionRecord['retention']): void | Promise<void>;
+}
+
+export interface Diagnoser {
+  /** Why the runtime behind origin ended, waiting briefly for its exit. */
+  diagnose?(functionId: string, waitMs: number): Promise<RecycleReason | undefined>;
+}
+
+export interface InvokerOptions {
+  functions: FunctionLookup;
+  executor: Executor & Diagnoser;
+  recorder: ExecutionRecorder;
+  metrics: Metrics;
+  logger: Logger;
+  trustProxy: boolean;
+  connectionsPerOrigin?: number;
+}
+
+export interface RunRequest {
+  method: string;
+  /** Path and query string as the handler sees it, starting with `/`. */
+  path: string;
+  headers: Record<string, string>;
+  body: Buffer | null;
+}
+
+export interface RunResult {
+  log_id: string;
+  status_code: number;
+  execution_time_ms: number;
+  error_message: string | null;
+  headers: Record<string, string | string[]>;
+  body: Buffer;
+  truncated: boolean;
+}
+
+interface Exchange {
+  fn: FunctionRecord;
+  trigger: Trigger;
+  logId: string;
+  startedAt: number;
+  executedAt: number;
+  timer: NodeJS.Timeout | undefined;
+  timedOut: boolean;
+  abort: AbortController;
+  logged: boolean;
+  inflightDone: (() => void) | undefined;
+}
+
+export class Invoker {
+  readonly #o: InvokerOptions;
+  readonly #pools = new Map<string, Pool>();
+  #inflight = 0;
+  #idleWaiters: Array<() => void> = [];
+
+  constructor(options: InvokerOptions) {
+    this.#o = options;
+  }
+
+  get inflight(): number {
+    return this.#inflight;
+  }
+
+  /** Resolves when no execution is in flight, or after maxMs. */
+  drain(maxMs: number): Promise<void> {
+    if (this.#inflight === 0) return Promise.resolve();
+    return new Promise((resolve) => {
+      const t = setTimeout(resolve, maxMs);
+      this.#idleWaiters.push(() => {
+        clearTimeout(t);
+        resolve();
+      });
+    });
+  }
+
+  /** The origin's runtime is gone: close its pool. */
+  originGone(origin: string): void {
+    const pool = this.#pools.get(origin);
+    if (pool !== undefined) {
+      this.#pools.delete(origin);
+      void pool.destroy().catch(() => undefined);
+    }
+  }
+
+  async close(): Promise<void> {
+    const pools = [...this.#pools.values()];
+    this.#pools.clear();
+    await Promise.all(pools.map((p) => p.destroy().catch(() => undefined)));
+  }
+
+  #pool(origin: string): Pool {
+    let pool = this.#pools.get(origin);
+    if (pool === undefined) {
+      pool = new Pool(origin, {
+        connections: this.#o.connectionsPerOrigin ?? 128,
+        pipelining: 1,
+        keepAliveTimeout: 30_000,
+        headersTimeout: 0,
+        bodyTimeout: 0,
+      });
+      this.#pools.set(origin, pool);
+    }
+    return pool;
+  }
+
+  /** node:http entry for `/invoke/{functionId}[/{sub-path}]`. */
+  handleHttp(req: IncomingMessage, res: ServerResponse): void {
+    const startedAt = performance.now();
+    const executedAt = Date.now();
+    const url = req.url!;
+    // '/invoke/'.length === 8
+    let end = 8;
+    while (end < url.length && url.charCodeAt(end) !== 47 /* / */ && url.charCodeAt(end) !== 63 /* ? */) end++;
+    const functionId = url.slice(8, end);
+    const rest = url.slice(end);
+    const path = rest === '' ? '/' : rest.charCodeAt(0) === 63 ? '/' + rest : rest;
+    const fn = this.#o.functions.byId(decodeURIComponentSafe(functionId));
+    if (fn === undefined) {
+      drainRequest(req);
+      writeError(res, new NotFoundError(`function "${functionId.slice(0, 100)}" not found`));
+      return;
+    }
+    if (!fn.active) {
+      drainRequest(req);
+      writeError(res, new FunctionInactiveError(fn.name));
+      return;
+    }
+    const declared = req.headers['content-length'];
+    if (declared !== undefined && Number(declared) > limits.MAX_INVOKE_BODY_BYTES) {
+      writeError(res, new PayloadTooLargeError(limits.MAX_INVOKE_BODY_BYTES), { connection: 'close' });
+      req.destroy();
+      return;
+    }
+    const ex = this.#begin(fn, 'http', startedAt, executedAt);
+    const hasBody = declared !== undefined ? declared !== '0' : req.headers['transfer-encoding'] !== undefined;
+    if (!hasBody) {
+      this.#forward(ex, req, res, path, null);
+      return;
+    }
+    readBody(req, limits.MAX_INVOKE_BODY_BYTES).then(
+      (body) => this.#forward(ex, req, res, path, body),
+      (err: unknown) => {
+        if (err instanceof PayloadTooLargeError) {
+          const status = writeError(res, err, { connection: 'close' });
+          req.destroy();
+          // A request refused before it reached the function is not an execution.
+          this.#finish(ex, status, null, false);
+          return;
+        }
+        // The caller went away while sending its body: nothing ran.
+        this.#finish(ex, 499, null, false);
+      },
+    );
+  }
+
+  #begin(fn: FunctionRecord, trigger: Trigger, startedAt: number, executedAt: number): Exchange {
+    this.#inflight++;
+    return { fn, trigger, logId: newLogId(), startedAt, executedAt, timer: undefined, timedOut: false, abort: new AbortController(), logged: false, inflightDone: undefined };
+  }
+
+  #forward(ex: Exchange, req: IncomingMessage, res: ServerResponse, path: string, body: Buffer | null): void {
+    const headers = this.#upstreamHeaders(req.headers, req.socket.remoteAddress ?? '', ex);
+    this.#send(ex, req.method!, path, headers, body).then(
+      (response) => this.#respond(ex, res, response),
+      (err: unknown) => {
+        const status = writeError(res, err);
+        this.#finish(ex, status, (err as Error).message, true);
+      },
+    );
+  }
+
+  #upstreamHeaders(incoming: IncomingHttpHeaders, remote: string, ex: Exchange): Record<string, string | string[]> {
+    const out: Record<string, string | string[]> = {};
+    for (const name in incoming) {
+      if (HOP_BY_HOP.has(name) || name.startsWith('x-fnhost-')) continue;
+      const value = incoming[name];
+      if (value !== undefined) out[name] = value;
+    }
+    const connection = incoming.connection;
+    if (connection !== undefined) for (const token of connection.split(',')) delete out[token.trim().toLowerCase()];
+    const priorFor = incoming['x-forwarded-for'];
+    out['x-forwarded-for'] = this.#o.trustProxy && priorFor ? `${priorFor}, ${remote}` : remote;
+    const priorProto = incoming['x-forwarded-proto'];
+    out['x-forwarded-proto'] = this.#o.trustProxy && typeof priorProto === 'string' && priorProto !== '' ? priorProto : 'http';
+    out['x-fnhost-execution-id'] = ex.logId;
+    out['x-fnhost-trigger'] = ex.trigger;
+    return out;
+  }
+
+  /** Sends one call to the function's runtime, with the gateway's own time limit armed. */
+  async #send(ex: Exchange, method: string, path: string, headers: Record<string, string | string[]>, body: Buffer | null): Promise<Dispatcher.ResponseData> {
+    const fn = ex.fn;
+    ex.timer = setTimeout(() => {
+      ex.timedOut = true;
+      this.#o.metrics.timeouts++;
+      this.#o.executor.recycle(fn.function_id, 'timeout');
+      ex.abort.abort(new FunctionTimeoutError(fn.timeout_seconds));
+    }, fn.timeout_seconds * 1000 + TIMEOUT_GRACE_MS);
+    for (let attempt = 0; ; attempt++) {
+      let origin: string;
+      try {
+        origin = (await this.#o.executor.acquire(fn)).origin;
+      } catch (err) {
+        throw ex.timedOut ? new FunctionTimeoutError(fn.timeout_seconds) : err;
+      }
+      try {
+        return await this.#pool(origin).request({ path, method: method as Dispatcher.HttpMethod, headers, body, signal: ex.abort.signal });
+      } catch (err) {
+        if (ex.timedOut) throw new FunctionTimeoutError(fn.timeout_seconds);
+        const code = (err as { code?: string }).code;
+        // Never reached the runtime (it died between calls): start another and send once more.
+        if (attempt === 0 && code === 'ECONNREFUSED') {
+          this.#o.executor.recycle(fn.function_id, 'crash');
+          this.originGone(origin);
+          continue;
+        }
+        const reason = (await this.#o.executor.diagnose?.(fn.function_id, 300)) ?? 'crash';
+        this.#o.executor.recycle(fn.function_id, reason);
+        this.originGone(origin);
+        if (reason === 'out_of_memory') throw new FunctionOutOfMemoryError(fn.memory_mib);
+        throw new RuntimeUnavailableError(`the function's runtime did not answer (${code ?? (err as Error).message})`, { cause: err });
+      }
+    }
+  }
+
+  #respond(ex: Exchange, res: ServerResponse, response: Dispatcher.ResponseData): void {
+    const { statusCode, headers: upstream, body } = response;
+    const errorHeader = upstream['x-fnhost-error'];
+    let errorMessage = typeof errorHeader === 'string' ? decodeURIComponentSafe(errorHeader) : null;
+    const headers = downstreamHeaders(upstream);
+    if (res.destroyed) {
+      // The caller left before the function answered; the function still ran.
+      this.#o.metrics.clientAborts++;
+      body.dump().catch(() => undefined);
+      this.#finish(ex, statusCode, errorMessage ?? 'client disconnected before the response was sent', true);
+      return;
+    }
+    const length = upstream['content-length'];
+    const small = typeof length === 'string' && Number(length) <= BUFFER_LIMIT;
+    if (small || (statusCode === 500 && errorMessage === null)) {
+      collect(body, statusCode === 500 ? CAPTURE_LIMIT : BUFFER_LIMIT * 2).then(
+        ({ data, complete }) => {
+          if (statusCode === 500 && errorMessage === null) errorMessage = messageFrom500(data, upstream['content-type']);
+          if (!complete) {
+            // Bigger than it said, or an unlabelled 500 larger than we keep: stream what is left.
+            res.writeHead(statusCode, headers);
+            res.write(data);
+            this.#stream(ex, res, body, statusCode, errorMessage);
+            return;
+          }
+          if (res.destroyed) {
+            this.#o.metrics.clientAborts++;
+            this.#finish(ex, statusCode, errorMessage ?? 'client disconnected before the response was sent', true);
+            return;
+          }
+          headers['content-length'] = String(data.length);
+          res.writeHead(statusCode, headers);
+          res.end(data);
+          const finalMessage = errorMessage;
+          res.once('close', () => this.#finish(ex, statusCode, res.writableFinished ? finalMessage : (finalMessage ?? 'client disconnected before the response ended'), true));
+        },
+        (err: unknown) => this.#bodyFailed(ex, res, statusCode, err),
+      );
+      return;
+    }
+    res.writeHead(statusCode, headers);
+    this.#stream(ex, res, body, statusCode, errorMessage);
+  }
+
+  #stream(ex: Exchange, res: ServerResponse, body: Dispatcher.ResponseData['body'], statusCode: number, errorMessage: string | null): void {
+    pipeline(body, res, (err) => {
+      if (err === undefined || err === null) {
+        this.#finish(ex, statusCode, errorMessage, true);
+        return;
+      }
+      if (ex.timedOut) {
+        this.#finish(ex, 504, new FunctionTimeoutError(ex.fn.timeout_seconds).message, true);
+        return;
+      }
+      if (res.destroyed && !res.writableFinished && (err as { code?: string }).code === 'ERR_STREAM_PREMATURE_CLOSE') {
+        this.#o.metrics.clientAborts++;
+        this.#finish(ex, statusCode, errorMessage ?? 'client disconnected before the response ended', true);
+        return;
+      }
+      this.#finish(ex, statusCode >= 400 ? statusCode : 502, errorMessage ?? `the response stream broke: ${(err as Error).message}`, true);
+    });
+  }
+
+  #bodyFailed(ex: Exchange, res: ServerResponse, statusCode: number, err: unknown): void {
+    if (ex.timedOut) {
+      const status = writeError(res, new FunctionTimeoutError(ex.fn.timeout_seconds));
+      this.#finish(ex, status, new FunctionTimeoutError(ex.fn.timeout_seconds).message, true);
+      return;
+    }
+    const failure = new RuntimeUnavailableError(`the function's response broke off: ${(err as Error).message}`);
+    const status = writeError(res, failure);
+    this.#finish(ex, statusCode >= 400 ? statusCode : status, failure.message, true);
+  }
+
+  /** Ends one execution: clears the timer and writes its one log record (when `ran`). */
+  #finish(ex: Exchange, statusCode: number, errorMessage: string | null, ran: boolean): void {
+    if (ex.logged) return;
+    ex.logged = true;
+    if (ex.timer !== undefined) clearTimeout(ex.timer);
+    if (ran) {
+      const ms = Math.max(0, Math.round(performance.now() - ex.startedAt));
+      const log: ExecutionLog = {
+        id: ex.logId,
+        function_id: ex.fn.function_id,
+        status_code: statusCode,
+        execution_time_ms: ms,
+        error_message: errorMessage,
+        executed_at: isoTimestamp(ex.executedAt),
+        trigger: ex.trigger,
+      };
+      this.#o.metrics.observe(ex.trigger, statusCode, ms);
+      const queued = this.#o.recorder.record(log, ex.fn.retention);
+      if (queued !== undefined) queued.catch((err: unknown) => this.#o.logger.error('recording an execution failed', { error: (err as Error).message }));
+    }
+    ex.inflightDone?.();
+    if (--this.#inflight === 0 && this.#idleWaiters.length > 0) {
+      const waiters = this.#idleWaiters;
+      this.#idleWaiters = [];
+      for (const wake of waiters) wake();
+    }
+  }
+
+  /**
+   * One execution outside of an HTTP call (schedule, test), through the same
+   * send path and the same log record. The response body is kept up to CAPTURE_LIMIT.
+   */
+  async run(fn: FunctionRecord, trigger: Trigger, request: RunRequest): Promise<RunResult> {
+    const ex = this.#begin(fn, trigger, performance.now(), Date.now());
+    if (!fn.active) {
+      const err = new FunctionInactiveError(fn.name);
+      this.#finish(ex, err.status, err.message, true);
+      return { log_id: ex.logId, status_code: err.status, execution_time_ms: 0, error_message: err.message, headers: {}, body: Buffer.from(JSON.stringify({ error: err.code, message: err.message })), truncated: false };
+    }
+    const headers: Record<string, string | string[]> = {};
+    for (const [k, v] of Object.entries(request.headers)) {
+      const name = k.toLowerCase();
+      if (!HOP_BY_HOP.has(name) && !name.startsWith('x-fnhost-')) headers[name] = v;
+    }
+    headers['x-forwarded-for'] = '127.0.0.1';
+    headers['x-forwarded-proto'] = 'http';
+    headers['x-fnhost-execution-id'] = ex.logId;
+    headers['x-fnhost-trigger'] = trigger;
+    let status: number;
+    let errorMessage: string | null;
+    let outHeaders: Record<string, string | string[]> = {};
+    let data: Buffer;
+    let truncated = false;
+    try {
+      const response = await this.#send(ex, request.method, request.path, headers, request.body);
+      status = response.statusCode;
+      const errorHeader = response.headers['x-fnhost-error'];
+      errorMessage = typeof errorHeader === 'string' ? decodeURIComponentSafe(errorHeader) : null;
+      outHeaders = downstreamHeaders(response.headers);
+      try {
+        const got = await collect(response.body, CAPTURE_LIMIT);
+        data = got.data;
+        truncated = !got.complete;
+        if (truncated) response.body.dump().catch(() => undefined);
+      } catch (err) {
+        if (ex.timedOut) throw new FunctionTimeoutError(fn.timeout_seconds);
+        throw new RuntimeUnavailableError(`the function's response broke off: ${(err as Error).message}`);
+      }
+      if (status === 500 && errorMessage === null) errorMessage = messageFrom500(data, response.headers['content-type']);
+    } catch (err) {
+      const e = err instanceof FnhostError ? err : new RuntimeUnavailableError((err as Error).message);
+      status = e.status;
+      errorMessage = e.message;
+      data = Buffer.from(JSON.stringify({ error: e.code, message: e.expose ? e.message : 'internal error' }));
+      outHeaders = { 'content-type': 'application/json; charset=utf-8' };
+    }
+    this.#finish(ex, status, errorMessage, true);
+    return { log_id: ex.logId, status_code: status, execution_time_ms: Math.max(0, Math.round(performance.now() - ex.startedAt)), error_message: errorMessage, headers: outHeaders, body: data, truncated };
+  }
+}
+
+function downstreamHeaders(upstream: IncomingHttpHeaders | Record<string, string | string[] | undefined>): Record<string, string | string[]> {
+  const out: Record<string, string | string[]> = {};
+  for (const name in upstream) {
+    if (HOP_BY_HOP.has(name) || name.startsWith('x-fnhost-')) continue;
+    const value = upstream[name];
+    if (value !== undefined) out[name] = value;
+  }
+  return out;
+}
+
+/** The error_message of a 500 the handler answered without throwing (spec-checklist). */
+export function messageFrom500(body: Buffer, contentType: string | string[] | undefined): string {
+  const text = body.toString('utf8');
+  const looksJson = (typeof contentType === 'string' && contentType.includes('json')) || /^\s*[{[]/.test(text);
+  if (looksJson) {
+    try {
+      const parsed = JSON.parse(text) as unknown;
+      if (typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed)) {
+        const { message, error } = parsed as Record<string, unknown>;
+        if (typeof message === 'string' && message !== '') return message;
+        if (typeof error === 'string' && error !== '') return error;
+        if (typeof error === 'object' && error !== null && typeof (error as { message?: unknown }).message === 'string') return (error as { message: string }).message;
+      }
+    } catch {
+      // not JSON after all
+    }
+  }
+  return 'HTTP 500';
+}
+
+async function collect(body: AsyncIterable<Buffer>, max: number): Promise<{ data: Buffer; complete: boolean }> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of body) {
+    chunks.push(chunk);
+    size += chunk.length;
+    if (size > max) return { data: Buffer.concat(chunks, size), complete: false };
+  }
+  return { data: chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size), complete: true };
+}
+
+/** Reads a request body, counting bytes as they arrive (Content-Length is not trusted alone). */
+export function readBody(req: IncomingMessage, max: number): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let done = false;
+    req.on('data', (chunk: Buffer) => {
+      if (done) return;
+      size += chunk.length;
+      if (size > max) {
+        done = true;
+        req.pause();
+        reject(new PayloadTooLargeError(max));
+        return;
+      }
+      chunks.push(chunk);
+    });
+    req.once('end', () => {
+      if (done) return;
+      done = true;
+      resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size));
+    });
+    req.once('error', (err) => {
+      if (done) return;
+      done = true;
+      reject(err);
+    });
+    req.once('close', () => {
+      if (done) return;
+      done = true;
+      reject(new Error('the caller closed the connection while sending the body'));
+    });
+  });
+}
+
+function drainRequest(req: IncomingMessage): void {
+  if (!req.complete) req.resume();
+}
+
+function decodeURIComponentSafe(value: string): string {
+  try {
+    return decodeURIComponent(value);
+  } catch {
+    return value;
+  }
+}

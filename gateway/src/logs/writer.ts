@@ -1,0 +1,192 @@
+import type { CounterStore, LogStore, RetentionPolicy, StoredLog, ExecutionLog } from '@fnhost/core';
+import type { Logger } from '../log.ts';
+
+// Execution records and total-execution increments leave the request path
+// through this bounded queue and reach the stores in batches, every
+// `intervalMs` or as soon as `batchSize` records wait. When the queue is full
+// a writer waits (bounded by `fullWaitMs`) for a flush to make room; after
+// that the record is dropped and counted in `dropped` (exported as a metric),
+// never silently. A failing store keeps records queued and retries; `close()`
+// flushes everything that is left.
+
+export interface WriterTimers {
+  setTimeout(fn: () => void, ms: number): unknown;
+  clearTimeout(handle: unknown): void;
+}
+
+export const realTimers: WriterTimers = {
+  setTimeout: (fn, ms) => {
+    const t = setTimeout(fn, ms);
+    t.unref?.();
+    return t;
+  },
+  clearTimeout: (h) => clearTimeout(h as NodeJS.Timeout),
+};
+
+export interface LogWriterOptions {
+  logs: LogStore;
+  counters: CounterStore;
+  intervalMs?: number;
+  batchSize?: number;
+  maxQueue?: number;
+  fullWaitMs?: number;
+  timers?: WriterTimers;
+  logger?: Logger;
+}
+
+/** expires_at (ms) for a record executed at `executedAtMs` under `retention`. */
+export function expiresAt(retention: RetentionPolicy, executedAtMs: number): number | null {
+  return retention.type === 'time' ? executedAtMs + retention.days * 86_400_000 : null;
+}
+
+export class LogWriter {
+  readonly #logs: LogStore;
+  readonly #counters: CounterStore;
+  readonly #intervalMs: number;
+  readonly #batchSize: number;
+  readonly #maxQueue: number;
+  readonly #fullWaitMs: number;
+  readonly #timers: WriterTimers;
+  readonly #logger: Logger | undefined;
+  #queue: StoredLog[] = [];
+  #increments = new Map<string, number>();
+  #timer: unknown = undefined;
+  #flushing: Promise<void> | undefined;
+  #spaceWaiters: Array<() => void> = [];
+  #closed = false;
+  dropped = 0;
+  written = 0;
+  failures = 0;
+
+  constructor(options: LogWriterOptions) {
+    this.#logs = options.logs;
+    this.#counters = options.counters;
+    this.#intervalMs = options.intervalMs ?? 50;
+    this.#batchSize = options.batchSize ?? 500;
+    this.#maxQueue = options.maxQueue ?? 20_000;
+    this.#fullWaitMs = options.fullWaitMs ?? 2_000;
+    this.#timers = options.timers ?? realTimers;
+    this.#logger = options.logger;
+  }
+
+  get depth(): number {
+    return this.#queue.length;
+  }
+
+  /** Increments not yet stored, so total_executions is exact before a flush. */
+  pendingCount(functionId: string): number {
+    return this.#increments.get(functionId) ?? 0;
+  }
+
+  /** Queues one record (and its counter increment). Resolves once queued or dropped. */
+  record(log: ExecutionLog, retention: RetentionPolicy): void | Promise<void> {
+    const stored: StoredLog = { ...log, expires_at: expiresAt(retention, Date.parse(log.executed_at)) };
+    if (this.#queue.length < this.#maxQueue && !this.#closed) {
+      this.#enqueue(stored);
+      return;
+    }
+    return this.#recordWhenRoom(stored);
+  }
+
+  async #recordWhenRoom(stored: StoredLog): Promise<void> {
+    const deadline = Date.now() + this.#fullWaitMs;
+    while (this.#queue.length >= this.#maxQueue && !this.#closed && Date.now() < deadline) {
+      this.#kick(0);
+      await new Promise<void>((resolve) => {
+        const t = this.#timers.setTimeout(resolve, Math.max(1, deadline - Date.now()));
+        this.#spaceWaiters.push(() => {
+          this.#timers.clearTimeout(t);
+          resolve();
+        });
+      });
+    }
+    if (this.#queue.length >= this.#maxQueue && !this.#closed) {
+      this.dropped++;
+      this.#logger?.error('execution log dropped: the log queue stayed full', { function_id: stored.function_id, log_id: stored.id });
+      // The execution still happened: count it even when its record is lost.
+      this.#increments.set(stored.function_id, (this.#increments.get(stored.function_id) ?? 0) + 1);
+      return;
+    }
+    this.#enqueue(stored);
+  }
+
+  #enqueue(stored: StoredLog): void {
+    this.#queue.push(stored);
+    this.#increments.set(stored.function_id, (this.#increments.get(stored.function_id) ?? 0) + 1);
+    this.#kick(this.#queue.length >= this.#batchSize ? 0 : this.#intervalMs);
+  }
+
+  #kick(delay: number): void {
+    if (this.#flushing !== undefined) return; // the running flush re-arms itself
+    if (this.#timer !== undefined) {
+      if (delay > 0) return;
+      this.#timers.clearTimeout(this.#timer);
+    }
+    this.#timer = this.#timers.setTimeout(() => {
+      this.#timer = undefined;
+      void this.flush();
+    }, delay);
+  }
+
+  /** Writes everything queued now (and what arrives meanwhile, batch by batch). */
+  flush(): Promise<void> {
+    if (this.#flushing !== undefined) return this.#flushing;
+    if (this.#timer !== undefined) {
+      this.#timers.clearTimeout(this.#timer);
+      this.#timer = undefined;
+    }
+    this.#flushing = this.#drain().finally(() => {
+      this.#flushing = undefined;
+      if (this.#queue.length > 0 || this.#increments.size > 0) this.#kick(this.#intervalMs);
+    });
+    return this.#flushing;
+  }
+
+  async #drain(): Promise<void> {
+    while (this.#queue.length > 0 || this.#increments.size > 0) {
+      const batch = this.#queue.slice(0, this.#batchSize);
+      const increments = this.#increments;
+      this.#increments = new Map();
+      try {
+        if (batch.length > 0) await this.#logs.insert(batch);
+        this.#queue.splice(0, batch.length);
+        this.written += batch.length;
+      } catch (err) {
+        this.failures++;
+        this.#mergeBack(increments);
+        this.#logger?.error('writing execution logs failed; will retry', { error: (err as Error).message, records: batch.length });
+        return;
+      }
+      try {
+        if (increments.size > 0) await this.#counters.add(increments);
+      } catch (err) {
+        this.failures++;
+        this.#mergeBack(increments);
+        this.#logger?.error('adding execution counts failed; will retry', { error: (err as Error).message });
+        return;
+      } finally {
+        const waiters = this.#spaceWaiters;
+        this.#spaceWaiters = [];
+        for (const wake of waiters) wake();
+      }
+    }
+  }
+
+  #mergeBack(increments: Map<string, number>): void {
+    for (const [id, n] of increments) this.#increments.set(id, (this.#increments.get(id) ?? 0) + n);
+  }
+
+  /** Flushes until empty (retrying a failing store up to `attempts` times). */
+  async close(attempts = 5): Promise<void> {
+    this.#closed = true;
+    for (let i = 0; i < attempts && (this.#queue.length > 0 || this.#increments.size > 0); i++) {
+      await this.flush();
+    }
+    if (this.#timer !== undefined) this.#timers.clearTimeout(this.#timer);
+    this.#timer = undefined;
+    if (this.#queue.length > 0) {
+      this.dropped += this.#queue.length;
+      this.#logger?.error('execution logs lost at shutdown: the store kept failing', { records: this.#queue.length });
+    }
+  }
+}

@@ -1,0 +1,53 @@
+import { mkdir } from 'node:fs/promises';
+import { join, relative } from 'node:path';
+import { openSqliteStores } from '@fnhost/core/store/sqlite/index.ts';
+import { loadAdminToken } from './auth.ts';
+import { loadConfig } from './config.ts';
+import { startPlatform } from './app.ts';
+import { stdoutLogger as logger } from './log.ts';
+
+// `npm run start`: one gateway on this machine. Prints one JSON line
+// `{"msg":"gateway listening","url":...}` (the test helper reads it), then a
+// short quick start for people.
+
+async function main(): Promise<void> {
+  const config = loadConfig();
+  await mkdir(config.dataDir, { recursive: true, mode: 0o700 });
+  const adminToken = await loadAdminToken(config.dataDir, config.token);
+  const stores = openSqliteStores({ path: join(config.dataDir, 'fnhost.db') });
+  const platform = await startPlatform({ config, stores, adminToken, logger });
+  logger.info('gateway listening', { url: platform.url, data_dir: config.dataDir, token_source: adminToken.source, pid: process.pid });
+  if (process.stdout.isTTY || process.env.FNHOST_QUIET !== '1') {
+    const tokenHint = adminToken.source === 'FNHOST_TOKEN' ? 'the token is the FNHOST_TOKEN you set' : `token: cat ${relative(process.cwd(), adminToken.file) || adminToken.file}`;
+    process.stdout.write(
+      `\nfnhost gateway on ${platform.url} (${tokenHint})\n` +
+        'Quick start:\n' +
+        `  export FNHOST_URL=${platform.url} FNHOST_TOKEN=$(cat ${relative(process.cwd(), adminToken.file) || adminToken.file})\n` +
+        `  curl -s -H "Authorization: Bearer $FNHOST_TOKEN" -H 'content-type: application/json' $FNHOST_URL/api/v1/functions -d '{"name":"hello","code":"export default (req, res) => res.json({hello: req.query.name ?? \\"world\\"})"}'\n` +
+        '  curl -s "$(curl -s -H "Authorization: Bearer $FNHOST_TOKEN" $FNHOST_URL/api/v1/functions/hello | node -p "JSON.parse(require(\'fs\').readFileSync(0)).invocation_url")?name=you"\n\n',
+    );
+  }
+  let stopping = false;
+  const stop = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info('shutting down', { signal });
+    platform.close().then(
+      () => {
+        logger.info('stopped', { pending_logs: platform.writer.depth, dropped_logs: platform.writer.dropped });
+        process.exit(0);
+      },
+      (err: unknown) => {
+        logger.error('shutdown failed', { error: (err as Error).message });
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGTERM', () => stop('SIGTERM'));
+  process.on('SIGINT', () => stop('SIGINT'));
+}
+
+main().catch((err: unknown) => {
+  logger.error('gateway failed to start', { error: (err as Error).message, code: (err as { code?: string }).code });
+  process.exit(1);
+});

@@ -1,0 +1,58 @@
+// Prometheus text exposition, kept by hand: a few counters, one histogram.
+// Recording is a couple of array increments, cheap enough for the hot path.
+
+const BUCKETS_SECONDS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
+const CLASSES = ['1xx', '2xx', '3xx', '4xx', '5xx'] as const;
+const TRIGGERS = ['http', 'schedule', 'test'] as const;
+
+export class Metrics {
+  /** invocations[trigger][class] */
+  readonly invocations = TRIGGERS.map(() => CLASSES.map(() => 0));
+  readonly bucketCounts = new Array<number>(BUCKETS_SECONDS.length + 1).fill(0);
+  durationSum = 0;
+  durationCount = 0;
+  runtimeRestarts = 0;
+  runtimeStarts = 0;
+  timeouts = 0;
+  clientAborts = 0;
+
+  observe(trigger: 'http' | 'schedule' | 'test', status: number, ms: number): void {
+    const cls = Math.min(4, Math.max(0, Math.floor(status / 100) - 1));
+    const t = trigger === 'http' ? 0 : trigger === 'schedule' ? 1 : 2;
+    this.invocations[t]![cls]!++;
+    const seconds = ms / 1000;
+    let i = 0;
+    while (i < BUCKETS_SECONDS.length && seconds > BUCKETS_SECONDS[i]!) i++;
+    this.bucketCounts[i]!++;
+    this.durationSum += seconds;
+    this.durationCount++;
+  }
+
+  render(gauges: { logQueueDepth: number; logRecordsDropped: number; logRecordsWritten: number; logWriteFailures: number; runningRuntimes: number }): string {
+    const lines: string[] = [];
+    lines.push('# HELP fnhost_invocations_total Executions by trigger and status class.', '# TYPE fnhost_invocations_total counter');
+    TRIGGERS.forEach((trigger, t) => CLASSES.forEach((cls, c) => lines.push(`fnhost_invocations_total{trigger="${trigger}",status_class="${cls}"} ${this.invocations[t]![c]}`)));
+    lines.push('# HELP fnhost_invocation_duration_seconds Execution time, request arrival to response end.', '# TYPE fnhost_invocation_duration_seconds histogram');
+    let cumulative = 0;
+    BUCKETS_SECONDS.forEach((le, i) => {
+      cumulative += this.bucketCounts[i]!;
+      lines.push(`fnhost_invocation_duration_seconds_bucket{le="${le}"} ${cumulative}`);
+    });
+    cumulative += this.bucketCounts[BUCKETS_SECONDS.length]!;
+    lines.push(`fnhost_invocation_duration_seconds_bucket{le="+Inf"} ${cumulative}`);
+    lines.push(`fnhost_invocation_duration_seconds_sum ${this.durationSum}`, `fnhost_invocation_duration_seconds_count ${this.durationCount}`);
+    const simple: Array<[string, string, string, number]> = [
+      ['fnhost_log_queue_depth', 'gauge', 'Execution records waiting to be written.', gauges.logQueueDepth],
+      ['fnhost_log_records_dropped_total', 'counter', 'Execution records lost because the queue stayed full or the store kept failing.', gauges.logRecordsDropped],
+      ['fnhost_log_records_written_total', 'counter', 'Execution records written to the log store.', gauges.logRecordsWritten],
+      ['fnhost_log_write_failures_total', 'counter', 'Failed batch writes (retried).', gauges.logWriteFailures],
+      ['fnhost_runtime_restarts_total', 'counter', 'Runtime processes replaced after a crash, timeout, out-of-memory or change.', this.runtimeRestarts],
+      ['fnhost_runtime_starts_total', 'counter', 'Runtime processes started.', this.runtimeStarts],
+      ['fnhost_runtimes_running', 'gauge', 'Runtime processes running now.', gauges.runningRuntimes],
+      ['fnhost_invocation_timeouts_total', 'counter', 'Executions the gateway ended at the time limit.', this.timeouts],
+      ['fnhost_client_aborts_total', 'counter', 'Invocations whose caller disconnected before the response ended.', this.clientAborts],
+    ];
+    for (const [name, type, help, value] of simple) lines.push(`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`, `${name} ${value}`);
+    return lines.join('\n') + '\n';
+  }
+}

@@ -1,0 +1,101 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+
+// Starts a real gateway process (`node gateway/src/main.ts`) on port 0 with a
+// temporary FNHOST_DATA_DIR, waits until it prints its URL, and gives back
+// what a test needs. Stable API: the CLI's tests use it too.
+//
+//   const gw = await startGateway();
+//   ... fetch(`${gw.url}/api/v1/functions`, { headers: { authorization: `Bearer ${gw.token}` } })
+//   await gw.stop();
+
+export const GATEWAY_MAIN = fileURLToPath(new URL('../../gateway/src/main.ts', import.meta.url));
+
+export interface GatewayOptions {
+  /** Extra environment (FNHOST_PUBLIC_URL, FNHOST_MAX_TIMEOUT_SECONDS, FNHOST_TRUST_PROXY, ...). */
+  env?: Record<string, string>;
+  /** Use this admin token (FNHOST_TOKEN) instead of the generated token file. */
+  token?: string;
+  /** Reuse a data directory (for restart tests); a fresh temporary one otherwise. */
+  dataDir?: string;
+  /** Keep the data directory after stop() (it is removed by default when this helper made it). */
+  keepDataDir?: boolean;
+  /** How long to wait for the gateway to listen. */
+  startTimeoutMs?: number;
+}
+
+export interface RunningGateway {
+  url: string;
+  token: string;
+  dataDir: string;
+  pid: number;
+  process: ChildProcess;
+  /** Everything the gateway printed so far (stdout and stderr). */
+  output(): string;
+  /** SIGTERM, wait for a clean exit (SIGKILL after timeoutMs); resolves with the exit code. */
+  stop(timeoutMs?: number): Promise<number | null>;
+}
+
+export async function startGateway(options: GatewayOptions = {}): Promise<RunningGateway> {
+  const ownDir = options.dataDir === undefined;
+  const dataDir = options.dataDir ?? (await mkdtemp(join(tmpdir(), 'fnhost-gw-')));
+  const env: Record<string, string> = { ...(process.env as Record<string, string>), PORT: '0', HOST: '127.0.0.1', FNHOST_DATA_DIR: dataDir, FNHOST_QUIET: '1', ...options.env };
+  if (options.token !== undefined) env.FNHOST_TOKEN = options.token;
+  else if (options.env?.FNHOST_TOKEN === undefined) delete env.FNHOST_TOKEN;
+  const child = spawn(process.execPath, [GATEWAY_MAIN], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  child.stderr!.setEncoding('utf8');
+  child.stderr!.on('data', (chunk: string) => {
+    output += chunk;
+  });
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  const url = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`the gateway did not start within ${options.startTimeoutMs ?? 20000} ms; output:\n${output}`));
+    }, options.startTimeoutMs ?? 20_000);
+    const lines = createInterface({ input: child.stdout! });
+    lines.on('line', (line) => {
+      output += line + '\n';
+      if (!line.startsWith('{')) return;
+      try {
+        const parsed = JSON.parse(line) as { msg?: string; url?: string };
+        if (parsed.msg === 'gateway listening' && typeof parsed.url === 'string') {
+          clearTimeout(timer);
+          resolve(parsed.url);
+        }
+      } catch {
+        // not a log line
+      }
+    });
+    void exited.then((code) => {
+      clearTimeout(timer);
+      reject(new Error(`the gateway exited (code ${code}) before listening; output:\n${output}`));
+    });
+  });
+  const token = options.token ?? options.env?.FNHOST_TOKEN ?? (await readFile(join(dataDir, 'token'), 'utf8')).trim();
+  let stopping: Promise<number | null> | undefined;
+  return {
+    url,
+    token,
+    dataDir,
+    pid: child.pid!,
+    process: child,
+    output: () => output,
+    stop(timeoutMs = 15_000) {
+      stopping ??= (async () => {
+        if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+        const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+        const code = await exited;
+        clearTimeout(timer);
+        if (ownDir && !options.keepDataDir) await rm(dataDir, { recursive: true, force: true });
+        return code;
+      })();
+      return stopping;
+    },
+  };
+}
