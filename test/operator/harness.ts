@@ -74,7 +74,9 @@ export interface OperatorProcess {
 export function startOperator(c: ClusterAccess, env: Record<string, string>): OperatorProcess {
   const identity = env.FNHOST_POD_NAME ?? uniqueName('op');
   const child = spawn(process.execPath, [`${ROOT}operator/src/main.ts`], {
-    env: { ...process.env, KUBECONFIG: c.kubeconfig, FNHOST_OPERATOR_PORT: '0', FNHOST_OPERATOR_HOST: '127.0.0.1', FNHOST_POD_NAME: identity, FNHOST_LOG_LEVEL: 'debug', ...env },
+    // FNHOST_TEST_OPERATOR_KUBECONFIG: run the operator with other credentials
+    // (for example those of operator/deploy/rbac.yaml) than the test's kubectl.
+    env: { ...process.env, KUBECONFIG: process.env.FNHOST_TEST_OPERATOR_KUBECONFIG || c.kubeconfig, FNHOST_OPERATOR_PORT: '0', FNHOST_OPERATOR_HOST: '127.0.0.1', FNHOST_POD_NAME: identity, FNHOST_LOG_LEVEL: 'debug', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const logs: Array<Record<string, unknown>> = [];

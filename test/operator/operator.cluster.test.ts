@@ -17,6 +17,7 @@ describe('Function CRD and operator (real API server)', function () {
   let kubectl: ReturnType<typeof makeKubectl>;
   let ns: string;
   let leaseName: string;
+  let leaseNs: string;
   const operators: OperatorProcess[] = [];
   let hasControllers = false;
 
@@ -34,7 +35,7 @@ describe('Function CRD and operator (real API server)', function () {
   const operatorEnv = (extra: Record<string, string> = {}) => ({
     FNHOST_TOKEN_KEY: TOKEN_KEY,
     FNHOST_WATCH_NAMESPACE: ns,
-    FNHOST_LEASE_NAMESPACE: ns,
+    FNHOST_LEASE_NAMESPACE: leaseNs,
     FNHOST_LEASE_NAME: leaseName,
     FNHOST_LEASE_DURATION_SECONDS: '4',
     FNHOST_RENEW_DEADLINE_SECONDS: '3',
@@ -59,7 +60,9 @@ describe('Function CRD and operator (real API server)', function () {
     expect(crd.code, crd.stderr).to.equal(0);
     await waitFor('the CRD to be established', async () => (await kubectl(['wait', '--for=condition=Established', '--timeout=30s', 'crd/functions.fnhost.dev'])).code === 0, 60_000);
     ns = uniqueName('fnop');
-    leaseName = uniqueName('lease');
+    // With FNHOST_TEST_LEASE_NAMESPACE the Lease is the one operator/deploy/rbac.yaml allows.
+    leaseNs = process.env.FNHOST_TEST_LEASE_NAMESPACE || ns;
+    leaseName = process.env.FNHOST_TEST_LEASE_NAMESPACE ? 'fnhost-operator' : uniqueName('lease');
     const created = await kubectl(['create', 'namespace', ns]);
     expect(created.code, created.stderr).to.equal(0);
     // The namespace's default ServiceAccount appears only with kube-controller-manager.
@@ -291,7 +294,8 @@ describe('Function CRD and operator (real API server)', function () {
       const first = operators[0]!;
       const second = launch();
       await second.port;
-      const lease = await getJson(['get', 'lease', leaseName]);
+      const leaseOf = async () => JSON.parse((await kubectl(['get', 'lease', leaseName, '-n', leaseNs, '-o', 'json'])).stdout);
+      const lease = await leaseOf();
       expect(lease.spec.holderIdentity).to.equal(first.identity);
       expect(await metric(second, 'fnhost_operator_leader')).to.equal(0);
       expect(await metric(first, 'fnhost_operator_leader')).to.equal(1);
@@ -304,7 +308,7 @@ describe('Function CRD and operator (real API server)', function () {
       first.child.kill('SIGKILL');
       await first.exited;
       expect((await applyFn(fnManifest(name, { code: CODE_V1 }))).code).to.equal(0);
-      await waitFor('the second replica to lead', async () => (await getJson(['get', 'lease', leaseName])).spec.holderIdentity === second.identity, 30_000);
+      await waitFor('the second replica to lead', async () => (await leaseOf()).spec.holderIdentity === second.identity, 30_000);
       await waitFor('the new Function to be reconciled by the second replica', async () => (await tryGet('fn', name))?.status?.observedGeneration === 1, 30_000);
       expect(await metric(second, 'fnhost_operator_leader')).to.equal(1);
     });
