@@ -12,11 +12,13 @@ export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 export interface ClusterAccess {
   kubeconfig: string;
   kubectl: string;
+  /** The host's address on the pod bridge, where pods reach servers of the tests. */
+  hostIp?: string;
 }
 
 export async function getCluster(): Promise<ClusterAccess> {
   if (process.env.FNHOST_TEST_KUBECONFIG) {
-    return { kubeconfig: process.env.FNHOST_TEST_KUBECONFIG, kubectl: process.env.FNHOST_TEST_KUBECTL ?? 'kubectl' };
+    return { kubeconfig: process.env.FNHOST_TEST_KUBECONFIG, kubectl: process.env.FNHOST_TEST_KUBECTL ?? 'kubectl', hostIp: process.env.FNHOST_TEST_HOST_IP };
   }
   // Imported by URL so that the type check does not depend on the harness file.
   const harness: { ensureCluster(): Promise<Record<string, string>> } = await import(new URL('../cluster/cluster.ts', import.meta.url).href);
@@ -24,7 +26,8 @@ export async function getCluster(): Promise<ClusterAccess> {
   const kubeconfig = c.kubeconfig ?? c.kubeconfigPath;
   const kubectl = c.kubectl ?? c.kubectlPath;
   if (!kubeconfig || !kubectl) throw new Error(`ensureCluster() returned ${JSON.stringify(Object.keys(c))}; expected kubeconfig and kubectl paths`);
-  return { kubeconfig, kubectl };
+  // The harness's CoreDNS listens on the bridge's address, which is the host's address for pods.
+  return { kubeconfig, kubectl, hostIp: process.env.FNHOST_TEST_HOST_IP ?? c.dnsServer };
 }
 
 export interface RunResult {

@@ -11,10 +11,9 @@ import type { ClusterAccess, OperatorProcess } from './harness.ts';
 // calls the gateway's invocation path with the schedule token. Needs a Ready
 // node with the runtime image (localhost/fnhost-runtime:dev) imported, which
 // the cluster harness provides. Pods reach this test's stand-in gateway on the
-// host at the CNI bridge's address (FNHOST_TEST_HOST_IP, default 10.244.0.1).
+// host at the CNI bridge's address (the harness's dnsServer, or FNHOST_TEST_HOST_IP).
 
 const TOKEN_KEY = 'runtime-pod-test-token-key-0123456789abcdef';
-const HOST_IP = process.env.FNHOST_TEST_HOST_IP ?? '10.244.0.1';
 const CODE = 'export default async function (req, res) { res.json({ greeting: process.env.GREETING, path: req.path }) }\n';
 
 describe('Function pods on the node (real cluster)', function () {
@@ -53,7 +52,7 @@ describe('Function pods on the node (real cluster)', function () {
       FNHOST_TOKEN_KEY: TOKEN_KEY,
       FNHOST_WATCH_NAMESPACE: ns,
       FNHOST_LEASE_NAMESPACE: ns,
-      FNHOST_GATEWAY_URL: `http://${HOST_IP}:${(gateway.address() as AddressInfo).port}`,
+      FNHOST_GATEWAY_URL: `http://${cluster.hostIp ?? '10.244.0.1'}:${(gateway.address() as AddressInfo).port}`,
       FNHOST_IMAGE_PULL_POLICY: 'Never',
     });
     await op.port;
