@@ -1,0 +1,94 @@
+# Shared settings and helpers of the cluster harness (sourced, not run).
+# Everything the harness builds is cached outside the repository under
+# $FNHOST_CACHE (~/.cache/fnhost); everything a running cluster owns (pids,
+# logs, certs, kubeconfig, containerd's root and state, etcd data) lives in
+# $FNHOST_CLUSTER_DIR (/tmp/fnhost-cluster) and is removed by cluster-down.
+
+K8S_VERSION="${K8S_VERSION:-v1.37.2}"
+K8S_STAGING_VERSION="v0.${K8S_VERSION#v1.}"
+HELM_VERSION="${HELM_VERSION:-v3.22.0}"
+COREDNS_VERSION="${COREDNS_VERSION:-v1.15.0}"
+
+FNHOST_CACHE="${FNHOST_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/fnhost}"
+K8S_CACHE="$FNHOST_CACHE/kubernetes/$K8S_VERSION"
+K8S_BIN="$K8S_CACHE/bin"
+TOOLS_BIN="$FNHOST_CACHE/tools/helm-$HELM_VERSION-coredns-$COREDNS_VERSION/bin"
+IMAGE_CACHE="$FNHOST_CACHE/images"
+LOG_BUILD="$FNHOST_CACHE/logs"
+TIMINGS="$FNHOST_CACHE/timings.log"
+
+D="${FNHOST_CLUSTER_DIR:-/tmp/fnhost-cluster}"
+KUBECONFIG_FILE="$D/kubeconfig"
+CONTAINERD_SOCK="$D/containerd/containerd.sock"
+
+# Network of the single node: everything stays on this machine.
+POD_CIDR="10.244.0.0/24"
+BRIDGE="fnhost0"
+BRIDGE_IP="10.244.0.1"
+SERVICE_CIDR="10.96.0.0/16"
+NODE_NAME="fnhost-node"
+CNI_NAME="fnhost"
+
+export PATH="$K8S_BIN:$TOOLS_BIN:/usr/sbin:/sbin:$PATH"
+
+log() { printf '%s [cluster] %s\n' "$(date -u +%H:%M:%S)" "$*" >&2; }
+die() { printf 'error: %s\n' "$*" >&2; exit 1; }
+
+# timed NAME CMD...: runs CMD and appends its wall time to $TIMINGS.
+timed() {
+  local name="$1"; shift
+  local t0=$SECONDS
+  "$@"
+  local rc=$?
+  mkdir -p "$(dirname "$TIMINGS")"
+  printf '%s %s %ss rc=%s\n' "$(date -u +%FT%TZ)" "$name" "$((SECONDS - t0))" "$rc" >> "$TIMINGS"
+  return $rc
+}
+
+need_go() {
+  command -v go >/dev/null || die "Go >= 1.26 is needed to build Kubernetes $K8S_VERSION (https://go.dev/dl/; put it on PATH)"
+}
+
+is_root() { [ "$(id -u)" = 0 ]; }
+
+# pid helpers: every process the harness starts has D/pids/NAME.
+pidfile() { echo "$D/pids/$1.pid"; }
+running() { # NAME
+  local f; f="$(pidfile "$1")"
+  [ -f "$f" ] && kill -0 "$(cat "$f")" 2>/dev/null
+}
+# start_bg NAME CMD...: starts CMD in its own session, logs to D/logs/NAME.log.
+start_bg() {
+  local name="$1"; shift
+  mkdir -p "$D/pids" "$D/logs"
+  if running "$name"; then log "$name already running (pid $(cat "$(pidfile "$name")"))"; return 0; fi
+  setsid "$@" >>"$D/logs/$name.log" 2>&1 < /dev/null &
+  echo $! > "$(pidfile "$name")"
+  log "$name started (pid $!, log $D/logs/$name.log)"
+}
+# stop_pid NAME: SIGTERM, then SIGKILL after a deadline.
+stop_pid() {
+  local name="$1" f pid i
+  f="$(pidfile "$name")"
+  [ -f "$f" ] || return 0
+  pid="$(cat "$f")"
+  if kill -0 "$pid" 2>/dev/null; then
+    kill -TERM "$pid" 2>/dev/null || true
+    for i in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    if kill -0 "$pid" 2>/dev/null; then log "$name (pid $pid) ignored SIGTERM; SIGKILL"; kill -KILL "$pid" 2>/dev/null || true; fi
+    log "$name stopped (pid $pid)"
+  fi
+  rm -f "$f"
+}
+
+# wait_until DESC SECONDS CMD...: polls CMD until it succeeds or time runs out.
+wait_until() {
+  local desc="$1" secs="$2"; shift 2
+  local deadline=$((SECONDS + secs))
+  until "$@" >/dev/null 2>&1; do
+    [ $SECONDS -ge $deadline ] && { log "timed out after ${secs}s waiting for $desc"; return 1; }
+    sleep 0.5
+  done
+}
+
+kc() { kubectl --kubeconfig "$KUBECONFIG_FILE" "$@"; }
