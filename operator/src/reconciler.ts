@@ -30,7 +30,15 @@ export interface ReconcilerDeps {
   log: Logger;
 }
 
-const PROGRESS_RECHECK_MS = 10_000;
+/**
+ * How soon to look again at a Function that is not ready. Deployment status
+ * changes arrive as events anyway; this catches pod-level problems (an image
+ * that cannot be pulled) and slows down for Functions stuck for long:
+ * 10 s at first, a quarter of the time spent not ready later, at most 2 min.
+ */
+export function progressRecheckMs(notReadyForMs: number): number {
+  return Math.min(120_000, Math.max(10_000, Math.floor(notReadyForMs / 4)));
+}
 
 export function invokeUrl(settings: Settings, functionId: string): string {
   return `${settings.publicUrl}/invoke/${functionId}`;
@@ -77,8 +85,9 @@ export class Reconciler {
       if (err.statusCode === 422) return { outcome: 'invalid:Rejected' };
       throw err;
     }
-    await this.#writeStatus(fn, functionId, ready);
-    return ready.status === 'True' ? { outcome: `ready:${ready.reason}` } : { outcome: `waiting:${ready.reason}`, requeueAfterMs: PROGRESS_RECHECK_MS };
+    const since = await this.#writeStatus(fn, functionId, ready);
+    if (ready.status === 'True') return { outcome: `ready:${ready.reason}` };
+    return { outcome: `waiting:${ready.reason}`, requeueAfterMs: progressRecheckMs(this.#d.clock.now() - since) };
   }
 
   #identityProblem(fn: FunctionResource, functionId: string): SpecProblem | null {
@@ -177,16 +186,19 @@ export class Reconciler {
     return null;
   }
 
-  async #writeStatus(fn: FunctionResource, functionId: string, ready: ReadyInput): Promise<void> {
+  /** Writes status when it changed; returns when the Ready condition last changed (ms). */
+  async #writeStatus(fn: FunctionResource, functionId: string, ready: ReadyInput): Promise<number> {
     const next = desiredStatus(
       fn.status,
       { functionId, url: invokeUrl(this.#d.settings, functionId), generation: fn.metadata.generation ?? 0, ready },
       new Date(this.#d.clock.now()),
     );
-    if (!statusChanged(fn.status, next)) return;
+    const since = Date.parse(next.conditions![0]!.lastTransitionTime);
+    if (!statusChanged(fn.status, next)) return since;
     await this.#d.client.mergePatch(paths.functionStatus(fn.metadata.namespace!, fn.metadata.name), {
       metadata: { resourceVersion: fn.metadata.resourceVersion },
       status: next,
     });
+    return since;
   }
 }

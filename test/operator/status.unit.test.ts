@@ -45,3 +45,13 @@ describe('operator status', () => {
     expect(s.conditions!.map((c) => c.type)).to.deep.equal(['Ready', 'Other']);
   });
 });
+
+describe('operator re-check of Functions that are not ready', () => {
+  it('looks again after 10 s at first, slows down for long-stuck Functions, never beyond 2 min', async () => {
+    const { progressRecheckMs } = await import('../../operator/src/reconciler.ts');
+    expect(progressRecheckMs(0)).to.equal(10_000);
+    expect(progressRecheckMs(60_000)).to.equal(15_000);
+    expect(progressRecheckMs(10 * 60_000)).to.equal(120_000);
+    expect(progressRecheckMs(-5000)).to.equal(10_000);
+  });
+});
