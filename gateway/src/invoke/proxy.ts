@@ -181,7 +181,9 @@ export class Invoker {
       (err: unknown) => {
         if (err instanceof PayloadTooLargeError) {
           const status = writeError(res, err, { connection: 'close' });
-          req.destroy();
+          // Discard the rest so the caller can read the 413, but not for long.
+          req.resume();
+          setTimeout(() => req.destroy(), 5000).unref();
           // A request refused before it reached the function is not an execution.
           this.#finish(ex, status, null, false);
           return;

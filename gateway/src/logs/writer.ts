@@ -89,17 +89,21 @@ export class LogWriter {
   }
 
   async #recordWhenRoom(stored: StoredLog): Promise<void> {
-    const deadline = Date.now() + this.#fullWaitMs;
-    while (this.#queue.length >= this.#maxQueue && !this.#closed && Date.now() < deadline) {
+    // One bounded wait (timed by the injected timers), woken by each flush that makes room.
+    let timedOut = false;
+    let wake: () => void = () => undefined;
+    const timer = this.#timers.setTimeout(() => {
+      timedOut = true;
+      wake();
+    }, this.#fullWaitMs);
+    while (this.#queue.length >= this.#maxQueue && !this.#closed && !timedOut) {
       this.#kick(0);
       await new Promise<void>((resolve) => {
-        const t = this.#timers.setTimeout(resolve, Math.max(1, deadline - Date.now()));
-        this.#spaceWaiters.push(() => {
-          this.#timers.clearTimeout(t);
-          resolve();
-        });
+        wake = resolve;
+        this.#spaceWaiters.push(resolve);
       });
     }
+    this.#timers.clearTimeout(timer);
     if (this.#queue.length >= this.#maxQueue && !this.#closed) {
       this.dropped++;
       this.#logger?.error('execution log dropped: the log queue stayed full', { function_id: stored.function_id, log_id: stored.id });

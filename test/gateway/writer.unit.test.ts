@@ -1,0 +1,127 @@
+import { expect } from 'chai';
+import type { CounterStore, LogStore, StoredLog } from '@fnhost/core';
+import { LogWriter, expiresAt, type WriterTimers } from '../../gateway/src/logs/writer.ts';
+
+// A fake timer queue: the test decides when time passes.
+class FakeTimers implements WriterTimers {
+  now = 0;
+  timers: Array<{ at: number; fn: () => void; id: number }> = [];
+  #id = 0;
+  setTimeout(fn: () => void, ms: number) {
+    const id = ++this.#id;
+    this.timers.push({ at: this.now + ms, fn, id });
+    return id;
+  }
+  clearTimeout(handle: unknown) {
+    this.timers = this.timers.filter((t) => t.id !== handle);
+  }
+  async advance(ms: number) {
+    this.now += ms;
+    for (;;) {
+      const due = this.timers.filter((t) => t.at <= this.now).sort((a, b) => a.at - b.at)[0];
+      if (due === undefined) break;
+      this.timers = this.timers.filter((t) => t !== due);
+      due.fn();
+      await new Promise((r) => setImmediate(r));
+    }
+    await new Promise((r) => setImmediate(r));
+  }
+}
+
+class FakeLogs {
+  batches: StoredLog[][] = [];
+  failNext = 0;
+  gate: Promise<void> | undefined;
+  async insert(records: StoredLog[]) {
+    if (this.gate) await this.gate;
+    if (this.failNext > 0) {
+      this.failNext--;
+      throw new Error('disk full');
+    }
+    this.batches.push([...records]);
+  }
+}
+class FakeCounters {
+  totals = new Map<string, number>();
+  async add(inc: ReadonlyMap<string, number>) {
+    for (const [k, v] of inc) this.totals.set(k, (this.totals.get(k) ?? 0) + v);
+  }
+}
+
+let n = 0;
+const log = (fn = 'f1') => ({ id: `log_${++n}`, function_id: fn, status_code: 200, execution_time_ms: 1, error_message: null, executed_at: '2026-01-01T00:00:00.000Z', trigger: 'http' as const });
+
+function make(opts: { batchSize?: number; maxQueue?: number; fullWaitMs?: number } = {}) {
+  const timers = new FakeTimers();
+  const logs = new FakeLogs();
+  const counters = new FakeCounters();
+  const writer = new LogWriter({ logs: logs as unknown as LogStore, counters: counters as unknown as CounterStore, timers, intervalMs: 50, batchSize: opts.batchSize ?? 3, maxQueue: opts.maxQueue ?? 100, fullWaitMs: opts.fullWaitMs ?? 100 });
+  return { timers, logs, counters, writer };
+}
+
+describe('gateway log writer', () => {
+  it('writes nothing until the interval passes, then one batch with counter increments', async () => {
+    const { timers, logs, counters, writer } = make({ batchSize: 10 });
+    writer.record(log(), { type: 'none' });
+    writer.record(log('f2'), { type: 'none' });
+    await timers.advance(49);
+    expect(logs.batches).to.have.length(0);
+    expect(writer.pendingCount('f1')).to.equal(1);
+    await timers.advance(1);
+    expect(logs.batches.map((b) => b.length)).to.deep.equal([2]);
+    expect(Object.fromEntries(counters.totals)).to.deep.equal({ f1: 1, f2: 1 });
+    expect(writer.depth).to.equal(0);
+  });
+
+  it('flushes at once when a batch is full and splits into batches', async () => {
+    const { timers, logs, writer } = make({ batchSize: 3 });
+    for (let i = 0; i < 7; i++) writer.record(log(), { type: 'none' });
+    await timers.advance(0);
+    await timers.advance(50);
+    expect(logs.batches.map((b) => b.length)).to.deep.equal([3, 3, 1]);
+  });
+
+  it('keeps records when the store fails and writes them on retry', async () => {
+    const { timers, logs, counters, writer } = make({ batchSize: 10 });
+    logs.failNext = 1;
+    writer.record(log(), { type: 'none' });
+    await timers.advance(50);
+    expect(logs.batches).to.have.length(0);
+    expect(writer.failures).to.equal(1);
+    expect(writer.depth).to.equal(1);
+    await timers.advance(50);
+    expect(logs.batches.map((b) => b.length)).to.deep.equal([1]);
+    expect(counters.totals.get('f1')).to.equal(1);
+  });
+
+  it('applies back-pressure when full, then counts drops (never silent), still counting executions', async () => {
+    const { timers, logs, counters, writer } = make({ batchSize: 100, maxQueue: 2, fullWaitMs: 100 });
+    let release!: () => void;
+    logs.gate = new Promise((r) => (release = r));
+    writer.record(log(), { type: 'none' });
+    writer.record(log(), { type: 'none' });
+    const third = writer.record(log(), { type: 'none' });
+    expect(third).to.be.instanceOf(Promise);
+    await timers.advance(200);
+    await third;
+    expect(writer.dropped).to.equal(1);
+    release();
+    await writer.close();
+    expect(logs.batches.flat()).to.have.length(2);
+    expect(counters.totals.get('f1')).to.equal(3);
+  });
+
+  it('close() flushes everything pending', async () => {
+    const { logs, writer } = make({ batchSize: 2 });
+    for (let i = 0; i < 5; i++) writer.record(log(), { type: 'none' });
+    await writer.close();
+    expect(logs.batches.flat()).to.have.length(5);
+    expect(writer.depth).to.equal(0);
+  });
+
+  it('sets expires_at from time retention only', () => {
+    expect(expiresAt({ type: 'time', days: 2 }, 1000)).to.equal(1000 + 2 * 86_400_000);
+    expect(expiresAt({ type: 'count', count: 5 }, 1000)).to.equal(null);
+    expect(expiresAt({ type: 'none' }, 1000)).to.equal(null);
+  });
+});
