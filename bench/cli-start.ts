@@ -52,8 +52,8 @@ async function realPlatform(): Promise<Server> {
   // A variable specifier: the helper belongs to the gateway's area and may not exist yet.
   const helperPath = '../test/helpers/platform.ts';
   const helper = (await import(helperPath)) as unknown as Record<string, (...args: unknown[]) => Promise<{ url: string; token: string; stop(): Promise<void> }>>;
-  const start = helper.startPlatform ?? helper.default;
-  if (typeof start !== 'function') throw new Error('test/helpers/platform.ts exports no startPlatform');
+  const start = helper.startGateway;
+  if (typeof start !== 'function') throw new Error('test/helpers/platform.ts exports no startGateway');
   const platform = await start();
   const { mkdtempSync, writeFileSync } = await import('node:fs');
   const { join } = await import('node:path');
