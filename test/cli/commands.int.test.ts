@@ -311,6 +311,28 @@ describe('fnhost CLI against a real platform', function () {
     });
   });
 
+  describe('connection resolution', () => {
+    it('reads the local token file for a loopback URL: ./.fnhost/token, or FNHOST_DATA_DIR/token', async () => {
+      const { mkdtempSync, mkdirSync, writeFileSync, rmSync } = await import('node:fs');
+      const { tmpdir } = await import('node:os');
+      const dir = mkdtempSync(join(tmpdir(), 'fnhost-cli-cwd-'));
+      try {
+        mkdirSync(join(dir, '.fnhost'));
+        writeFileSync(join(dir, '.fnhost', 'token'), `${p.token}\n`);
+        const env = { ...p.env, FNHOST_TOKEN: undefined };
+        const fromCwd = await runCli(['function:get', 'hello'], { env, cwd: dir });
+        expect(fromCwd.code, fromCwd.stderr).to.equal(0);
+        mkdirSync(join(dir, 'data'));
+        writeFileSync(join(dir, 'data', 'token'), 'not-the-token-0123456789');
+        const fromDataDir = await runCli(['function:get', 'hello'], { env: { ...env, FNHOST_DATA_DIR: 'data' }, cwd: dir });
+        expect(fromDataDir.code).to.equal(3);
+        expect(fromDataDir.stderr).to.contain(`rejected the token from ${join(dir, 'data', 'token')}`);
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+    });
+  });
+
   describe('login', () => {
     it('verifies and saves URL and token (mode 0600); later commands use them', async () => {
       const env = { FNHOST_URL: undefined, FNHOST_TOKEN: undefined };

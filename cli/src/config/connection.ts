@@ -7,7 +7,7 @@ import { LOCAL_DEFAULT_URL, localTokenPath, loginFilePath } from './paths.ts';
 // --url, FNHOST_URL, the saved login, the local platform's default. The token
 // comes from --token, FNHOST_TOKEN, then (only for the URL it was saved or made
 // for, so a token never travels to another server) the saved login's token or
-// the local platform's token file.
+// the local platform's token file ($FNHOST_DATA_DIR/token or ./.fnhost/token).
 
 export interface Connection {
   url: string;
@@ -85,7 +85,7 @@ export async function resolveConnection(inputs: ConnectionInputs): Promise<Conne
     return { url, urlSource, token: login.token, tokenSource: loginPath };
   }
   if (isLoopback(url)) {
-    const path = localTokenPath(inputs.cwd);
+    const path = localTokenPath(inputs.cwd, env);
     const token = await readTokenFile(path);
     if (token !== undefined) return { url, urlSource, token, tokenSource: path };
   }
