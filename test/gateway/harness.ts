@@ -102,3 +102,33 @@ export function isAlive(pid: number): boolean {
     return false;
   }
 }
+
+// A test clock: time moves only when the test says so, and due timers run then.
+export class TestClock implements Clock {
+  current = Date.parse('2030-01-01T10:00:30.000Z');
+  #timers = new Map<number, { at: number; fn: () => void }>();
+  #id = 0;
+  now() {
+    return this.current;
+  }
+  setTimeout(fn: () => void, ms: number) {
+    const id = ++this.#id;
+    this.#timers.set(id, { at: this.current + ms, fn });
+    return id;
+  }
+  clearTimeout(handle: unknown) {
+    this.#timers.delete(handle as number);
+  }
+  advance(ms: number) {
+    const target = this.current + ms;
+    for (;;) {
+      const due = [...this.#timers.entries()].filter(([, t]) => t.at <= target).sort((a, b) => a[1].at - b[1].at)[0];
+      if (due === undefined) break;
+      this.#timers.delete(due[0]);
+      this.current = Math.max(this.current, due[1].at);
+      due[1].fn();
+    }
+    this.current = target;
+  }
+}
+

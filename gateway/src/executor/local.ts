@@ -17,6 +17,9 @@ import type { Metrics } from '../metrics.ts';
 
 export const DEFAULT_RUNTIME_MAIN = fileURLToPath(new URL('../../../runtime-image/src/main.ts', import.meta.url));
 
+/** The runtime process's own heap above the handler's limit. */
+export const RUNTIME_HEAP_HEADROOM_MIB = 64;
+
 export class RuntimeUnavailableError extends FnhostError {
   constructor(message: string, options?: { cause?: unknown }) {
     super('runtime_unavailable', 502, message, { ...options, expose: true });
@@ -177,7 +180,9 @@ export class LocalExecutor implements Executor {
       FNHOST_RUNTIME_TOKEN: this.#opts.tokens.tokenFor(fn.function_id),
     };
     if (process.env.TZ !== undefined && env.TZ === undefined) env.TZ = process.env.TZ;
-    const child = spawn(process.execPath, [this.#opts.runtimeMain ?? DEFAULT_RUNTIME_MAIN], {
+    // A process-wide heap cap as a backstop (the runtime limits the handler itself, FNHOST_MEMORY_MIB).
+    const heapCap = `--max-old-space-size=${fn.memory_mib + RUNTIME_HEAP_HEADROOM_MIB}`;
+    const child = spawn(process.execPath, [heapCap, this.#opts.runtimeMain ?? DEFAULT_RUNTIME_MAIN], {
       env,
       cwd: dir,
       stdio: ['ignore', 'pipe', 'pipe'],

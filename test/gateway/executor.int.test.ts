@@ -1,0 +1,73 @@
+import { expect } from 'chai';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { isAlive, startHarness, waitFor, type Harness } from './harness.ts';
+
+describe('gateway local executor (real runtime processes)', function () {
+  this.timeout(90_000);
+  let h: Harness;
+  before(async () => {
+    h = await startHarness({ env: { FNHOST_MAX_TIMEOUT_SECONDS: '60' } });
+  });
+  after(async () => {
+    await h?.close();
+  });
+
+  it('starts a runtime when a function is created, and a killed runtime recovers on the next call', async () => {
+    const fn = await h.createFunction('phoenix', 'export default (req, res) => res.json({ pid: process.pid })');
+    const pid = h.platform.executor.pid(fn.function_id);
+    expect(pid, 'started eagerly on create').to.be.a('number');
+    const first = await (await h.invoke(fn.function_id)).json();
+    process.kill(pid!, 'SIGKILL');
+    await waitFor(() => !isAlive(pid!), 'the runtime to die');
+    const again = await h.invoke(fn.function_id);
+    expect(again.status).to.equal(200);
+    const second = await again.json();
+    expect(second.pid).to.not.equal(first.pid);
+    expect(h.platform.metrics.runtimeRestarts).to.be.greaterThan(0);
+  });
+
+  it('ends a stuck handler at the time limit with 504 function_timeout, logs it and recycles the runtime', async () => {
+    const fn = await h.createFunction('spinner', `export default (req, res) => { if (req.query.spin) { while (true) {} } res.json({ ok: true }); }`, { timeout_seconds: 1 });
+    const pid = h.platform.executor.pid(fn.function_id);
+    const r = await h.invoke(fn.function_id, '?spin=1');
+    expect(r.status).to.equal(504);
+    const body = await r.json();
+    expect(body.error).to.match(/timeout/);
+    await waitFor(() => !isAlive(pid!), 'the stuck runtime to be stopped');
+    const logs = await h.logs('spinner');
+    expect(logs.logs[0]).to.include({ status_code: 504 });
+    expect(logs.logs[0].error_message).to.match(/time limit|timeout|timed out/i);
+    expect((await h.invoke(fn.function_id)).status).to.equal(200);
+  });
+
+  it('restarts the runtime when the code changes, and stops it when the function is deactivated or deleted', async () => {
+    const fn = await h.createFunction('shifty', `export default (req, res) => res.json({ v: 1 })`);
+    expect(await (await h.invoke(fn.function_id)).json()).to.deep.equal({ v: 1 });
+    const pid1 = h.platform.executor.pid(fn.function_id)!;
+    const patched = await h.api('PATCH', '/api/v1/functions/shifty', { code: `export default (req, res) => res.json({ v: 2, env: process.env.GREETING })`, env: { GREETING: 'hi' } });
+    expect(patched.status).to.equal(200);
+    expect(await (await h.invoke(fn.function_id)).json()).to.deep.equal({ v: 2, env: 'hi' });
+    await waitFor(() => !isAlive(pid1), 'the old runtime to stop');
+    const pid2 = h.platform.executor.pid(fn.function_id)!;
+    await h.api('POST', '/api/v1/functions/shifty/deactivate');
+    await waitFor(() => !isAlive(pid2), 'deactivation to stop the runtime');
+    await h.api('POST', '/api/v1/functions/shifty/activate');
+    expect((await h.invoke(fn.function_id)).status).to.equal(200);
+    const pid3 = h.platform.executor.pid(fn.function_id)!;
+    const del = await h.api('DELETE', '/api/v1/functions/shifty');
+    expect(del.status).to.equal(204);
+    await waitFor(() => !isAlive(pid3), 'deletion to stop the runtime');
+    expect(existsSync(join(h.dataDir, 'functions', fn.function_id))).to.equal(false);
+    expect((await h.invoke(fn.function_id)).status).to.equal(404);
+  });
+
+  it('logs an out-of-memory crash as out of memory', async function () {
+    const fn = await h.createFunction('hog', `export default (req, res) => { const keep = []; for (;;) keep.push(new Array(1e6).fill(Math.random())); }`, { memory_mib: 32, timeout_seconds: 30 });
+    const r = await h.invoke(fn.function_id);
+    expect(r.status).to.be.oneOf([502, 500]);
+    const logs = await h.logs('hog');
+    expect(logs.logs[0].status_code).to.be.at.least(500);
+    expect(logs.logs[0].error_message).to.match(/out of memory|heap/i);
+  });
+});
