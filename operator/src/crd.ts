@@ -1,0 +1,259 @@
+import { limits } from '@fnhost/core';
+import { MAX_CRONJOB_NAME_LENGTH } from './names.ts';
+
+// The Function CRD as data, built from core's limits so that the schema, the
+// gateway and the CLI agree. crds/fnhost.dev_functions.yaml is this object
+// written by `node operator/src/crd-gen.ts`; a unit test keeps them equal.
+
+// Cron fields as the CronJob controller and cron-parser both accept them:
+// `*`, numbers, ranges, steps, lists; month and weekday names; `?` in the day fields.
+function cronField(num: string, question = false): string {
+  const element = `(\\*${question ? '|\\?' : ''}|${num}(-${num})?)(/[1-9][0-9]*)?`;
+  return `${element}(,${element})*`;
+}
+const CRON_FIELDS: Array<{ name: string; pattern: string; allowed: string }> = [
+  { name: 'minute', pattern: cronField('[0-5]?[0-9]'), allowed: '0-59' },
+  { name: 'hour', pattern: cronField('([01]?[0-9]|2[0-3])'), allowed: '0-23' },
+  { name: 'day-of-month', pattern: cronField('(0?[1-9]|[12][0-9]|3[01])', true), allowed: '1-31' },
+  { name: 'month', pattern: cronField('(0?[1-9]|1[0-2]|(?i:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec))'), allowed: '1-12 or JAN-DEC' },
+  { name: 'day-of-week', pattern: cronField('([0-7]|(?i:sun|mon|tue|wed|thu|fri|sat))', true), allowed: '0-7 (0 and 7 are Sunday) or SUN-SAT' },
+];
+const FIVE_FIELDS = '^\\s*\\S+\\s+\\S+\\s+\\S+\\s+\\S+\\s+\\S+\\s*$';
+
+function cronRules() {
+  const rules = [
+    {
+      rule: `self.cron.matches(r'${FIVE_FIELDS}')`,
+      message: 'schedule.cron must have exactly five fields "minute hour day-of-month month day-of-week", for example "*/5 * * * *"',
+      reason: 'FieldValueInvalid',
+      fieldPath: '.cron',
+    },
+  ];
+  CRON_FIELDS.forEach((f, i) => {
+    const parts = CRON_FIELDS.map((_, j) => (j === i ? `(${f.pattern})` : '\\S+'));
+    rules.push({
+      // Only judged when there are five fields, so that one mistake gives one message.
+      rule: `!self.cron.matches(r'${FIVE_FIELDS}') || self.cron.matches(r'^\\s*${parts.join('\\s+')}\\s*$')`,
+      message: `schedule.cron: the ${f.name} field (field ${i + 1}) is invalid: use *, numbers ${f.allowed}, ranges a-b, steps */n or a-b/n, and lists a,b`,
+      reason: 'FieldValueInvalid',
+      fieldPath: '.cron',
+    });
+  });
+  return rules;
+}
+
+const DNS_SUBDOMAIN = '^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$';
+const UUID = '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$';
+
+function keyRef(what: string) {
+  return {
+    type: 'object',
+    description: `A key of a ${what} in the Function's namespace, as in a Pod's env.`,
+    required: ['name', 'key'],
+    properties: {
+      name: { type: 'string', minLength: 1, maxLength: 253, pattern: DNS_SUBDOMAIN, description: `Name of the ${what} (a DNS subdomain).` },
+      key: { type: 'string', minLength: 1, maxLength: 253, pattern: '^[-._a-zA-Z0-9]+$', description: `Key within the ${what}: letters, digits, -, _ and .` },
+      optional: { type: 'boolean', description: `Start the function even when the ${what} or key is missing.` },
+    },
+  };
+}
+
+function specSchema() {
+  return {
+    type: 'object',
+    description: 'What the function is and how it runs.',
+    required: ['code'],
+    'x-kubernetes-validations': [
+      {
+        rule: 'has(oldSelf.functionId) == has(self.functionId) && (!has(self.functionId) || self.functionId == oldSelf.functionId)',
+        message: "spec.functionId is fixed when the Function is created and cannot be added, changed or removed later: a new identity would orphan the function's stored execution logs",
+        reason: 'FieldValueForbidden',
+      },
+    ],
+    properties: {
+      code: {
+        type: 'string',
+        minLength: 1,
+        maxLength: limits.MAX_CODE_BYTES,
+        description: `The module source: ESM (export default or a named \`handler\`) or CommonJS (module.exports). At most ${limits.MAX_CODE_BYTES} characters (and ${limits.MAX_CODE_BYTES / 1024} KiB as UTF-8, checked by the operator), well below the 1 MiB a ConfigMap holds. A later \`source\` field may point at a ConfigMap instead.`,
+      },
+      functionId: {
+        type: 'string',
+        pattern: UUID,
+        description: 'Optional. The stable UUID of /invoke/{functionId}. Leave it unset: the operator derives it from namespace and name (UUIDv5), so it is the same after every kubectl apply, restore or GitOps sync. Set it only to keep the id of a function imported from elsewhere; it cannot change after creation.',
+      },
+      routes: {
+        type: 'array',
+        maxItems: limits.MAX_ROUTES,
+        description: 'Path patterns such as /users/:userId that fill req.params.',
+        items: { type: 'string', maxLength: limits.MAX_ROUTE_LENGTH, pattern: '^/[A-Za-z0-9\\-._~:/*@]*$' },
+      },
+      env: {
+        type: 'array',
+        maxItems: limits.MAX_ENV_VARS,
+        description: 'Environment of the handler (process.env). Names starting with FNHOST_ are reserved.',
+        'x-kubernetes-list-type': 'map',
+        'x-kubernetes-list-map-keys': ['name'],
+        items: {
+          type: 'object',
+          required: ['name'],
+          'x-kubernetes-validations': [
+            { rule: "!self.name.startsWith('FNHOST_')", message: 'env names starting with FNHOST_ are reserved for the platform', reason: 'FieldValueForbidden', fieldPath: '.name' },
+            { rule: '!(has(self.value) && has(self.valueFrom))', message: 'an env entry sets value or valueFrom, not both', reason: 'FieldValueForbidden' },
+          ],
+          properties: {
+            name: { type: 'string', minLength: 1, maxLength: 128, pattern: '^[A-Za-z_][A-Za-z0-9_]*$', description: 'Letters, digits and _, not starting with a digit.' },
+            value: { type: 'string', maxLength: limits.MAX_ENV_VALUE_BYTES },
+            valueFrom: {
+              type: 'object',
+              description: 'A Secret or ConfigMap key, as in a Pod.',
+              'x-kubernetes-validations': [
+                { rule: 'has(self.secretKeyRef) != has(self.configMapKeyRef)', message: 'valueFrom names exactly one of secretKeyRef or configMapKeyRef', reason: 'FieldValueInvalid' },
+              ],
+              properties: { secretKeyRef: keyRef('Secret'), configMapKeyRef: keyRef('ConfigMap') },
+            },
+          },
+        },
+      },
+      timeoutSeconds: {
+        type: 'integer',
+        minimum: 1,
+        maximum: limits.MAX_TIMEOUT_SECONDS,
+        default: limits.DEFAULT_TIMEOUT_SECONDS,
+        description: `Execution time limit. The platform maximum is an operator setting (at most ${limits.MAX_TIMEOUT_SECONDS}); above it the Function is Ready=False with reason TimeoutAboveMaximum.`,
+      },
+      memoryMiB: {
+        type: 'integer',
+        minimum: limits.MIN_MEMORY_MIB,
+        maximum: limits.MAX_MEMORY_MIB,
+        default: limits.DEFAULT_MEMORY_MIB,
+        description: "Heap limit of the handler in MiB. The container's memory limit is this plus the runtime's overhead (an operator setting).",
+      },
+      active: { type: 'boolean', default: true, description: 'false scales the function to zero pods, suspends its schedule, and invocations are refused.' },
+      replicas: { type: 'integer', minimum: 0, maximum: 100, default: 1, description: 'Runtime pods while active.' },
+      scaleToZero: {
+        type: 'object',
+        description: 'Reserved for the cluster-mode issue: scale to zero after this long without invocations.',
+        properties: { idleSeconds: { type: 'integer', minimum: 30, maximum: 86400, default: 300 } },
+      },
+      schedule: {
+        type: 'object',
+        required: ['cron'],
+        description: 'Invoke the function on a schedule (a CronJob calls the gateway).',
+        'x-kubernetes-validations': cronRules(),
+        properties: {
+          cron: { type: 'string', minLength: 9, maxLength: 256, description: 'Five fields: minute hour day-of-month month day-of-week, for example "*/5 * * * *".' },
+          timezone: {
+            type: 'string',
+            default: 'UTC',
+            maxLength: 64,
+            pattern: '^[A-Za-z][A-Za-z0-9_+\\-]*(/[A-Za-z0-9_+\\-]+)*$',
+            description: 'IANA time zone the fields are read in, such as UTC or Europe/Paris.',
+          },
+          suspend: { type: 'boolean', default: false, description: 'Keep the schedule but do not fire it.' },
+        },
+      },
+      retention: {
+        type: 'object',
+        required: ['type'],
+        default: { type: 'none' },
+        description: 'How long or how many execution logs are kept.',
+        'x-kubernetes-validations': [
+          { rule: "!has(self.days) || self.type == 'time'", message: 'retention.days is only allowed with type time (use count with type count)', reason: 'FieldValueForbidden', fieldPath: '.days' },
+          { rule: "!has(self.count) || self.type == 'count'", message: 'retention.count is only allowed with type count (use days with type time)', reason: 'FieldValueForbidden', fieldPath: '.count' },
+          { rule: "self.type != 'time' || has(self.days)", message: `retention type time needs days (1 to ${limits.MAX_RETENTION_DAYS})`, reason: 'FieldValueRequired', fieldPath: '.days' },
+          { rule: "self.type != 'count' || has(self.count)", message: `retention type count needs count (1 to ${limits.MAX_RETENTION_COUNT})`, reason: 'FieldValueRequired', fieldPath: '.count' },
+        ],
+        properties: {
+          type: { type: 'string', enum: ['time', 'count', 'none'], description: 'time: keep days; count: keep the newest count; none: keep everything.' },
+          days: { type: 'integer', minimum: 1, maximum: limits.MAX_RETENTION_DAYS },
+          count: { type: 'integer', minimum: 1, maximum: limits.MAX_RETENTION_COUNT },
+        },
+      },
+    },
+  };
+}
+
+function statusSchema() {
+  const condition = {
+    type: 'object',
+    required: ['type', 'status', 'lastTransitionTime', 'reason', 'message'],
+    properties: {
+      type: { type: 'string', maxLength: 316 },
+      status: { type: 'string', enum: ['True', 'False', 'Unknown'] },
+      observedGeneration: { type: 'integer', format: 'int64', minimum: 0 },
+      lastTransitionTime: { type: 'string', format: 'date-time' },
+      reason: { type: 'string', maxLength: 1024 },
+      message: { type: 'string', maxLength: 32768 },
+    },
+  };
+  return {
+    type: 'object',
+    description: 'Written by the operator.',
+    properties: {
+      functionId: { type: 'string', description: 'The stable UUID of /invoke/{functionId}.' },
+      url: { type: 'string', description: 'Where the function is invoked.' },
+      observedGeneration: { type: 'integer', format: 'int64' },
+      conditions: { type: 'array', 'x-kubernetes-list-type': 'map', 'x-kubernetes-list-map-keys': ['type'], items: condition },
+    },
+  };
+}
+
+export function functionCrd() {
+  const max = limits.MAX_FUNCTION_NAME_LENGTH;
+  return {
+    apiVersion: 'apiextensions.k8s.io/v1',
+    kind: 'CustomResourceDefinition',
+    metadata: { name: 'functions.fnhost.dev', labels: { 'app.kubernetes.io/part-of': 'fnhost' } },
+    spec: {
+      group: 'fnhost.dev',
+      scope: 'Namespaced',
+      names: { kind: 'Function', listKind: 'FunctionList', plural: 'functions', singular: 'function', shortNames: ['fn'], categories: ['fnhost'] },
+      versions: [
+        {
+          name: 'v1alpha1',
+          served: true,
+          storage: true,
+          subresources: { status: {} },
+          additionalPrinterColumns: [
+            { name: 'Ready', type: 'string', jsonPath: '.status.conditions[?(@.type=="Ready")].status' },
+            { name: 'Active', type: 'boolean', jsonPath: '.spec.active' },
+            { name: 'Schedule', type: 'string', jsonPath: '.spec.schedule.cron' },
+            { name: 'Retention', type: 'string', jsonPath: '.spec.retention.type' },
+            { name: 'URL', type: 'string', jsonPath: '.status.url' },
+            { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },
+            { name: 'Reason', type: 'string', priority: 1, jsonPath: '.status.conditions[?(@.type=="Ready")].reason' },
+            { name: 'Function ID', type: 'string', priority: 1, jsonPath: '.status.functionId' },
+          ],
+          schema: {
+            openAPIV3Schema: {
+              type: 'object',
+              description: 'A function hosted by fnhost.',
+              required: ['spec'],
+              'x-kubernetes-validations': [
+                {
+                  // CEL at the root may read metadata.name (and only it): this keeps owned names within limits.
+                  rule: `self.metadata.name.size() <= ${max}`,
+                  message: `a Function name is at most ${max} characters, so that the names of what it owns (such as the CronJob fn-<name>-cron, at most ${MAX_CRONJOB_NAME_LENGTH}) fit Kubernetes' limits`,
+                  reason: 'FieldValueInvalid',
+                },
+                {
+                  rule: "self.metadata.name.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",
+                  message: 'a Function name is a DNS-1123 label: lowercase letters, digits and -, starting and ending with a letter or digit',
+                  reason: 'FieldValueInvalid',
+                },
+              ],
+              properties: { apiVersion: { type: 'string' }, kind: { type: 'string' }, metadata: { type: 'object' }, spec: specSchema(), status: statusSchema() },
+            },
+          },
+        },
+      ],
+    },
+  };
+}
+
+export const CRD_HEADER = `# The fnhost Function custom resource. Reference and decisions: docs/operator.md.
+# Generated from operator/src/crd.ts (limits from core/src/limits.ts):
+#   node operator/src/crd-gen.ts > crds/fnhost.dev_functions.yaml
+# Install: kubectl apply --server-side -f crds/fnhost.dev_functions.yaml
+`;
