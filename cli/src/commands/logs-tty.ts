@@ -70,6 +70,10 @@ function inkOptions(ctx: CommandContext) {
     stderr: ctx.io.stderr as NodeJS.WriteStream,
     exitOnCtrlC: true,
     patchConsole: false,
+    // Ink turns itself non-interactive when it sees CI=true (is-in-ci): it would
+    // then only print the last frame. This path runs only with both stdin and
+    // stdout on a terminal, so it is interactive by construction.
+    interactive: true,
   };
 }
 
