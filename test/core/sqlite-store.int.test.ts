@@ -1,6 +1,8 @@
+import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { DatabaseSync } from 'node:sqlite';
 import { expect } from 'chai';
 import { StoreError } from '../../core/src/errors.ts';
@@ -48,6 +50,69 @@ describe('SQLite store (file)', () => {
       expect((await second.policies.changes(10)).map((c) => c.actor)).to.deep.equal(['admin']);
     } finally {
       await second.close();
+    }
+  });
+
+  it('two connections on one file: the second sees what the first commits (WAL), and both keep the counts right', async () => {
+    const path = join(dir, 'two.db');
+    const writer = openSqliteStores({ path });
+    const reader = openSqliteStores({ path });
+    try {
+      const fnId = functionRecord().function_id;
+      await writer.logs.insert([log(fnId, CONTRACT_EPOCH, { status_code: 500 }), log(fnId, CONTRACT_EPOCH + 1)]);
+      await reader.logs.insert([log(fnId, CONTRACT_EPOCH + 2, { status_code: 503 })]);
+      for (const stores of [reader, writer]) {
+        const page = await stores.logs.list(fnId, { status: 'error', limit: 10, page: 1 }, { type: 'none' }, CONTRACT_EPOCH);
+        expect(page.pagination.totalCount).to.equal(2);
+        expect(page.logs.map((l) => l.status_code)).to.deep.equal([503, 500]);
+      }
+    } finally {
+      await writer.close();
+      await reader.close();
+    }
+  });
+
+  it('keeps committed records when the process is killed without closing (SIGKILL)', async function () {
+    const path = join(dir, 'killed.db');
+    const fnId = functionRecord().function_id;
+    const storeModule = fileURLToPath(new URL('../../core/src/store/sqlite/index.ts', import.meta.url));
+    // The child commits 3 batches, says so, and waits to be killed.
+    const script = `
+      const { openSqliteStores } = await import(${JSON.stringify(storeModule)});
+      const stores = openSqliteStores({ path: ${JSON.stringify(path)} });
+      for (let b = 0; b < 3; b++) {
+        const batch = Array.from({ length: 100 }, (_, i) => ({ id: 'log_' + b + '_' + i, function_id: ${JSON.stringify(fnId)},
+          status_code: i % 2 ? 200 : 500, execution_time_ms: 1, error_message: null,
+          executed_at: new Date(${CONTRACT_EPOCH} + b * 1000 + i).toISOString(), trigger: 'http', expires_at: null }));
+        await stores.logs.insert(batch);
+        await stores.counters.add(new Map([[${JSON.stringify(fnId)}, 100]]));
+      }
+      process.stdout.write('committed\\n');
+      setInterval(() => {}, 1000);
+    `;
+    const child = spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
+    try {
+      await new Promise<void>((resolve, reject) => {
+        let out = '';
+        child.stdout!.on('data', (chunk: Buffer) => {
+          out += chunk.toString();
+          if (out.includes('committed')) resolve();
+        });
+        child.once('exit', (code) => reject(new Error(`child exited early with ${code}`)));
+      });
+    } finally {
+      child.kill('SIGKILL');
+      if (child.exitCode === null && child.signalCode === null) await new Promise((resolve) => child.once('exit', resolve));
+    }
+    const stores = openSqliteStores({ path });
+    try {
+      const all = await stores.logs.list(fnId, { status: 'all', limit: 1000, page: 1 }, { type: 'none' }, CONTRACT_EPOCH);
+      expect(all.pagination.totalCount).to.equal(300);
+      expect(all.logs).to.have.length(300);
+      expect((await stores.logs.list(fnId, { status: 'error', limit: 1, page: 1 }, { type: 'none' }, CONTRACT_EPOCH)).pagination.totalCount).to.equal(150);
+      expect(await stores.counters.get(fnId)).to.equal(300);
+    } finally {
+      await stores.close();
     }
   });
 
