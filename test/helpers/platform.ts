@@ -72,7 +72,10 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
         // not a log line
       }
     });
-    void exited.then((code) => {
+    // Reported once its output is read to the end, so the error carries the gateway's last words.
+    const outputClosed = new Promise<void>((resolve) => lines.once('close', () => resolve()));
+    void exited.then(async (code) => {
+      await Promise.race([outputClosed, new Promise((r) => setTimeout(r, 1000))]);
       clearTimeout(timer);
       reject(new Error(`the gateway exited (code ${code}) before listening; output:\n${output}`));
     });

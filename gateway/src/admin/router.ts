@@ -1,0 +1,179 @@
+import { readFile, stat } from 'node:fs/promises';
+import { extname, join, normalize, sep } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { Context } from 'koa';
+import Router from '@koa/router';
+import { FnhostError, ValidationError } from '@fnhost/core';
+import { UnauthorizedError, sameSecret, type AdminToken } from '../auth.ts';
+import { readJson } from '../api/body.ts';
+import { CSRF_HEADER, SAFE_METHODS, SessionStore, clearedCookie, expiresAt, originAllowed, readSessionCookie, sameToken, sessionCookie, type Session } from './session.ts';
+
+// The admin panel: the built page (admin/dist) at /admin, the sign-in and
+// sign-out endpoints at /admin/api/session, and the session check that the
+// gateway's /api/v1 auth accepts besides the bearer token. Security model:
+// docs/admin-panel.md.
+
+export const DEFAULT_ADMIN_DIST = fileURLToPath(new URL('../../../admin/dist/', import.meta.url));
+
+/** No inline script or style, nothing from another host, no framing. */
+export const CONTENT_SECURITY_POLICY = [
+  "default-src 'none'",
+  "script-src 'self'",
+  "style-src 'self'",
+  "img-src 'self' data:",
+  "font-src 'self'",
+  "connect-src 'self'",
+  "manifest-src 'self'",
+  "base-uri 'none'",
+  "form-action 'self'",
+  "frame-ancestors 'none'",
+].join('; ');
+
+const TYPES: Record<string, string> = {
+  '.html': 'text/html; charset=utf-8',
+  '.js': 'text/javascript; charset=utf-8',
+  '.css': 'text/css; charset=utf-8',
+  '.svg': 'image/svg+xml',
+  '.png': 'image/png',
+  '.ico': 'image/x-icon',
+  '.json': 'application/json',
+  '.txt': 'text/plain; charset=utf-8',
+};
+
+export class ForbiddenError extends FnhostError {
+  constructor(message: string) {
+    super('forbidden', 403, message);
+  }
+}
+
+export class PanelNotBuiltError extends FnhostError {
+  constructor(dir: string) {
+    super('admin_not_built', 503, `the admin panel is not built (no ${dir}index.html): run npm run build -w admin`, { expose: true });
+  }
+}
+
+export interface AdminPanel {
+  router: Router;
+  sessions: SessionStore;
+  /**
+   * For /api/v1: true when the request carries a live panel session (and,
+   * for a state change, a matching CSRF header and an allowed Origin; a
+   * mismatch throws 403). False when there is no session cookie, so the
+   * caller falls back to the bearer token.
+   */
+  authenticate(ctx: Context): boolean;
+}
+
+function setSecurityHeaders(ctx: Context): void {
+  ctx.set('content-security-policy', CONTENT_SECURITY_POLICY);
+  ctx.set('x-content-type-options', 'nosniff');
+  ctx.set('x-frame-options', 'DENY');
+  ctx.set('referrer-policy', 'no-referrer');
+  ctx.set('cross-origin-opener-policy', 'same-origin');
+  ctx.set('cross-origin-resource-policy', 'same-origin');
+}
+
+export function adminPanel(options: { token: AdminToken; now: () => number; distDir?: string; idleMs?: number; maxAgeMs?: number }): AdminPanel {
+  const dist = options.distDir ?? DEFAULT_ADMIN_DIST;
+  const sessions = new SessionStore({ now: options.now, idleMs: options.idleMs, maxAgeMs: options.maxAgeMs });
+  const sweeper = setInterval(() => sessions.sweep(), 60_000);
+  sweeper.unref();
+
+  const sessionOf = (ctx: Context): { id: string; session: Session } | undefined => {
+    const id = readSessionCookie(ctx.get('cookie') || undefined);
+    const session = sessions.get(id);
+    return session === undefined ? undefined : { id: id!, session };
+  };
+
+  /** CSRF defence for a state change made with the session cookie. */
+  const checkStateChange = (ctx: Context, session: Session): void => {
+    if (!originAllowed(ctx.get('origin') || undefined, ctx.origin)) throw new ForbiddenError(`request Origin "${ctx.get('origin').slice(0, 200)}" is not this gateway (${ctx.origin})`);
+    const presented = ctx.get(CSRF_HEADER);
+    if (presented === '' || !sameToken(presented, session.csrf)) throw new ForbiddenError(`a state change with the panel session needs the ${CSRF_HEADER} header of this session`);
+  };
+
+  const sessionBody = (session: Session) => ({
+    csrf_token: session.csrf,
+    expires_at: new Date(expiresAt(session, sessions.times)).toISOString(),
+    idle_timeout_seconds: Math.round(sessions.times.idleMs / 1000),
+  });
+
+  const router = new Router();
+
+  router.use('/admin', async (ctx, next) => {
+    setSecurityHeaders(ctx);
+    await next();
+  });
+
+  router.get('/admin/api/session', (ctx) => {
+    ctx.set('cache-control', 'no-store');
+    const found = sessionOf(ctx);
+    if (found === undefined) throw new UnauthorizedError('no panel session, or it has expired: sign in again');
+    ctx.body = sessionBody(found.session);
+  });
+
+  router.post('/admin/api/session', async (ctx) => {
+    ctx.set('cache-control', 'no-store');
+    // Sign-in is a state change too (login CSRF): only from a page of this gateway.
+    if (!originAllowed(ctx.get('origin') || undefined, ctx.origin)) throw new ForbiddenError(`request Origin "${ctx.get('origin').slice(0, 200)}" is not this gateway (${ctx.origin})`);
+    const body = await readJson(ctx, 4096);
+    const token = (body as { token?: unknown } | undefined)?.token;
+    if (typeof token !== 'string' || token === '') throw new ValidationError('sign-in needs a JSON body {"token": "<admin token>"}');
+    if (!sameSecret(token, options.token.digest)) throw new UnauthorizedError('the admin token is wrong');
+    const old = readSessionCookie(ctx.get('cookie') || undefined);
+    sessions.destroy(old);
+    const { id, session } = sessions.create();
+    ctx.set('set-cookie', sessionCookie(id, { secure: ctx.secure, maxAgeSeconds: sessions.times.maxAgeMs / 1000 }));
+    ctx.status = 201;
+    ctx.body = sessionBody(session);
+  });
+
+  router.delete('/admin/api/session', (ctx) => {
+    ctx.set('cache-control', 'no-store');
+    const found = sessionOf(ctx);
+    if (found !== undefined) {
+      checkStateChange(ctx, found.session);
+      sessions.destroy(found.id);
+    }
+    ctx.set('set-cookie', clearedCookie(ctx.secure));
+    ctx.status = 204;
+  });
+
+  router.get(['/admin', '/admin/{*rest}'], async (ctx) => {
+    const rest = ctx.path === '/admin' ? '' : ctx.path.slice('/admin/'.length);
+    if (rest.startsWith('api/')) return; // unknown API path: the 404 of the error middleware
+    let relative: string;
+    try {
+      relative = normalize(decodeURIComponent(rest));
+    } catch {
+      throw new ValidationError(`path "${ctx.path.slice(0, 200)}" is not valid percent-encoding`);
+    }
+    let file = join(dist, relative);
+    if (!file.startsWith(dist) || relative.split(sep).includes('..')) return;
+    let info = await stat(file).catch(() => undefined);
+    const asset = rest.startsWith('assets/');
+    if (info === undefined || !info.isFile()) {
+      // A page path of the single-page app (/admin/functions/x) gets index.html; a missing asset a 404.
+      if (asset || extname(rest) !== '') return;
+      file = join(dist, 'index.html');
+      info = await stat(file).catch(() => undefined);
+      if (info === undefined) throw new PanelNotBuiltError(dist);
+    }
+    ctx.type = TYPES[extname(file)] ?? 'application/octet-stream';
+    // Built assets carry a content hash in their names; the page itself is always fetched again.
+    ctx.set('cache-control', asset ? 'public, max-age=31536000, immutable' : 'no-store');
+    ctx.body = await readFile(file);
+  });
+
+  return {
+    router,
+    sessions,
+    authenticate(ctx) {
+      const found = sessionOf(ctx);
+      if (found === undefined) return false;
+      if (!SAFE_METHODS.has(ctx.method)) checkStateChange(ctx, found.session);
+      ctx.state.actor = `admin (panel session ${found.session.label})`;
+      return true;
+    },
+  };
+}

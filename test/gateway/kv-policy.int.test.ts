@@ -1,0 +1,86 @@
+import { expect } from 'chai';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { startHarness, type Harness } from './harness.ts';
+
+describe('gateway KV and network policies through real functions', function () {
+  this.timeout(60_000);
+  let h: Harness;
+  let target: Server;
+  let targetUrl: string;
+  before(async () => {
+    h = await startHarness();
+    target = createServer((req, res) => res.end('target says hi'));
+    await new Promise<void>((r) => target.listen(0, '127.0.0.1', r));
+    targetUrl = `http://127.0.0.1:${(target.address() as AddressInfo).port}/`;
+  });
+  after(async () => {
+    await h?.close();
+    target?.close();
+  });
+
+  it('stores, reads and checks keys per function; TTL keys expire', async () => {
+    const code = `export default async (req, res) => {
+      const { op, key, value, ttl } = req.body;
+      if (op === 'set') { await kv.set(key, value, ttl); return res.json({ ok: true }); }
+      if (op === 'get') return res.json({ value: (await kv.get(key)) ?? null, has: await kv.has(key) });
+      res.status(400).json({ error: 'op' });
+    }`;
+    const a = await h.createFunction('kv-a', code);
+    const b = await h.createFunction('kv-b', code);
+    const call = async (id: string, body: unknown) => {
+      const r = await h.invoke(id, '', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+      return { status: r.status, body: await r.json() };
+    };
+    expect((await call(a.function_id, { op: 'set', key: 'user:1', value: { name: 'Ada', tags: [1, 2] } })).status).to.equal(200);
+    expect((await call(a.function_id, { op: 'get', key: 'user:1' })).body).to.deep.equal({ value: { name: 'Ada', tags: [1, 2] }, has: true });
+    // Another function has its own namespace.
+    expect((await call(b.function_id, { op: 'get', key: 'user:1' })).body).to.deep.equal({ value: null, has: false });
+    await call(a.function_id, { op: 'set', key: 'short', value: 'bye', ttl: 1 });
+    expect((await call(a.function_id, { op: 'get', key: 'short' })).body.has).to.equal(true);
+    await new Promise((r) => setTimeout(r, 1100));
+    expect((await call(a.function_id, { op: 'get', key: 'short' })).body).to.deep.equal({ value: null, has: false });
+    // Limits: a too-large value is refused with the limit named.
+    const big = await call(a.function_id, { op: 'set', key: 'big', value: 'x'.repeat(300 * 1024) });
+    expect(big.status).to.equal(500);
+    const logs = await h.logs('kv-a', '?status=error');
+    expect(logs.logs[0].error_message).to.match(/262144 bytes|limit/);
+  });
+
+  it('refuses the internal API without the function token', async () => {
+    const r = await fetch(`${h.url}/internal/v1/kv/x`, { headers: { authorization: 'Bearer nope.nope' } });
+    expect(r.status).to.equal(401);
+    expect((await r.json()).error).to.equal('unauthorized');
+    const none = await fetch(`${h.url}/internal/v1/policy/check?host=example.com`);
+    expect(none.status).to.equal(401);
+  });
+
+  it('a policy denying a host makes the function fetch fail; removing it makes it succeed', async () => {
+    const fn = await h.createFunction('caller', `export default async (req, res) => { const r = await fetch(${JSON.stringify(targetUrl)}); res.json({ text: await r.text() }); }`);
+    expect(await (await h.invoke(fn.function_id)).json()).to.deep.equal({ text: 'target says hi' });
+    const put = await h.api('PUT', '/api/v1/network-policy/functions/caller', { default: 'allow', deny: ['127.0.0.1'] });
+    expect(put.status).to.equal(200);
+    const denied = await h.invoke(fn.function_id);
+    expect(denied.status).to.equal(500);
+    await denied.arrayBuffer();
+    const logs = await h.logs('caller', '?status=error');
+    expect(logs.logs[0].error_message).to.match(/blocked by network policy/);
+    const listed = await h.api('GET', '/api/v1/network-policy');
+    expect(listed.body.functions[fn.function_id]).to.deep.equal({ default: 'allow', allow: [], deny: ['127.0.0.1'] });
+    expect(listed.body.global).to.deep.equal({ default: 'allow', allow: [], deny: [] });
+    expect((await h.api('DELETE', '/api/v1/network-policy/functions/caller')).status).to.equal(204);
+    expect(await (await h.invoke(fn.function_id)).json()).to.deep.equal({ text: 'target says hi' });
+    // Global default deny, with the loopback CIDR allowed.
+    await h.api('PUT', '/api/v1/network-policy/global', { default: 'deny', allow: ['127.0.0.0/8'] });
+    expect((await h.invoke(fn.function_id)).status).to.equal(200);
+    await h.api('PUT', '/api/v1/network-policy/global', { default: 'deny' });
+    expect((await h.invoke(fn.function_id)).status).to.equal(500);
+    await h.api('PUT', '/api/v1/network-policy/global', { default: 'allow' });
+    const changes = await h.api('GET', '/api/v1/network-policy/changes?limit=2');
+    expect(changes.body.changes).to.have.length(2);
+    expect(changes.body.changes[0].after).to.deep.equal({ default: 'allow', allow: [], deny: [] });
+    const bad = await h.api('PUT', '/api/v1/network-policy/global', { default: 'deny', deny: ['10.0.0.0/99'] });
+    expect(bad.status).to.equal(400);
+    expect(bad.body.message).to.include('10.0.0.0/99');
+  });
+});

@@ -1,0 +1,74 @@
+import { expect } from 'chai';
+import { stat } from 'node:fs/promises';
+import { join } from 'node:path';
+import { startGateway } from '../helpers/platform.ts';
+
+// The gateway as users run it: `node gateway/src/main.ts` in its own process.
+
+async function api(url: string, token: string, method: string, path: string, body?: unknown) {
+  const r = await fetch(url + path, { method, headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
+  const text = await r.text();
+  return { status: r.status, body: text === '' ? undefined : JSON.parse(text) };
+}
+
+describe('gateway process (node gateway/src/main.ts)', function () {
+  this.timeout(90_000);
+
+  it('generates a token file with mode 0600 at first start, refuses a wrong token, never prints the token', async () => {
+    const gw = await startGateway();
+    try {
+      const mode = (await stat(join(gw.dataDir, 'token'))).mode & 0o777;
+      expect(mode).to.equal(0o600);
+      expect(gw.token).to.match(/^fnh_/);
+      expect((await api(gw.url, 'wrong-token', 'GET', '/api/v1/functions')).status).to.equal(401);
+      expect((await api(gw.url, gw.token, 'GET', '/api/v1/functions')).status).to.equal(200);
+      expect(gw.output()).to.not.include(gw.token);
+    } finally {
+      expect(await gw.stop()).to.equal(0);
+    }
+  });
+
+  it('flushes pending execution logs on SIGTERM and keeps them across a restart', async () => {
+    const gw = await startGateway({ keepDataDir: true, env: { FNHOST_TOKEN: 'a-long-enough-admin-token' } });
+    let dataDir = gw.dataDir;
+    try {
+      const created = await api(gw.url, gw.token, 'POST', '/api/v1/functions', { name: 'durable', code: 'export default (req, res) => res.json({ ok: true })' });
+      expect(created.status).to.equal(201);
+      const n = 25;
+      await Promise.all(Array.from({ length: n }, async () => {
+        const r = await fetch(created.body.invocation_url);
+        expect(r.status).to.equal(200);
+        await r.arrayBuffer();
+      }));
+      // Straight to SIGTERM: the records may still be in the writer's queue.
+      expect(await gw.stop()).to.equal(0);
+      const again = await startGateway({ dataDir, env: { FNHOST_TOKEN: 'a-long-enough-admin-token' } });
+      try {
+        const logs = await api(again.url, again.token, 'GET', '/api/v1/functions/durable/logs');
+        expect(logs.body.pagination.totalCount).to.equal(n);
+        const fn = await api(again.url, again.token, 'GET', '/api/v1/functions/durable');
+        expect(fn.body.total_executions).to.equal(n);
+        // The runtime starts lazily after a restart.
+        expect((await fetch(fn.body.invocation_url)).status).to.equal(200);
+      } finally {
+        await again.stop();
+      }
+    } finally {
+      await gw.stop();
+      const { rm } = await import('node:fs/promises');
+      await rm(dataDir, { recursive: true, force: true });
+      dataDir = '';
+    }
+  });
+
+  it('refuses a bad setting at start with a message naming it', async () => {
+    let failed: Error | undefined;
+    try {
+      const gw = await startGateway({ env: { FNHOST_MAX_TIMEOUT_SECONDS: 'lots' }, startTimeoutMs: 15_000 });
+      await gw.stop();
+    } catch (err) {
+      failed = err as Error;
+    }
+    expect(failed?.message).to.match(/FNHOST_MAX_TIMEOUT_SECONDS=\\"lots\\" is not an integer/);
+  });
+});
