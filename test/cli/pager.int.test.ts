@@ -11,8 +11,8 @@ describe('fnhost CLI in a terminal (tmux)', function () {
   let p: CliPlatform;
   const sessions: TmuxSession[] = [];
 
-  async function terminal(args: string[], size = { width: 110, height: 30 }): Promise<TmuxSession> {
-    const env = Object.fromEntries(Object.entries(cleanEnv({ ...p.env, TZ: 'UTC' })).filter((e): e is [string, string] => e[1] !== undefined));
+  async function terminal(args: string[], size = { width: 110, height: 30 }, extraEnv: Record<string, string> = {}): Promise<TmuxSession> {
+    const env = Object.fromEntries(Object.entries(cleanEnv({ ...p.env, TZ: 'UTC', ...extraEnv })).filter((e): e is [string, string] => e[1] !== undefined));
     const session = await TmuxSession.start([process.execPath, BIN, ...args], { env, cwd: REPO, ...size });
     sessions.push(session);
     return session;
@@ -87,5 +87,16 @@ describe('fnhost CLI in a terminal (tmux)', function () {
     expect(await yes.waitForExit()).to.equal(0);
     expect(await yes.screen()).to.match(/✓ Deleted function doomed/);
     expect((await runCli(['function:get', 'doomed'], { env: p.env })).code).to.equal(4);
+  });
+
+  it('colours on a terminal, and not with NO_COLOR', async () => {
+    const coloured = await terminal(['function:get', 'paged']);
+    expect(await coloured.waitForExit()).to.equal(0);
+    expect(await coloured.screen({ escapes: true })).to.match(/\u001b\[[0-9;]*m/);
+    const plain = await terminal(['function:get', 'paged'], undefined, { NO_COLOR: '1' });
+    expect(await plain.waitForExit()).to.equal(0);
+    const screen = await plain.screen({ escapes: true });
+    expect(screen).to.match(/^Active: +yes$/m);
+    expect(screen).not.to.match(/\u001b\[[0-9;]*m/);
   });
 });

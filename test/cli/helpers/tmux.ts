@@ -41,9 +41,9 @@ export class TmuxSession {
     return (await run('tmux', ['-L', this.#socket, ...args])).stdout;
   }
 
-  /** The visible screen as text, trailing blanks trimmed. */
-  async screen(): Promise<string> {
-    return (await this.#tmux('capture-pane', '-p', '-t', 'main')).replace(/\s+$/, '');
+  /** The visible screen as text, trailing blanks trimmed; with `escapes`, colours kept as SGR sequences. */
+  async screen(options: { escapes?: boolean } = {}): Promise<string> {
+    return (await this.#tmux('capture-pane', '-p', ...(options.escapes ? ['-e'] : []), '-t', 'main')).replace(/\s+$/, '');
   }
 
   async sendKeys(...keys: string[]): Promise<void> {
