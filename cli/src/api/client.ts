@@ -190,6 +190,10 @@ export class ApiClient {
     const { code, message } = apiMessage(response.body);
     const details = { url: this.url, status: response.status, code };
     const said = message ?? `HTTP ${response.status}`;
+    // A 403 with its own code (function_inactive) is about the function, not the token.
+    if (response.status === 403 && code !== undefined && code !== 'unauthorized' && code !== 'forbidden') {
+      return new ApiConflictError(said, details);
+    }
     switch (response.status) {
       case 401:
       case 403:

@@ -64,6 +64,10 @@ describe('cli api: client error families', () => {
     const auth = await failure(() => client.listFunctions());
     expect(auth).to.be.instanceOf(ApiAuthError);
     expect(auth.message).to.equal(`the server at ${url} rejected the token from --token (missing or wrong token)`);
+    reply(403, { error: 'function_inactive', message: 'function x is inactive' });
+    expect(await failure(() => client.getFunction('x'))).to.be.instanceOf(ApiConflictError).with.property('message', 'function x is inactive');
+    reply(403, { error: 'forbidden', message: 'not allowed' });
+    expect(await failure(() => client.getFunction('x'))).to.be.instanceOf(ApiAuthError);
     reply(404, { error: 'not_found', message: 'no function' });
     const missing = await failure(() => client.getFunction('nope'));
     expect(missing).to.be.instanceOf(ApiNotFoundError);
