@@ -7,6 +7,7 @@ import { UnauthorizedError, bearerToken, sameSecret, type AdminToken } from './a
 import type { GatewayConfig } from './config.ts';
 import { LocalExecutor } from './executor/local.ts';
 import { FunctionService } from './functions/service.ts';
+import { adminPanel } from './admin/router.ts';
 import { functionRoutes } from './api/functions.ts';
 import { PolicyCache, policyRoutes } from './api/policy.ts';
 import { internalRoutes } from './internal/routes.ts';
@@ -30,6 +31,8 @@ export interface PlatformOptions {
   /** Injected in tests to drive schedules; the system clock otherwise. */
   clock?: Clock;
   runtimeMain?: string;
+  /** Pass runtime output through (default true; tests turn it off). */
+  forwardRuntimeOutput?: boolean;
   /** Retention and KV sweep period. */
   sweepIntervalMs?: number;
 }
@@ -93,6 +96,7 @@ export async function startPlatform(options: PlatformOptions): Promise<Platform>
     gatewayUrl: () => listenUrl,
     tokens,
     runtimeMain: options.runtimeMain,
+    forwardOutput: options.forwardRuntimeOutput,
     logger,
     metrics,
     onOriginGone: (origin) => invoker.originGone(origin),
@@ -143,9 +147,15 @@ export async function startPlatform(options: PlatformOptions): Promise<Platform>
   const api = [functionRoutes({ functions, invoker, writer, stores, now }), policyRoutes({ policies, functions, now })];
   const internal = internalRoutes({ tokens, functions, kv: stores.kv, policies, now });
   const auth = adminAuth(options.adminToken);
+  // The admin panel (/admin): its page and sign-in; its session cookie is the other way into /api/v1.
+  const admin = adminPanel({ token: options.adminToken, now });
   app.use(health.routes());
+  app.use(admin.router.routes());
   app.use(async (ctx, next) => {
-    if (ctx.path === '/api/v1' || ctx.path.startsWith('/api/v1/')) return auth(ctx, next);
+    if (ctx.path === '/api/v1' || ctx.path.startsWith('/api/v1/')) {
+      if (!ctx.get('authorization') && admin.authenticate(ctx)) return next();
+      return auth(ctx, next);
+    }
     return next();
   });
   for (const r of api) app.use(r.routes()).use(r.allowedMethods());

@@ -27,17 +27,33 @@ describe('gateway local executor (real runtime processes)', function () {
     expect(h.platform.metrics.runtimeRestarts).to.be.greaterThan(0);
   });
 
-  it('ends a stuck handler at the time limit with 504 function_timeout, logs it and recycles the runtime', async () => {
+  it('a handler stuck in while(true) gets 504 function_timeout at its limit, logged, and the next call works', async () => {
     const fn = await h.createFunction('spinner', `export default (req, res) => { if (req.query.spin) { while (true) {} } res.json({ ok: true }); }`, { timeout_seconds: 1 });
-    const pid = h.platform.executor.pid(fn.function_id);
     const r = await h.invoke(fn.function_id, '?spin=1');
     expect(r.status).to.equal(504);
-    const body = await r.json();
-    expect(body.error).to.match(/timeout/);
-    await waitFor(() => !isAlive(pid!), 'the stuck runtime to be stopped');
+    expect((await r.json()).error).to.equal('function_timeout');
     const logs = await h.logs('spinner');
     expect(logs.logs[0]).to.include({ status_code: 504 });
     expect(logs.logs[0].error_message).to.match(/time limit|timeout|timed out/i);
+    expect((await h.invoke(fn.function_id)).status).to.equal(200);
+  });
+
+  it('enforces the limit itself when the runtime cannot answer at all: 504 logged, runtime recycled', async () => {
+    const fn = await h.createFunction('frozen', `export default (req, res) => res.json({ ok: true })`, { timeout_seconds: 1 });
+    expect((await h.invoke(fn.function_id)).status).to.equal(200);
+    const pid = h.platform.executor.pid(fn.function_id)!;
+    // A stopped process answers nothing, like a runtime whose main thread is stuck.
+    process.kill(pid, 'SIGSTOP');
+    try {
+      const r = await h.invoke(fn.function_id);
+      expect(r.status).to.equal(504);
+      expect(await r.json()).to.deep.equal({ error: 'function_timeout', message: 'function exceeded its time limit of 1 s' });
+      await waitFor(() => !isAlive(pid), 'the frozen runtime to be recycled');
+    } finally {
+      if (isAlive(pid)) process.kill(pid, 'SIGKILL');
+    }
+    const logs = await h.logs('frozen');
+    expect(logs.logs[0]).to.include({ status_code: 504, error_message: 'function exceeded its time limit of 1 s' });
     expect((await h.invoke(fn.function_id)).status).to.equal(200);
   });
 

@@ -38,6 +38,7 @@ export async function startHarness(options: { clock?: Clock; env?: Record<string
     logger: process.env.FNHOST_TEST_VERBOSE ? (await import('../../gateway/src/log.ts')).stdoutLogger : silentLogger,
     clock: options.clock,
     runtimeMain: process.env.FNHOST_TEST_RUNTIME,
+    forwardRuntimeOutput: process.env.FNHOST_TEST_VERBOSE !== undefined,
   });
   const url = platform.url;
   const api: Harness['api'] = async (method, path, body, token = TOKEN) => {

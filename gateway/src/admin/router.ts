@@ -139,7 +139,7 @@ export function adminPanel(options: { token: AdminToken; now: () => number; dist
     ctx.status = 204;
   });
 
-  router.get(['/admin', '/admin/{*rest}'], async (ctx) => {
+  router.get('/admin{/*rest}', async (ctx) => {
     const rest = ctx.path === '/admin' ? '' : ctx.path.slice('/admin/'.length);
     if (rest.startsWith('api/')) return; // unknown API path: the 404 of the error middleware
     let relative: string;

@@ -34,7 +34,8 @@ export class PolicyCache {
 export function policyRoutes(deps: { policies: PolicyCache; functions: FunctionService; now: () => number }): Router {
   const { policies, functions } = deps;
   const router = new Router({ prefix: '/api/v1/network-policy' });
-  const actor = 'admin';
+  // Who made a change: the panel session's label, or the bearer token's holder.
+  const actor = (ctx: { state: { actor?: string } }) => ctx.state.actor ?? 'admin';
 
   router.get('/', async (ctx) => {
     const byFunction: Record<string, NetworkPolicy> = {};
@@ -47,20 +48,20 @@ export function policyRoutes(deps: { policies: PolicyCache; functions: FunctionS
 
   router.put('/global', async (ctx) => {
     const policy = validatePolicy(await readJson(ctx, limits.MAX_API_BODY_BYTES));
-    await policies.set('global', policy, actor, deps.now());
+    await policies.set('global', policy, actor(ctx), deps.now());
     ctx.body = policy;
   });
 
   router.put('/functions/:ref', async (ctx) => {
     const fn = functions.resolve(ctx.params.ref!);
     const policy = validatePolicy(await readJson(ctx, limits.MAX_API_BODY_BYTES));
-    await policies.set(fn.function_id, policy, actor, deps.now());
+    await policies.set(fn.function_id, policy, actor(ctx), deps.now());
     ctx.body = policy;
   });
 
   router.delete('/functions/:ref', async (ctx) => {
     const fn = functions.resolve(ctx.params.ref!);
-    await policies.set(fn.function_id, null, actor, deps.now());
+    await policies.set(fn.function_id, null, actor(ctx), deps.now());
     ctx.status = 204;
   });
 

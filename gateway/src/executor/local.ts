@@ -52,6 +52,8 @@ export interface LocalExecutorOptions {
   startTimeoutMs?: number;
   logger: Logger;
   metrics: Metrics;
+  /** Pass the runtimes' stdout/stderr lines through to the gateway's (default true). */
+  forwardOutput?: boolean;
   /** Called when an origin will never answer again (so the proxy can close its pool). */
   onOriginGone?: (origin: string) => void;
 }
@@ -221,12 +223,12 @@ export class LocalExecutor implements Executor {
           }
         }
         // The runtime's own lines (console output of the handler) pass through as they are.
-        process.stdout.write(line + '\n');
+        if (this.#opts.forwardOutput !== false) process.stdout.write(line + '\n');
       });
       child.stderr!.setEncoding('utf8');
       child.stderr!.on('data', (chunk: string) => {
         runtime.stderrTail = (runtime.stderrTail + chunk).slice(-4096);
-        process.stderr.write(chunk);
+        if (this.#opts.forwardOutput !== false) process.stderr.write(chunk);
       });
       child.on('error', (err) => fail(new RuntimeUnavailableError(`cannot start the runtime of function ${fn.name}: ${err.message}`, { cause: err })));
       child.on('exit', (code, signal) => {

@@ -268,6 +268,16 @@ export class Invoker {
     const { statusCode, headers: upstream, body } = response;
     const errorHeader = upstream['x-fnhost-error'];
     let errorMessage = typeof errorHeader === 'string' ? decodeURIComponentSafe(errorHeader) : null;
+    const kind = upstream['x-fnhost-error-kind'];
+    if ((kind === 'timeout' || kind === 'out_of_memory') && errorMessage !== null) {
+      // The runtime ended the call itself; the caller gets the platform's error body (docs/api-outline.md).
+      body.dump().catch(() => undefined);
+      const message = errorMessage;
+      const status = writeError(res, new FnhostError(kind === 'timeout' ? 'function_timeout' : 'function_out_of_memory', statusCode, message, { expose: true }));
+      if (kind === 'timeout') this.#o.metrics.timeouts++;
+      this.#finish(ex, status, message, true);
+      return;
+    }
     const headers = downstreamHeaders(upstream);
     if (res.destroyed) {
       // The caller left before the function answered; the function still ran.
