@@ -26,7 +26,7 @@ describe('operator CRD file', () => {
     const regexes = rules.map((r) => [...r.rule.matchAll(/matches\(r'([^']*)'\)/g)].map((m) => m[1]!));
     const toJs = (re: string) => new RegExp(re.replace(/\(\?i:([^)]*)\)/g, (_, names: string) => `(${names.split('|').map((n) => `${n}|${n.toUpperCase()}|${n[0]!.toUpperCase()}${n.slice(1)}`).join('|')})`));
     const failing = (cron: string) =>
-      rules.filter((r, i) => {
+      rules.filter((_rule, i) => {
         const [first, second] = regexes[i]!.map(toJs);
         return i === 0 ? !first!.test(cron) : first!.test(cron) && !second!.test(cron);
       }).map((r) => r.message);
