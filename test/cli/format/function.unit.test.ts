@@ -6,6 +6,15 @@ import { fn } from '../helpers/fixtures.ts';
 const plain = createPainter(false);
 
 describe('cli format: function record', () => {
+  const savedTz = process.env.TZ;
+  before(() => {
+    process.env.TZ = 'UTC';
+  });
+  after(() => {
+    if (savedTz === undefined) delete process.env.TZ;
+    else process.env.TZ = savedTz;
+  });
+
   it('describes each retention policy', () => {
     expect(retentionText({ type: 'time', days: 7 })).to.equal('time (7 days)');
     expect(retentionText({ type: 'time', days: 1 })).to.equal('time (1 day)');
@@ -14,7 +23,6 @@ describe('cli format: function record', () => {
   });
 
   it('describes a schedule: none, enabled with its next run, disabled', () => {
-    process.env.TZ = 'UTC';
     expect(scheduleText(null)).to.equal('none');
     expect(scheduleText({ cron: '0 * * * *', timezone: 'UTC', enabled: true, next_run_at: '2026-11-22T15:00:00.000Z' })).to.equal(
       '0 * * * * (UTC), next run 2026-11-22 15:00:00',

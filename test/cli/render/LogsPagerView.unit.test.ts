@@ -6,8 +6,13 @@ import { LogFollowView } from '../../../cli/src/render/LogFollowView.ts';
 import { fn, log, page } from '../helpers/fixtures.ts';
 
 describe('cli render: log views (ink-testing-library)', () => {
+  const savedTz = process.env.TZ;
   before(() => {
     process.env.TZ = 'UTC';
+  });
+  after(() => {
+    if (savedTz === undefined) delete process.env.TZ;
+    else process.env.TZ = savedTz;
   });
 
   it('shows title, header, rows with markers, footer and the keys', () => {
