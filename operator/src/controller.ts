@@ -53,14 +53,18 @@ export function superviseWatch(
 ): void {
   const backoff = new Backoff(WATCH_RESTART_BASE_MS, WATCH_RESTART_MAX_MS);
   let lastErrorAt = -Infinity;
+  let restartPending = false;
   informer.on('error', (err?: unknown) => {
-    if (opts.stopped()) return;
+    // One restart at a time: a second start() would abort the first one's request.
+    if (opts.stopped() || restartPending) return;
+    restartPending = true;
     const now = opts.clock.now();
     if (now - lastErrorAt > WATCH_STABLE_MS) backoff.reset();
     lastErrorAt = now;
     const delay = backoff.next();
     opts.onRestartScheduled?.(err, delay);
     opts.clock.setTimeout(() => {
+      restartPending = false;
       if (!opts.stopped()) informer.start().catch((e: unknown) => opts.onRestartFailed?.(e));
     }, delay);
   });

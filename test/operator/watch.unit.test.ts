@@ -45,6 +45,19 @@ describe('operator watch supervision', () => {
     expect(delays).to.deep.equal([500, 1000, 500]);
   });
 
+  it('errors while a restart is pending schedule no second restart', () => {
+    const clock = new FakeClock();
+    const informer = new FakeInformer();
+    const delays: number[] = [];
+    superviseWatch(informer, { clock, stopped: () => false, onRestartScheduled: (_e, d) => delays.push(d) });
+    informer.fail();
+    informer.fail();
+    informer.fail();
+    clock.advance(10_000);
+    expect(informer.starts).to.equal(1);
+    expect(delays).to.deep.equal([500]);
+  });
+
   it('does not restart once the controller is stopped', () => {
     const clock = new FakeClock();
     const informer = new FakeInformer();
