@@ -1,0 +1,81 @@
+// Runtime configuration: only environment variables (docs/internal-protocol.md "Starting a runtime").
+import * as limits from './limits.ts';
+
+export interface RuntimeConfig {
+  port: number;
+  host: string;
+  healthPort: number | undefined;
+  functionFile: string;
+  functionId: string;
+  functionName: string;
+  routes: string[];
+  timeoutMs: number;
+  memoryMiB: number;
+  gatewayUrl: string | undefined;
+  runtimeToken: string | undefined;
+  /** The function's own environment: the runtime's minus FNHOST_* (and the runtime's PORT/HOST). */
+  functionEnv: Record<string, string>;
+}
+
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
+
+function intVar(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number, max: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw.trim() === '') return fallback;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < min || n > max) throw new ConfigError(`${name}="${raw}" must be an integer from ${min} to ${max}`);
+  return n;
+}
+
+export function parseRoutes(raw: string | undefined): string[] {
+  if (raw === undefined || raw.trim() === '') return [];
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(raw);
+  } catch (err) {
+    throw new ConfigError(`FNHOST_ROUTES="${raw.slice(0, 100)}" is not JSON: ${(err as Error).message}`);
+  }
+  if (!Array.isArray(parsed)) throw new ConfigError(`FNHOST_ROUTES must be a JSON array of route patterns, got ${raw.slice(0, 100)}`);
+  if (parsed.length > limits.MAX_ROUTES) throw new ConfigError(`FNHOST_ROUTES has ${parsed.length} routes; the limit is ${limits.MAX_ROUTES}`);
+  for (const r of parsed) {
+    if (typeof r !== 'string' || !r.startsWith('/') || r.length > limits.MAX_ROUTE_LENGTH) {
+      throw new ConfigError(`FNHOST_ROUTES entry ${JSON.stringify(r)} must be a string starting with "/" of at most ${limits.MAX_ROUTE_LENGTH} characters`);
+    }
+  }
+  return parsed as string[];
+}
+
+/** Variables the runtime consumes itself; the handler never sees them. */
+const RUNTIME_ONLY = new Set(['PORT', 'HOST']);
+
+export function functionEnvOf(env: NodeJS.ProcessEnv): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(env)) {
+    if (v === undefined || k.startsWith('FNHOST_') || RUNTIME_ONLY.has(k)) continue;
+    out[k] = v;
+  }
+  return out;
+}
+
+export function loadConfig(env: NodeJS.ProcessEnv): RuntimeConfig {
+  const functionFile = env.FNHOST_FUNCTION_FILE?.trim();
+  if (!functionFile) throw new ConfigError('FNHOST_FUNCTION_FILE is required: the path of the function module to load');
+  const functionId = env.FNHOST_FUNCTION_ID?.trim() || 'unknown';
+  const healthRaw = env.FNHOST_HEALTH_PORT?.trim();
+  return {
+    port: intVar(env, 'PORT', 8080, 0, 65535),
+    host: env.HOST?.trim() || '0.0.0.0',
+    healthPort: healthRaw ? intVar(env, 'FNHOST_HEALTH_PORT', 0, 0, 65535) : undefined,
+    functionFile,
+    functionId,
+    functionName: env.FNHOST_FUNCTION_NAME?.trim() || 'function',
+    routes: parseRoutes(env.FNHOST_ROUTES),
+    timeoutMs: intVar(env, 'FNHOST_TIMEOUT_MS', limits.DEFAULT_TIMEOUT_MS, 1, limits.MAX_TIMEOUT_MS),
+    memoryMiB: intVar(env, 'FNHOST_MEMORY_MIB', limits.DEFAULT_MEMORY_MIB, limits.MIN_MEMORY_MIB, limits.MAX_MEMORY_MIB),
+    gatewayUrl: env.FNHOST_GATEWAY_URL?.trim().replace(/\/+$/, '') || undefined,
+    runtimeToken: env.FNHOST_RUNTIME_TOKEN || undefined,
+    functionEnv: functionEnvOf(env),
+  };
+}

@@ -1,0 +1,73 @@
+// Loads the user's module and finds its handler. A `.js` file may be ESM or CommonJS:
+// compiling it as a CommonJS function body decides (import/export or top-level await do not
+// compile there), the same test Node's own syntax detection makes, but independent of
+// whatever package.json "type" happens to sit above the file.
+import { readFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
+import { dirname, extname } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { compileFunction } from 'node:vm';
+
+export type Handler = (req: unknown, res: unknown) => unknown;
+
+export class LoadError extends Error {
+  override name = 'LoadError';
+}
+
+const ESM_SYNTAX = /Cannot use import statement|Unexpected token 'export'|import\.meta|await is only valid|Cannot use 'import\.meta'|Unexpected reserved word/;
+
+export function pickHandler(exported: unknown, kind: 'esm' | 'cjs', file: string): Handler {
+  const candidates: unknown[] = [];
+  if (kind === 'esm') {
+    const ns = exported as Record<string, unknown>;
+    candidates.push(ns.default, ns.handler, (ns.default as Record<string, unknown> | undefined)?.handler, (ns.default as Record<string, unknown> | undefined)?.default);
+  } else {
+    const m = exported as Record<string, unknown> | ((...a: unknown[]) => unknown) | undefined;
+    candidates.push(m, (m as Record<string, unknown> | undefined)?.handler, (m as Record<string, unknown> | undefined)?.default);
+  }
+  for (const c of candidates) if (typeof c === 'function') return c as Handler;
+  throw new LoadError(
+    `${file} exports no handler: use \`export default function (req, res) {…}\`, \`export function handler(req, res) {…}\` or \`module.exports = (req, res) => {…}\``,
+  );
+}
+
+async function importEsm(file: string, source: string): Promise<Record<string, unknown>> {
+  try {
+    return (await import(pathToFileURL(file).href)) as Record<string, unknown>;
+  } catch (err) {
+    // A .js ESM file under a package.json "type": "commonjs": load the source itself as a module.
+    if (err instanceof SyntaxError && ESM_SYNTAX.test(err.message) && extname(file) === '.js') {
+      return (await import('data:text/javascript;base64,' + Buffer.from(source).toString('base64'))) as Record<string, unknown>;
+    }
+    throw err;
+  }
+}
+
+function runCjs(file: string, fn: (...args: unknown[]) => unknown): unknown {
+  const module = { exports: {} as unknown, id: file, filename: file, loaded: false };
+  const require = createRequire(file);
+  fn.call(module.exports, module.exports, require, module, file, dirname(file));
+  module.loaded = true;
+  return module.exports;
+}
+
+export async function loadHandler(file: string): Promise<Handler> {
+  const ext = extname(file).toLowerCase();
+  try {
+    if (ext === '.mjs') return pickHandler(await import(pathToFileURL(file).href), 'esm', file);
+    const source = await readFile(file, 'utf8');
+    let compiled: ((...args: unknown[]) => unknown) | undefined;
+    try {
+      compiled = compileFunction(source, ['exports', 'require', 'module', '__filename', '__dirname'], { filename: file }) as (...args: unknown[]) => unknown;
+    } catch (err) {
+      if (ext === '.cjs' || !(err instanceof SyntaxError) || !ESM_SYNTAX.test(err.message)) throw err;
+    }
+    if (compiled === undefined) return pickHandler(await importEsm(file, source), 'esm', file);
+    return pickHandler(runCjs(file, compiled), 'cjs', file);
+  } catch (err) {
+    if (err instanceof LoadError) throw err;
+    const e = err as Error & { code?: string };
+    if (e.code === 'ENOENT') throw new LoadError(`the function module ${file} does not exist`, { cause: err });
+    throw new LoadError(`the function module ${file} failed to load: ${e.name ?? 'Error'}: ${e.message}`, { cause: err });
+  }
+}

@@ -1,0 +1,41 @@
+// Messages between the main thread (HTTP, health, watchdog) and the worker (user code).
+// Small, positional-ish objects: one structured clone per message; bodies travel as
+// strings or transferred ArrayBuffers.
+
+
+/** main → worker */
+export const M_REQUEST = 0;
+export const M_ABORT = 1;
+/** worker → main */
+export const W_READY = 10;
+export const W_LOAD_ERROR = 11;
+export const W_FULL = 12;
+export const W_HEAD = 13;
+export const W_CHUNK = 14;
+export const W_END = 15;
+export const W_ERROR = 16;
+
+export type Body = string | Uint8Array | undefined;
+
+export interface RequestMsg {
+  t: typeof M_REQUEST;
+  i: number;
+  m: string;
+  u: string;
+  h: string[];
+  b: Uint8Array | undefined;
+  a: string;
+}
+export interface AbortMsg { t: typeof M_ABORT; i: number }
+export type ToWorker = RequestMsg | AbortMsg;
+
+export interface ReadyMsg { t: typeof W_READY }
+export interface LoadErrorMsg { t: typeof W_LOAD_ERROR; e: string }
+/** A whole response in one message: status, flat header list [name, value, ...], body. */
+export interface FullMsg { t: typeof W_FULL; i: number; s: number; h: string[]; b: Body }
+export interface HeadMsg { t: typeof W_HEAD; i: number; s: number; h: string[] }
+export interface ChunkMsg { t: typeof W_CHUNK; i: number; b: Body }
+export interface EndMsg { t: typeof W_END; i: number; b: Body }
+/** The runtime produced the outcome: s is the status, k the x-fnhost-error-kind (empty for none), e the text. */
+export interface ErrorMsg { t: typeof W_ERROR; i: number; s: number; k: string; e: string; body: string }
+export type FromWorker = ReadyMsg | LoadErrorMsg | FullMsg | HeadMsg | ChunkMsg | EndMsg | ErrorMsg;

@@ -1,0 +1,139 @@
+// The worker thread: the only place user code runs. It loads the module, installs the
+// handler's globals and turns request messages into handler(req, res) calls. The main
+// thread watches it (heartbeat below) and ends it on timeout; an out-of-memory or
+// process.exit ends only this thread.
+import { parentPort, workerData } from 'node:worker_threads';
+import { InvalidJsonError, FnRequest, compileRoutes, parseBody } from './request.ts';
+import { FnResponse, type Sink } from './response.ts';
+import { internalClient, invocationContext, makeConsole, makeKv, policedFetch, policyCheck } from './globals.ts';
+import { loadHandler, type Handler } from './loader.ts';
+import { M_ABORT, M_REQUEST, W_ERROR, W_LOAD_ERROR, W_READY, type FromWorker, type RequestMsg, type ToWorker } from './protocol.ts';
+
+export interface WorkerData {
+  file: string;
+  functionName: string;
+  routes: string[];
+  gatewayUrl: string | undefined;
+  runtimeToken: string | undefined;
+  heartbeat: SharedArrayBuffer;
+  heartbeatMs: number;
+}
+
+const data = workerData as WorkerData;
+const port = parentPort!;
+
+// The event loop turning is what the watchdog watches: a blocked loop stops counting.
+const beat = new Int32Array(data.heartbeat);
+setInterval(() => Atomics.add(beat, 0, 1), data.heartbeatMs).unref();
+
+const rawFetch = globalThis.fetch;
+const client = internalClient(data.gatewayUrl, data.runtimeToken, rawFetch, () => 'the internal API');
+const console_ = makeConsole(data.functionName, process.stdout, process.stderr);
+Object.defineProperty(globalThis, 'console', { value: console_, writable: true, configurable: true });
+Object.defineProperty(globalThis, 'fetch', { value: policedFetch(rawFetch, policyCheck(client)), writable: true, configurable: true });
+Object.defineProperty(globalThis, 'kv', { value: makeKv(client), writable: false, configurable: false, enumerable: true });
+
+const routes = compileRoutes(data.routes);
+const live = new Map<number, FnResponse>();
+const sink: Sink = {
+  post(msg: FromWorker, transfer?: ArrayBuffer[]) {
+    port.postMessage(msg, transfer);
+  },
+  finished(id: number) {
+    live.delete(id);
+  },
+};
+
+function errorText(err: unknown): string {
+  if (err instanceof Error) return `${err.name}: ${err.message}`;
+  try {
+    return `thrown value: ${typeof err === 'string' ? err : JSON.stringify(err)}`;
+  } catch {
+    return `thrown value: ${String(err)}`;
+  }
+}
+
+/** The handler failed: answer 500 (kind exception) unless it already answered; always log it. */
+function fail(id: number, err: unknown, how: string): void {
+  const res = live.get(id);
+  const store = invocationContext.getStore();
+  const log = () => console_.error(`${how}:`, err);
+  if (store?.id === id) log();
+  else invocationContext.run({ id, executionId: executions.get(id) ?? '-' }, log);
+  if (res === undefined) return;
+  live.delete(id);
+  res.writableEnded = true;
+  const message = errorText(err);
+  port.postMessage({ t: W_ERROR, i: id, s: 500, k: 'exception', e: message, body: JSON.stringify({ error: 'function_error', message: 'the function failed; its error is in the execution log' }) } satisfies FromWorker);
+}
+
+const executions = new Map<number, string>();
+
+function handle(msg: RequestMsg, handler: Handler): void {
+  const id = msg.i;
+  const raw = msg.h;
+  let contentType: string | undefined;
+  let executionId = '-';
+  for (let i = 0; i < raw.length; i += 2) {
+    const n = raw[i]!;
+    if (n.length === 12 && n.toLowerCase() === 'content-type') contentType ??= raw[i + 1];
+    else if (n.length === 21 && n.toLowerCase() === 'x-fnhost-execution-id') executionId = raw[i + 1]!;
+  }
+  let body: unknown;
+  try {
+    body = parseBody(msg.b, contentType);
+  } catch (err) {
+    if (!(err instanceof InvalidJsonError)) throw err;
+    port.postMessage({ t: W_ERROR, i: id, s: 400, k: '', e: err.message, body: JSON.stringify({ error: 'invalid_json', message: err.message }) } satisfies FromWorker);
+    return;
+  }
+  const res = new FnResponse(id, sink, msg.m);
+  const req = new FnRequest(msg.m, msg.u, raw, msg.a, routes, body);
+  live.set(id, res);
+  executions.set(id, executionId);
+  invocationContext.run({ id, executionId }, () => {
+    try {
+      const result = handler(req, res) as Promise<unknown> | undefined;
+      if (result !== null && typeof result === 'object' && typeof result.then === 'function') {
+        result.then(
+          () => executions.delete(id),
+          (err: unknown) => {
+            fail(id, err, 'the handler rejected');
+            executions.delete(id);
+          },
+        );
+      } else executions.delete(id);
+    } catch (err) {
+      fail(id, err, 'the handler threw');
+      executions.delete(id);
+    }
+  });
+}
+
+/** An error outside the handler's own call (a timer, an unhandled rejection): blame the call it belongs to, or the only one running. */
+function orphan(err: unknown, how: string): void {
+  const store = invocationContext.getStore();
+  if (store !== undefined && live.has(store.id)) return fail(store.id, err, how);
+  if (store === undefined && live.size === 1) return fail(live.keys().next().value!, err, how);
+  console_.error(`${how} (no invocation to answer):`, err);
+}
+
+process.on('uncaughtException', (err) => orphan(err, 'uncaught exception'));
+process.on('unhandledRejection', (reason) => orphan(reason, 'unhandled rejection'));
+
+try {
+  const handler = await loadHandler(data.file);
+  port.on('message', (msg: ToWorker) => {
+    if (msg.t === M_REQUEST) handle(msg, handler);
+    else if (msg.t === M_ABORT) {
+      const res = live.get(msg.i);
+      if (res !== undefined) {
+        res.aborted = true;
+        live.delete(msg.i);
+      }
+    }
+  });
+  port.postMessage({ t: W_READY } satisfies FromWorker);
+} catch (err) {
+  port.postMessage({ t: W_LOAD_ERROR, e: (err as Error).message } satisfies FromWorker);
+}
