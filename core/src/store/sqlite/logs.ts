@@ -6,15 +6,30 @@ import type { LogStore, StoredLog } from '../../stores.ts';
 import type { SqliteDb } from './db.ts';
 
 // Execution logs on SQLite. How listings stay fast at a million records of one
-// function (performance target P3):
-// - totalCount comes from log_counts (maintained per function and class in the
-//   insert/delete transactions), minus what the retention read filter hides,
-//   and that hidden part is counted on an index from whichever side is smaller;
-// - a page is found on a covering index (fn[, class], executed_ms, seq) and only its `limit` rows are read from the table; pages past the
-//   middle are read from the other end of the index, so no OFFSET walks more
-//   than half the visible records.
+// function (performance target P3), with no COUNT over the function's records
+// and no OFFSET over more than one minute of them:
+// - log_counts holds each function's count per status class, and log_buckets
+//   its count per class per minute of executed_at (plus an all-classes row),
+//   both maintained in the transactions that insert and delete logs;
+// - totalCount is the maintained count minus what the retention read filter
+//   hides; the hidden part is the records before a position, counted as the
+//   whole minutes before it (a sum over bucket rows) plus a range count within
+//   its minute;
+// - a page starts at the k-th record from the nearer end (planPage): walk the
+//   bucket rows to the minute holding it, OFFSET within that minute on the
+//   covering index (fn[, class], executed_ms, seq), then read `limit` rows on
+//   from there.
 
 export const DAY_MS = 86_400_000;
+
+/** Width of a log_buckets row: one minute of executed_at. */
+export const BUCKET_MS = 60_000;
+/** The log_buckets class of the row counting every class together. */
+export const BUCKET_ALL = 3;
+
+export function bucketOf(executedMs: number): number {
+  return Math.floor(executedMs / BUCKET_MS);
+}
 
 /** The stored status class: what the success/error filters select on. */
 export const CLASS_OTHER = 0;
@@ -55,8 +70,14 @@ export function planPage(visible: number, limit: number, page: number): PagePlan
 type Visibility =
   | { kind: 'all' }
   | { kind: 'since'; cutoffMs: number }
-  /** Records at or after (ms, seq) in (executed_ms, seq) order are kept. */
+  /** Records at or after (ms, seq) in (executed_ms, seq) order are kept: the `kept` newest. */
   | { kind: 'from'; ms: number; seq: number; kept: number };
+
+/** A record's place in the (executed_ms, seq) order. */
+interface Position {
+  ms: number;
+  seq: number;
+}
 
 interface LogRow {
   seq: number;
@@ -93,6 +114,18 @@ export const RETENTION_CHUNK = 5000;
 
 const LOG_COLUMNS = 'seq, executed_ms, id, status_code, execution_time_ms, error_message, trigger';
 
+/** Count changes of one transaction, per function: per class, and per (bucket class, minute). */
+class CountDelta {
+  readonly perClass = [0, 0, 0];
+  readonly perBucket = new Map<string, number>();
+
+  add(cls: number, executed: number, n: number): void {
+    this.perClass[cls]! += n;
+    const bucket = bucketOf(executed);
+    for (const key of [`${cls}:${bucket}`, `${BUCKET_ALL}:${bucket}`]) this.perBucket.set(key, (this.perBucket.get(key) ?? 0) + n);
+  }
+}
+
 export class SqliteLogStore implements LogStore {
   private readonly db: SqliteDb;
 
@@ -105,26 +138,22 @@ export class SqliteLogStore implements LogStore {
       if (records.length === 0) return;
       // Validate the whole batch before writing any of it.
       const rows = records.map((r) => ({ r, ms: executedMs(r), cls: statusClass(r.status_code) }));
-      const counts = new Map<string, [number, number, number]>();
-      for (const { r, cls } of rows) {
-        let perClass = counts.get(r.function_id);
-        if (perClass === undefined) counts.set(r.function_id, (perClass = [0, 0, 0]));
-        perClass[cls]!++;
+      const deltas = new Map<string, CountDelta>();
+      for (const { r, ms, cls } of rows) {
+        let delta = deltas.get(r.function_id);
+        if (delta === undefined) deltas.set(r.function_id, (delta = new CountDelta()));
+        delta.add(cls, ms, 1);
       }
       const insert = this.db.stmt(
         'INSERT INTO logs (fn, executed_ms, class, id, status_code, execution_time_ms, error_message, trigger) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
       );
       this.db.transaction(() => {
         const keys = new Map<string, number>();
-        for (const functionId of counts.keys()) keys.set(functionId, this.keyFor(functionId));
+        for (const functionId of deltas.keys()) keys.set(functionId, this.keyFor(functionId));
         for (const { r, ms, cls } of rows) {
           insert.run(keys.get(r.function_id)!, ms, cls, r.id, r.status_code, Math.round(r.execution_time_ms), r.error_message, r.trigger);
         }
-        for (const [functionId, perClass] of counts) {
-          perClass.forEach((n, cls) => {
-            if (n > 0) this.addCount(keys.get(functionId)!, cls, n);
-          });
-        }
+        for (const [functionId, delta] of deltas) this.applyDelta(keys.get(functionId)!, delta);
       });
     });
   }
@@ -134,10 +163,11 @@ export class SqliteLogStore implements LogStore {
       const fn = this.existingKey(functionId);
       if (fn === undefined) return { logs: [], pagination: paginate(0, query.limit, query.page) };
       const cls = filterClass(query.status);
-      const visibility = this.visibility(fn, retention, now);
-      const totalCount = this.visibleCount(fn, cls, visibility);
+      const stored = this.storedCount(fn, cls);
+      const hidden = stored === 0 ? 0 : this.hiddenCount(fn, cls, this.visibility(fn, retention, now));
+      const totalCount = stored - hidden;
       const plan = planPage(totalCount, query.limit, query.page);
-      const logs = plan === null ? [] : this.readPage(fn, functionId, cls, visibility, plan);
+      const logs = plan === null ? [] : this.readPage(fn, functionId, cls, hidden, plan);
       return { logs, pagination: paginate(totalCount, query.limit, query.page) };
     });
   }
@@ -146,8 +176,8 @@ export class SqliteLogStore implements LogStore {
    * Deletes what the policy hides, oldest first, in transactions of at most
    * RETENTION_CHUNK rows, yielding to the event loop between them: a sweep of
    * a million records never holds the (single, synchronous) connection for
-   * more than a few milliseconds at a time. Each chunk's RETURNING classes
-   * move the maintained counts by exactly what it removed.
+   * more than a few milliseconds at a time. Each chunk's RETURNING rows move
+   * the maintained counts by exactly what it removed.
    */
   applyRetention(functionId: string, retention: RetentionPolicy, now: number): Promise<number> {
     return this.db.guardAsync('log retention', async () => {
@@ -155,21 +185,21 @@ export class SqliteLogStore implements LogStore {
       if (fn === undefined) return 0;
       const visibility = this.visibility(fn, retention, now);
       if (visibility.kind === 'all') return 0;
-      const [where, params] = hiddenPredicate(visibility);
+      const [where, params] = visibility.kind === 'since'
+        ? ['executed_ms < ?', [visibility.cutoffMs]]
+        : ['(executed_ms, seq) < (?, ?)', [visibility.ms, visibility.seq]];
       const sql = `DELETE FROM logs WHERE seq IN (
           SELECT seq FROM logs INDEXED BY logs_by_time WHERE fn = ? AND ${where}
           ORDER BY executed_ms, seq LIMIT ?
-        ) RETURNING class`;
+        ) RETURNING class, executed_ms`;
       let deleted = 0;
       for (;;) {
         const removed = this.db.transaction(() => {
-          const classes = this.db.all<{ class: number }>(sql, fn, ...params, RETENTION_CHUNK);
-          const perClass = [0, 0, 0];
-          for (const row of classes) perClass[row.class]!++;
-          perClass.forEach((n, cls) => {
-            if (n > 0) this.addCount(fn, cls, -n);
-          });
-          return classes.length;
+          const gone = this.db.all<{ class: number; executed_ms: number }>(sql, fn, ...params, RETENTION_CHUNK);
+          const delta = new CountDelta();
+          for (const row of gone) delta.add(row.class, row.executed_ms, -1);
+          this.applyDelta(fn, delta);
+          return gone.length;
         });
         deleted += removed;
         if (removed < RETENTION_CHUNK) return deleted;
@@ -185,6 +215,7 @@ export class SqliteLogStore implements LogStore {
         if (fn === undefined) return 0;
         const deleted = Number(this.db.run('DELETE FROM logs WHERE fn = ?', fn).changes);
         this.db.run('DELETE FROM log_counts WHERE fn = ?', fn);
+        this.db.run('DELETE FROM log_buckets WHERE fn = ?', fn);
         this.db.run('DELETE FROM log_functions WHERE fn = ?', fn);
         return deleted;
       }),
@@ -200,11 +231,19 @@ export class SqliteLogStore implements LogStore {
     return this.existingKey(functionId) ?? Number(this.db.run('INSERT INTO log_functions (function_id) VALUES (?)', functionId).lastInsertRowid);
   }
 
-  private addCount(fn: number, cls: number, n: number): void {
-    this.db.run(
-      'INSERT INTO log_counts (fn, class, n) VALUES (?, ?, ?) ON CONFLICT (fn, class) DO UPDATE SET n = n + excluded.n',
-      fn, cls, n,
-    );
+  private applyDelta(fn: number, delta: CountDelta): void {
+    delta.perClass.forEach((n, cls) => {
+      if (n !== 0) {
+        this.db.run('INSERT INTO log_counts (fn, class, n) VALUES (?, ?, ?) ON CONFLICT (fn, class) DO UPDATE SET n = n + excluded.n', fn, cls, n);
+      }
+    });
+    for (const [key, n] of delta.perBucket) {
+      if (n === 0) continue;
+      const [cls, bucket] = key.split(':').map(Number) as [number, number];
+      this.db.run('INSERT INTO log_buckets (fn, class, bucket, n) VALUES (?, ?, ?, ?) ON CONFLICT (fn, class, bucket) DO UPDATE SET n = n + excluded.n', fn, cls, bucket, n);
+      // Emptied minutes go, so bucket walks only meet minutes that hold records.
+      if (n < 0) this.db.run('DELETE FROM log_buckets WHERE fn = ? AND class = ? AND bucket = ? AND n <= 0', fn, cls, bucket);
+    }
   }
 
   /** The maintained count of a function's records, of one class or all. */
@@ -215,7 +254,7 @@ export class SqliteLogStore implements LogStore {
     return row?.n ?? 0;
   }
 
-  /** Resolves the policy into a boundary on (executed_ms, seq). */
+  /** Resolves the policy into a position in (executed_ms, seq) order before which records are hidden. */
   private visibility(fn: number, retention: RetentionPolicy, now: number): Visibility {
     if (retention.type === 'time') return { kind: 'since', cutoffMs: now - retention.days * DAY_MS };
     if (retention.type === 'none') return { kind: 'all' };
@@ -223,57 +262,73 @@ export class SqliteLogStore implements LogStore {
     if (total <= retention.count) return { kind: 'all' };
     // The oldest kept record: the count-th newest, found from whichever end is nearer.
     const hidden = total - retention.count;
-    const boundary = hidden < retention.count
-      ? this.db.get<{ ms: number; seq: number }>(
-        'SELECT executed_ms AS ms, seq FROM logs INDEXED BY logs_by_time WHERE fn = ? ORDER BY executed_ms ASC, seq ASC LIMIT 1 OFFSET ?',
-        fn, hidden,
-      )
-      : this.db.get<{ ms: number; seq: number }>(
-        'SELECT executed_ms AS ms, seq FROM logs INDEXED BY logs_by_time WHERE fn = ? ORDER BY executed_ms DESC, seq DESC LIMIT 1 OFFSET ?',
-        fn, retention.count - 1,
-      );
+    const boundary = hidden < retention.count ? this.nth(fn, null, false, hidden) : this.nth(fn, null, true, retention.count - 1);
     if (boundary === undefined) return { kind: 'all' };
     return { kind: 'from', ms: boundary.ms, seq: boundary.seq, kept: retention.count };
   }
 
-  /**
-   * How many records of the class are visible: the maintained count minus the
-   * hidden ones, or the visible ones counted directly when those are fewer,
-   * so an index range of at most half the records is ever counted.
-   */
-  private visibleCount(fn: number, cls: number | null, visibility: Visibility): number {
-    const stored = this.storedCount(fn, cls);
-    if (visibility.kind === 'all' || stored === 0) return stored;
-    // Under count retention every class together is exactly the window.
-    if (visibility.kind === 'from' && cls === null) return visibility.kept;
-    const [hiddenWhere, hiddenParams] = hiddenPredicate(visibility);
-    const [visibleWhere, visibleParams] = visiblePredicate(visibility);
-    const [index, classWhere, classParams] = indexFor(cls);
-    const half = Math.floor(stored / 2) + 1;
-    const hidden = this.db.get<{ n: number }>(
-      `SELECT count(*) AS n FROM (SELECT 1 FROM logs INDEXED BY ${index} WHERE fn = ?${classWhere} AND ${hiddenWhere} LIMIT ?)`,
-      fn, ...classParams, ...hiddenParams, half,
-    )!.n;
-    if (hidden < half) return stored - hidden;
-    return this.db.get<{ n: number }>(
-      `SELECT count(*) AS n FROM logs INDEXED BY ${index} WHERE fn = ?${classWhere} AND ${visibleWhere}`,
-      fn, ...classParams, ...visibleParams,
-    )!.n;
+  /** How many records of the class the read filter hides (they are always the oldest). */
+  private hiddenCount(fn: number, cls: number | null, visibility: Visibility): number {
+    if (visibility.kind === 'all') return 0;
+    if (visibility.kind === 'from' && cls === null) return this.storedCount(fn, null) - visibility.kept;
+    return visibility.kind === 'since'
+      ? this.countBefore(fn, cls, { ms: visibility.cutoffMs, seq: 0 })
+      : this.countBefore(fn, cls, visibility);
   }
 
-  private readPage(fn: number, functionId: string, cls: number | null, visibility: Visibility, plan: PagePlan): ExecutionLog[] {
+  /** Records of the class strictly before `at` in (executed_ms, seq) order: whole minutes from log_buckets, the rest on the index. */
+  private countBefore(fn: number, cls: number | null, at: Position): number {
+    const bucket = bucketOf(at.ms);
+    const whole = this.db.get<{ n: number | null }>(
+      'SELECT sum(n) AS n FROM log_buckets WHERE fn = ? AND class = ? AND bucket < ?', fn, cls ?? BUCKET_ALL, bucket,
+    )!.n ?? 0;
     const [index, classWhere, classParams] = indexFor(cls);
-    const [where, params] = visibility.kind === 'all' ? ['1', []] as [string, SQLInputValue[]] : visiblePredicate(visibility);
-    const direction = plan.fromNewest ? 'DESC' : 'ASC';
+    const partial = this.db.get<{ n: number }>(
+      `SELECT count(*) AS n FROM logs INDEXED BY ${index} WHERE fn = ?${classWhere} AND executed_ms >= ? AND (executed_ms, seq) < (?, ?)`,
+      fn, ...classParams, bucket * BUCKET_MS, at.ms, at.seq,
+    )!.n;
+    return whole + partial;
+  }
+
+  /**
+   * The position of the k-th (0-based) record of the class counted from the
+   * newest or the oldest end: walk the minute buckets from that end to the one
+   * holding it, then skip within that minute on the index.
+   */
+  private nth(fn: number, cls: number | null, fromNewest: boolean, k: number): Position | undefined {
+    const direction = fromNewest ? 'DESC' : 'ASC';
+    const buckets = this.db.stmt(`SELECT bucket, n FROM log_buckets WHERE fn = ? AND class = ? ORDER BY bucket ${direction}`);
+    let before = 0;
+    for (const row of buckets.iterate(fn, cls ?? BUCKET_ALL) as Iterable<{ bucket: number; n: number }>) {
+      if (before + row.n > k) {
+        const [index, classWhere, classParams] = indexFor(cls);
+        return this.db.get<Position>(
+          `SELECT executed_ms AS ms, seq FROM logs INDEXED BY ${index}
+           WHERE fn = ?${classWhere} AND executed_ms >= ? AND executed_ms < ?
+           ORDER BY executed_ms ${direction}, seq ${direction} LIMIT 1 OFFSET ?`,
+          fn, ...classParams, row.bucket * BUCKET_MS, (row.bucket + 1) * BUCKET_MS, k - before,
+        );
+      }
+      before += row.n;
+    }
+    return undefined;
+  }
+
+  private readPage(fn: number, functionId: string, cls: number | null, hidden: number, plan: PagePlan): ExecutionLog[] {
+    // Hidden records are the oldest, so from the oldest end the page starts past them.
+    const anchor = plan.fromNewest ? this.nth(fn, cls, true, plan.skip) : this.nth(fn, cls, false, hidden + plan.skip);
+    if (anchor === undefined) return [];
+    const [index, classWhere, classParams] = indexFor(cls);
+    const [compare, direction] = plan.fromNewest ? ['<=', 'DESC'] : ['>=', 'ASC'];
     // The inner query walks the covering index only; the outer one reads just
     // the page's rows from the table.
     const rows = this.db.all<LogRow>(
       `SELECT ${LOG_COLUMNS} FROM logs WHERE seq IN (
          SELECT seq FROM logs INDEXED BY ${index}
-         WHERE fn = ?${classWhere} AND ${where}
-         ORDER BY executed_ms ${direction}, seq ${direction} LIMIT ? OFFSET ?
+         WHERE fn = ?${classWhere} AND (executed_ms, seq) ${compare} (?, ?)
+         ORDER BY executed_ms ${direction}, seq ${direction} LIMIT ?
        ) ORDER BY executed_ms DESC, seq DESC`,
-      fn, ...classParams, ...params, plan.take, plan.skip,
+      fn, ...classParams, anchor.ms, anchor.seq, plan.take,
     );
     return rows.map((row) => toLog(row, functionId));
   }
@@ -281,16 +336,4 @@ export class SqliteLogStore implements LogStore {
 
 function indexFor(cls: number | null): [string, string, SQLInputValue[]] {
   return cls === null ? ['logs_by_time', '', []] : ['logs_by_class_time', ' AND class = ?', [cls]];
-}
-
-function visiblePredicate(visibility: Exclude<Visibility, { kind: 'all' }>): [string, SQLInputValue[]] {
-  return visibility.kind === 'since'
-    ? ['executed_ms >= ?', [visibility.cutoffMs]]
-    : ['(executed_ms, seq) >= (?, ?)', [visibility.ms, visibility.seq]];
-}
-
-function hiddenPredicate(visibility: Exclude<Visibility, { kind: 'all' }>): [string, SQLInputValue[]] {
-  return visibility.kind === 'since'
-    ? ['executed_ms < ?', [visibility.cutoffMs]]
-    : ['(executed_ms, seq) < (?, ?)', [visibility.ms, visibility.seq]];
 }

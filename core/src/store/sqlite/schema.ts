@@ -5,7 +5,7 @@ import { StoreError } from '../../errors.ts';
 // version a database file was last migrated to; MIGRATIONS[i] moves a database
 // from version i to i + 1, so a later release appends, never edits.
 
-export const SCHEMA_VERSION = 1;
+export const SCHEMA_VERSION = 2;
 
 const MIGRATIONS: readonly string[] = [
   // 0 -> 1: the first schema.
@@ -85,6 +85,22 @@ const MIGRATIONS: readonly string[] = [
     before TEXT,
     after  TEXT
   );
+  `,
+  // 1 -> 2: per-minute log counts, so positions and counts never walk more
+  // than a minute of one function's records (see logs.ts).
+  `
+  CREATE TABLE IF NOT EXISTS log_buckets (
+    fn     INTEGER NOT NULL,
+    class  INTEGER NOT NULL,              -- 0, 1, 2 as in logs; 3 counts every class
+    bucket INTEGER NOT NULL,              -- floor(executed_ms / 60000)
+    n      INTEGER NOT NULL,
+    PRIMARY KEY (fn, class, bucket)
+  ) WITHOUT ROWID;
+  INSERT INTO log_buckets (fn, class, bucket, n)
+    SELECT fn, class, (executed_ms - ((executed_ms % 60000) + 60000) % 60000) / 60000 AS b, count(*)
+    FROM logs GROUP BY fn, class, b;
+  INSERT INTO log_buckets (fn, class, bucket, n)
+    SELECT fn, 3, bucket, sum(n) FROM log_buckets GROUP BY fn, bucket;
   `,
 ];
 
