@@ -301,12 +301,17 @@ export class SqliteLogStore implements LogStore {
     let before = 0;
     for (const row of buckets.iterate(fn, cls ?? BUCKET_ALL) as Iterable<{ bucket: number; n: number }>) {
       if (before + row.n > k) {
+        // Within the minute, skip from whichever of its ends is nearer (a
+        // burst can put many records in one minute).
+        const within = k - before;
+        const flip = within > (row.n - 1) / 2;
+        const inner = fromNewest !== flip ? 'DESC' : 'ASC';
         const [index, classWhere, classParams] = indexFor(cls);
         return this.db.get<Position>(
           `SELECT executed_ms AS ms, seq FROM logs INDEXED BY ${index}
            WHERE fn = ?${classWhere} AND executed_ms >= ? AND executed_ms < ?
-           ORDER BY executed_ms ${direction}, seq ${direction} LIMIT 1 OFFSET ?`,
-          fn, ...classParams, row.bucket * BUCKET_MS, (row.bucket + 1) * BUCKET_MS, k - before,
+           ORDER BY executed_ms ${inner}, seq ${inner} LIMIT 1 OFFSET ?`,
+          fn, ...classParams, row.bucket * BUCKET_MS, (row.bucket + 1) * BUCKET_MS, flip ? row.n - 1 - within : within,
         );
       }
       before += row.n;
