@@ -59,13 +59,17 @@ describe('fnhost CLI in a terminal (tmux)', function () {
     screen = await t.waitForScreen((s) => s.includes('s status: error') && s.includes('Page 1 of 1 (2 total)'), 'the error filter');
     expect(screen).to.match(/✗ 404/);
     expect(screen).to.match(/✗ 500/);
+    // r reloads: a new error appears without leaving the pager.
+    expect((await runCli(['function:test', 'paged', '--data', '{"status":418}'], { env: p.env })).code).to.equal(0);
+    await t.sendKeys('r');
+    screen = await t.waitForScreen((s) => s.includes('Page 1 of 2 (3 total)') && /✗ 418/.test(s), 'the reloaded error page');
     await t.sendKeys('q');
     expect(await t.waitForExit()).to.equal(0);
   });
 
   it('--follow shows new executions as they arrive, and q stops it', async () => {
     const t = await terminal(['function:logs', 'paged', '--follow', '--interval', '0.2', '--limit', '3']);
-    await t.waitForScreen((s) => s.includes('3 shown'), 'the first three rows');
+    await t.waitForScreen((s) => s.includes('3 shown') && s.includes('following every 0.2s'), 'the first three rows');
     expect((await runCli(['function:test', 'paged', '--data', '{"status":202}'], { env: p.env })).code).to.equal(0);
     const screen = await t.waitForScreen((s) => s.includes('4 shown') && s.includes('✓ 202'), 'the new row');
     expect(screen.match(/Execution logs for paged/g)).to.have.length(1);

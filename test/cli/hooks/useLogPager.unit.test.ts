@@ -58,4 +58,20 @@ describe('cli hooks: useLogPager', () => {
     await until(() => lastFrame() === 'page 1 server gone', 'the error');
     unmount();
   });
+
+  it('from a page past the end, previous goes to the last page', async () => {
+    const queries: LogQuery[] = [];
+    let pager: LogPager | undefined;
+    function Probe() {
+      pager = useLogPager(async (q) => (queries.push(q), page([log()], 3, 1, q.page)), { status: 'all', limit: 1, page: 9 }, page([], 3, 1, 9));
+      return h(Text, null, `page ${pager.page.pagination.currentPage}`);
+    }
+    const { lastFrame, unmount } = render(h(Probe));
+    pager!.nextPage();
+    expect(queries).to.have.length(0);
+    pager!.prevPage();
+    await until(() => lastFrame() === 'page 3', 'the last page');
+    expect(queries[0]!.page).to.equal(3);
+    unmount();
+  });
 });
