@@ -55,10 +55,11 @@ async function realPlatform(): Promise<Server> {
   const start = helper.startGateway;
   if (typeof start !== 'function') throw new Error('test/helpers/platform.ts exports no startGateway');
   const platform = await start();
-  const { mkdtempSync, writeFileSync } = await import('node:fs');
+  const { mkdtempSync, rmSync, writeFileSync } = await import('node:fs');
   const { join } = await import('node:path');
   const { tmpdir } = await import('node:os');
-  const file = join(mkdtempSync(join(tmpdir(), 'fnhost-bench-')), 'fn.js');
+  const dir = mkdtempSync(join(tmpdir(), 'fnhost-bench-'));
+  const file = join(dir, 'fn.js');
   writeFileSync(file, "export default (req, res) => { if (req.body && req.body.fail) throw new Error('boom'); res.json({ ok: true }); };\n");
   const env = { ...process.env, FNHOST_URL: platform.url, FNHOST_TOKEN: platform.token };
   const created = spawnSync(process.execPath, [BIN, 'function:create', 'bench', '--file', file], { env, encoding: 'utf8' });
@@ -66,7 +67,10 @@ async function realPlatform(): Promise<Server> {
   for (let i = 0; i < 60; i++) {
     spawnSync(process.execPath, [BIN, 'function:test', 'bench', '--data', i % 5 === 0 ? '{"fail":true}' : '{}'], { env, encoding: 'utf8' });
   }
-  return { url: platform.url, token: platform.token, fn: 'bench', kind: 'real platform (test/helpers/platform.ts)', stop: () => platform.stop() };
+  return { url: platform.url, token: platform.token, fn: 'bench', kind: 'real platform (test/helpers/platform.ts)', stop: async () => {
+    await platform.stop();
+    rmSync(dir, { recursive: true, force: true });
+  } };
 }
 
 /** Wall time of one run, spawned asynchronously so an in-process stub server keeps answering. */
