@@ -1,11 +1,12 @@
 import { readFile, stat } from 'node:fs/promises';
-import { extname, join, normalize, sep } from 'node:path';
+import { extname, join, normalize, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Context } from 'koa';
 import Router from '@koa/router';
 import { FnhostError, ValidationError } from '@fnhost/core';
 import { UnauthorizedError, sameSecret, type AdminToken } from '../auth.ts';
 import { readJson } from '../api/body.ts';
+import { ConfigError } from '../config.ts';
 import { CSRF_HEADER, SAFE_METHODS, SessionStore, clearedCookie, expiresAt, originAllowed, readSessionCookie, sameToken, sessionCookie, type Session } from './session.ts';
 
 // The admin panel: the built page (admin/dist) at /admin, the sign-in and
@@ -47,8 +48,8 @@ export class ForbiddenError extends FnhostError {
 }
 
 export class PanelNotBuiltError extends FnhostError {
-  constructor(dir: string) {
-    super('admin_not_built', 503, `the admin panel is not built (no ${dir}index.html): run npm run build -w admin`, { expose: true });
+  constructor(file: string) {
+    super('admin_not_built', 503, `the admin panel is not built (no ${file}): run npm run build -w admin`, { expose: true });
   }
 }
 
@@ -73,11 +74,31 @@ function setSecurityHeaders(ctx: Context): void {
   ctx.set('cross-origin-resource-policy', 'same-origin');
 }
 
+/**
+ * Session lifetimes from FNHOST_ADMIN_SESSION_IDLE_SECONDS (default 1800) and
+ * FNHOST_ADMIN_SESSION_MAX_SECONDS (default 28800); a bad value stops the start.
+ */
+export function sessionTimesFromEnv(env: Record<string, string | undefined>): { idleMs?: number; maxAgeMs?: number } {
+  const read = (name: string): number | undefined => {
+    const raw = env[name]?.trim();
+    if (raw === undefined || raw === '') return undefined;
+    if (!/^\d{1,7}$/.test(raw) || Number(raw) < 1) throw new ConfigError(`${name}="${raw}" is not a number of seconds from 1 to 9999999`);
+    return Number(raw) * 1000;
+  };
+  return { idleMs: read('FNHOST_ADMIN_SESSION_IDLE_SECONDS'), maxAgeMs: read('FNHOST_ADMIN_SESSION_MAX_SECONDS') };
+}
+
 export function adminPanel(options: { token: AdminToken; now: () => number; distDir?: string; idleMs?: number; maxAgeMs?: number }): AdminPanel {
-  const dist = options.distDir ?? DEFAULT_ADMIN_DIST;
-  const sessions = new SessionStore({ now: options.now, idleMs: options.idleMs, maxAgeMs: options.maxAgeMs });
+  const dist = resolve(options.distDir ?? DEFAULT_ADMIN_DIST);
+  const fromEnv = sessionTimesFromEnv(process.env);
+  const sessions = new SessionStore({ now: options.now, idleMs: options.idleMs ?? fromEnv.idleMs, maxAgeMs: options.maxAgeMs ?? fromEnv.maxAgeMs });
   const sweeper = setInterval(() => sessions.sweep(), 60_000);
   sweeper.unref();
+
+  const checkOrigin = (ctx: Context): void => {
+    const origin = ctx.get('origin') || undefined;
+    if (!originAllowed(origin, ctx.protocol, ctx.host)) throw new ForbiddenError(`request Origin "${(origin ?? '').slice(0, 200)}" is not this gateway (${ctx.protocol}://${ctx.host})`);
+  };
 
   const sessionOf = (ctx: Context): { id: string; session: Session } | undefined => {
     const id = readSessionCookie(ctx.get('cookie') || undefined);
@@ -87,7 +108,7 @@ export function adminPanel(options: { token: AdminToken; now: () => number; dist
 
   /** CSRF defence for a state change made with the session cookie. */
   const checkStateChange = (ctx: Context, session: Session): void => {
-    if (!originAllowed(ctx.get('origin') || undefined, ctx.origin)) throw new ForbiddenError(`request Origin "${ctx.get('origin').slice(0, 200)}" is not this gateway (${ctx.origin})`);
+    checkOrigin(ctx);
     const presented = ctx.get(CSRF_HEADER);
     if (presented === '' || !sameToken(presented, session.csrf)) throw new ForbiddenError(`a state change with the panel session needs the ${CSRF_HEADER} header of this session`);
   };
@@ -115,7 +136,7 @@ export function adminPanel(options: { token: AdminToken; now: () => number; dist
   router.post('/admin/api/session', async (ctx) => {
     ctx.set('cache-control', 'no-store');
     // Sign-in is a state change too (login CSRF): only from a page of this gateway.
-    if (!originAllowed(ctx.get('origin') || undefined, ctx.origin)) throw new ForbiddenError(`request Origin "${ctx.get('origin').slice(0, 200)}" is not this gateway (${ctx.origin})`);
+    checkOrigin(ctx);
     const body = await readJson(ctx, 4096);
     const token = (body as { token?: unknown } | undefined)?.token;
     if (typeof token !== 'string' || token === '') throw new ValidationError('sign-in needs a JSON body {"token": "<admin token>"}');
@@ -149,7 +170,7 @@ export function adminPanel(options: { token: AdminToken; now: () => number; dist
       throw new ValidationError(`path "${ctx.path.slice(0, 200)}" is not valid percent-encoding`);
     }
     let file = join(dist, relative);
-    if (!file.startsWith(dist) || relative.split(sep).includes('..')) return;
+    if ((file !== dist && !file.startsWith(dist + sep)) || relative.split(sep).includes('..')) return;
     let info = await stat(file).catch(() => undefined);
     const asset = rest.startsWith('assets/');
     if (info === undefined || !info.isFile()) {
@@ -157,7 +178,7 @@ export function adminPanel(options: { token: AdminToken; now: () => number; dist
       if (asset || extname(rest) !== '') return;
       file = join(dist, 'index.html');
       info = await stat(file).catch(() => undefined);
-      if (info === undefined) throw new PanelNotBuiltError(dist);
+      if (info === undefined) throw new PanelNotBuiltError(join(dist, 'index.html'));
     }
     ctx.type = TYPES[extname(file)] ?? 'application/octet-stream';
     // Built assets carry a content hash in their names; the page itself is always fetched again.

@@ -114,11 +114,16 @@ export function readSessionCookie(header: string | undefined): string | undefine
  * Does the Origin header (when the browser sent one) name this gateway?
  * Browsers send Origin on every cross-origin request and on same-origin
  * POST/PUT/PATCH/DELETE; a request without it is not from a page of
- * another site, and still needs the CSRF token.
+ * another site, and still needs the CSRF token. (Koa 3's ctx.origin is
+ * this header, not the server's own origin, so the own origin is built
+ * from the request's protocol and Host.) An https Origin for the same host
+ * is accepted on a plain-http request: a TLS proxy in front of a gateway
+ * that does not trust X-Forwarded-Proto.
  */
-export function originAllowed(origin: string | undefined, ownOrigin: string): boolean {
+export function originAllowed(origin: string | undefined, protocol: string, host: string): boolean {
   if (origin === undefined || origin === '') return true;
-  return origin === ownOrigin;
+  if (origin === `${protocol}://${host}`) return true;
+  return protocol === 'http' && origin === `https://${host}`;
 }
 
 export const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);

@@ -182,6 +182,9 @@ export class LocalExecutor implements Executor {
       FNHOST_RUNTIME_TOKEN: this.#opts.tokens.tokenFor(fn.function_id),
     };
     if (process.env.TZ !== undefined && env.TZ === undefined) env.TZ = process.env.TZ;
+    // Node's compile cache cuts a runtime's start (the TypeScript of runtime-image compiled once per
+    // machine, not per process): about 2-3x faster create → first 200 (bench/gateway.ts, P5).
+    if (env.NODE_COMPILE_CACHE === undefined) env.NODE_COMPILE_CACHE = join(this.#opts.dataDir, 'compile-cache');
     // A process-wide heap cap as a backstop (the runtime limits the handler itself, FNHOST_MEMORY_MIB).
     const heapCap = `--max-old-space-size=${fn.memory_mib + RUNTIME_HEAP_HEADROOM_MIB}`;
     const child = spawn(process.execPath, [heapCap, this.#opts.runtimeMain ?? DEFAULT_RUNTIME_MAIN], {

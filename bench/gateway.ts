@@ -1,0 +1,159 @@
+// P1 (gateway invocation path) and P5 (create → first 200) on one machine.
+//
+//   node bench/gateway.ts [--seconds 6] [--connections 50]
+//
+// Four servers, each in its own process, loaded one after the other by
+// autocannon from this process (so on 2 shared cores only ratios in one run
+// mean anything):
+//   bare    a node:http hello world
+//   runtime the fnhost runtime (runtime-image/src/main.ts) serving a hello function, called directly
+//   hop     a minimal node:http server proxying to that runtime with an undici Pool (P1's yardstick)
+//   gateway the real gateway (test/helpers/platform.ts) invoking the same function, logs recorded
+// Then the latency added by the gateway at half of its max rate, and P5:
+// function create → first 200 through the gateway vs `node -e 0`.
+
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { cpus, loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { startGateway } from '../test/helpers/platform.ts';
+
+const { values } = parseArgs({ options: { seconds: { type: 'string', default: '6' }, connections: { type: 'string', default: '50' } } });
+const SECONDS = Number(values.seconds);
+const CONNECTIONS = Number(values.connections);
+const RUNTIME_MAIN = fileURLToPath(new URL('../runtime-image/src/main.ts', import.meta.url));
+const UNDICI = fileURLToPath(import.meta.resolve('undici'));
+const HELLO = `export default (req, res) => res.json({ hello: 'world' })`;
+
+// autocannon ships no types.
+const autocannon = (await import('autocannon' as string)).default as (opts: Record<string, unknown>) => Promise<{
+  requests: { average: number };
+  latency: { p50: number; p99: number; average: number };
+  non2xx: number;
+  errors: number;
+  timeouts: number;
+}>;
+
+const children: ChildProcess[] = [];
+
+/** Starts `node -e <code>` (or a file) and waits for a JSON line with `port`. */
+async function startServer(args: string[], env: Record<string, string> = {}): Promise<string> {
+  const child = spawn(process.execPath, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
+  children.push(child);
+  return await new Promise<string>((resolve, reject) => {
+    const lines = createInterface({ input: child.stdout! });
+    lines.on('line', (line) => {
+      try {
+        const parsed = JSON.parse(line) as { port?: number };
+        if (typeof parsed.port === 'number') resolve(`http://127.0.0.1:${parsed.port}`);
+      } catch {
+        // other output
+      }
+    });
+    child.once('exit', (code) => reject(new Error(`server exited with ${code}`)));
+  });
+}
+
+const BARE = `
+const http = require('node:http');
+const body = JSON.stringify({ hello: 'world' });
+const s = http.createServer((req, res) => { res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) }); res.end(body); });
+s.keepAliveTimeout = 65000;
+s.listen(0, '127.0.0.1', () => console.log(JSON.stringify({ port: s.address().port })));`;
+
+const HOP = (upstream: string) => `
+const http = require('node:http');
+const { Pool } = require(${JSON.stringify(UNDICI)});
+const pool = new Pool(${JSON.stringify(upstream)}, { connections: 128 });
+const s = http.createServer(async (req, res) => {
+  try {
+    const r = await pool.request({ path: req.url, method: req.method, headers: req.headers, body: req.method === 'GET' ? null : req });
+    const data = Buffer.from(await r.body.arrayBuffer());
+    res.writeHead(r.statusCode, { 'content-type': r.headers['content-type'], 'content-length': data.length });
+    res.end(data);
+  } catch (e) { res.writeHead(502); res.end(); }
+});
+s.keepAliveTimeout = 65000;
+s.listen(0, '127.0.0.1', () => console.log(JSON.stringify({ port: s.address().port })));`;
+
+interface Row {
+  name: string;
+  rps: number;
+  p50: number;
+  p99: number;
+  errors: number;
+}
+
+async function load(name: string, url: string, extra: Record<string, unknown> = {}): Promise<Row> {
+  await autocannon({ url, connections: CONNECTIONS, duration: 1 }); // warm-up
+  const r = await autocannon({ url, connections: CONNECTIONS, duration: SECONDS, ...extra });
+  return { name, rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, errors: r.errors + r.timeouts + r.non2xx };
+}
+
+function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.floor(s.length / 2)]!;
+}
+
+const dir = await mkdtemp(join(tmpdir(), 'fnhost-bench-'));
+try {
+  const file = join(dir, 'hello.mjs');
+  await writeFile(file, HELLO);
+  const bareUrl = await startServer(['-e', BARE]);
+  const runtimeUrl = await startServer([RUNTIME_MAIN], { PORT: '0', HOST: '127.0.0.1', FNHOST_FUNCTION_FILE: file, FNHOST_FUNCTION_ID: '00000000-0000-4000-8000-000000000001', FNHOST_FUNCTION_NAME: 'hello' });
+  const hopUrl = await startServer(['-e', HOP(runtimeUrl)]);
+  const gw = await startGateway({ env: { FNHOST_QUIET: '1' } });
+  const auth = { authorization: `Bearer ${gw.token}`, 'content-type': 'application/json' };
+  const created = await (await fetch(`${gw.url}/api/v1/functions`, { method: 'POST', headers: auth, body: JSON.stringify({ name: 'hello', code: HELLO }) })).json();
+  const invokeUrl = created.invocation_url as string;
+
+  const rows: Row[] = [];
+  for (const [name, url] of [['bare node:http', bareUrl], ['runtime direct', runtimeUrl + '/'], ['undici hop → runtime', hopUrl + '/'], ['gateway → runtime', invokeUrl]] as const) {
+    rows.push(await load(name, url));
+  }
+  const [bare, runtime, hop, gateway] = rows as [Row, Row, Row, Row];
+  // Latency at half of the gateway's max rate, gateway vs the runtime directly.
+  const rate = Math.floor(gateway.rps / 2);
+  const halfRuntime = await load('runtime direct @ half', runtimeUrl + '/', { overallRate: rate });
+  const halfGateway = await load('gateway @ half', invokeUrl, { overallRate: rate });
+
+  // P5: create → first 200, and node -e 0.
+  const p5: number[] = [];
+  for (let i = 0; i < 5; i++) {
+    const t0 = performance.now();
+    const fn = await (await fetch(`${gw.url}/api/v1/functions`, { method: 'POST', headers: auth, body: JSON.stringify({ name: `p5-${i}`, code: HELLO }) })).json();
+    for (;;) {
+      const r = await fetch(fn.invocation_url);
+      await r.arrayBuffer();
+      if (r.status === 200) break;
+    }
+    p5.push(performance.now() - t0);
+  }
+  const nodeStart: number[] = [];
+  for (let i = 0; i < 5; i++) {
+    const t0 = performance.now();
+    spawnSync(process.execPath, ['-e', '0']);
+    nodeStart.push(performance.now() - t0);
+  }
+  const metrics = await (await fetch(`${gw.url}/metrics`)).text();
+  const dropped = /fnhost_log_records_dropped_total (\d+)/.exec(metrics)?.[1];
+  await gw.stop();
+
+  console.log(`fnhost gateway bench — ${new Date().toISOString()} — ${cpus().length}× ${cpus()[0]?.model} — load ${loadavg().map((l) => l.toFixed(2)).join(' ')} — node ${process.version}`);
+  console.log(`autocannon ${CONNECTIONS} connections, ${SECONDS} s each, GET of a JSON hello\n`);
+  console.log('| target | req/s | p50 ms | p99 ms | errors |');
+  console.log('|---|---|---|---|---|');
+  for (const r of [...rows, halfRuntime, halfGateway]) console.log(`| ${r.name} | ${r.rps.toFixed(0)} | ${r.p50} | ${r.p99} | ${r.errors} |`);
+  console.log('');
+  console.log(`P1  gateway / undici hop throughput: ${(gateway.rps / hop.rps).toFixed(2)}× (target ≥ 0.8×)`);
+  console.log(`P1  added latency at half load (${rate} req/s): p50 +${(halfGateway.p50 - halfRuntime.p50).toFixed(2)} ms, p99 +${(halfGateway.p99 - halfRuntime.p99).toFixed(2)} ms (targets ≤ 1 ms, ≤ 2 ms)`);
+  console.log(`    gateway / runtime direct: ${(gateway.rps / runtime.rps).toFixed(2)}×; gateway / bare: ${(gateway.rps / bare.rps).toFixed(2)}×; log records dropped: ${dropped}`);
+  console.log(`P2b runtime direct / bare node:http: ${(runtime.rps / bare.rps).toFixed(2)}× (target ≥ 0.7×)`);
+  console.log(`P5  create → first 200: median ${median(p5).toFixed(0)} ms; node -e 0: median ${median(nodeStart).toFixed(0)} ms; ratio ${(median(p5) / median(nodeStart)).toFixed(2)}× (target ≤ 3×)`);
+} finally {
+  for (const c of children) c.kill('SIGTERM');
+  await rm(dir, { recursive: true, force: true });
+}
