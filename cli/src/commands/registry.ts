@@ -34,6 +34,7 @@ export const COMMANDS: CommandSpec[] = [
     name: 'function:deploy',
     args: [fnArg],
     summary: "Replace a function's code (and optionally its settings)",
+    details: ['--env and --route, when given, replace the whole set (not merged); settings not named stay as they are.'],
     options: { file: { type: 'string', short: 'f', value: '<path>', description: 'the new module (required)' }, env, timeout, memory, route },
     json: true,
     remote: true,
