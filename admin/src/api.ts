@@ -1,0 +1,146 @@
+// The panel's only network access: same-origin requests to the gateway.
+// The session id is in an HttpOnly cookie the page cannot read; the CSRF
+// token lives in this module's memory only (never localStorage), and is
+// fetched again from /admin/api/session after a reload.
+
+import type { NetworkPolicy } from '@fnhost/core/model.ts';
+
+export const CSRF_HEADER = 'x-fnhost-csrf';
+
+export class ApiError extends Error {
+  readonly status: number;
+  readonly code: string;
+  constructor(status: number, code: string, message: string) {
+    super(message);
+    this.status = status;
+    this.code = code;
+  }
+}
+
+let csrfToken: string | null = null;
+let onSessionLost: () => void = () => {};
+
+export function setSessionLostHandler(handler: () => void): void {
+  onSessionLost = handler;
+}
+
+export interface SessionInfo {
+  csrf_token: string;
+  expires_at: string;
+  idle_timeout_seconds: number;
+}
+
+async function request<T>(method: string, path: string, body?: unknown, options: { signIn?: boolean } = {}): Promise<T> {
+  const headers: Record<string, string> = { accept: 'application/json' };
+  if (body !== undefined) headers['content-type'] = 'application/json';
+  if (method !== 'GET' && csrfToken !== null) headers[CSRF_HEADER] = csrfToken;
+  const res = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body), credentials: 'same-origin', cache: 'no-store' });
+  if (res.status === 204) return undefined as T;
+  const text = await res.text();
+  let parsed: unknown = undefined;
+  try {
+    parsed = text === '' ? undefined : JSON.parse(text);
+  } catch {
+    parsed = undefined;
+  }
+  if (!res.ok) {
+    const err = parsed as { error?: string; message?: string } | undefined;
+    if (res.status === 401 && !options.signIn) {
+      csrfToken = null;
+      onSessionLost();
+    }
+    throw new ApiError(res.status, err?.error ?? 'http_error', err?.message ?? `${method} ${path} answered ${res.status}`);
+  }
+  return parsed as T;
+}
+
+export async function currentSession(): Promise<SessionInfo | null> {
+  try {
+    const s = await request<SessionInfo>('GET', '/admin/api/session', undefined, { signIn: true });
+    csrfToken = s.csrf_token;
+    return s;
+  } catch (err) {
+    if (err instanceof ApiError && err.status === 401) return null;
+    throw err;
+  }
+}
+
+export async function signIn(token: string): Promise<SessionInfo> {
+  const s = await request<SessionInfo>('POST', '/admin/api/session', { token }, { signIn: true });
+  csrfToken = s.csrf_token;
+  return s;
+}
+
+export async function signOut(): Promise<void> {
+  try {
+    await request<void>('DELETE', '/admin/api/session', undefined, { signIn: true });
+  } finally {
+    csrfToken = null;
+  }
+}
+
+export interface ApiFunction {
+  function_id: string;
+  name: string;
+  namespace: string;
+  code?: string;
+  env: Record<string, string>;
+  routes: string[];
+  timeout_seconds: number;
+  memory_mib: number;
+  active: boolean;
+  retention: { type: 'none' } | { type: 'time'; days: number } | { type: 'count'; count: number };
+  schedule: { cron: string; timezone: string; enabled: boolean; next_run_at: string | null } | null;
+  total_executions: number;
+  invocation_url: string;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface LogRecord {
+  id: string;
+  function_id: string;
+  status_code: number;
+  execution_time_ms: number;
+  error_message: string | null;
+  executed_at: string;
+  trigger: string;
+}
+
+export interface LogPage {
+  logs: LogRecord[];
+  pagination: { currentPage: number; totalPages: number; totalCount: number; hasNextPage: boolean; hasPrevPage: boolean };
+}
+
+export interface PolicyChange {
+  id: string;
+  scope: string;
+  actor: string;
+  at: string;
+  before: NetworkPolicy | null;
+  after: NetworkPolicy | null;
+}
+
+export interface TestResult {
+  log_id: string;
+  status_code: number;
+  execution_time_ms: number;
+  error_message: string | null;
+  body: unknown;
+}
+
+const fnPath = (ref: string) => `/api/v1/functions/${encodeURIComponent(ref)}`;
+
+export const api = {
+  functions: () => request<{ functions: ApiFunction[] }>('GET', '/api/v1/functions').then((r) => r.functions),
+  fn: (ref: string) => request<ApiFunction>('GET', fnPath(ref)),
+  logs: (ref: string, q: { status: string; page: number; limit: number }) =>
+    request<LogPage>('GET', `${fnPath(ref)}/logs?status=${encodeURIComponent(q.status)}&page=${q.page}&limit=${q.limit}`),
+  setActive: (ref: string, active: boolean) => request<ApiFunction>('POST', `${fnPath(ref)}/${active ? 'activate' : 'deactivate'}`),
+  test: (ref: string) => request<TestResult>('POST', `${fnPath(ref)}/test`, {}),
+  policies: () => request<{ global: NetworkPolicy; functions: Record<string, NetworkPolicy> }>('GET', '/api/v1/network-policy'),
+  putGlobal: (p: NetworkPolicy) => request<NetworkPolicy>('PUT', '/api/v1/network-policy/global', p),
+  putFunction: (ref: string, p: NetworkPolicy) => request<NetworkPolicy>('PUT', `/api/v1/network-policy/functions/${encodeURIComponent(ref)}`, p),
+  deleteFunction: (ref: string) => request<void>('DELETE', `/api/v1/network-policy/functions/${encodeURIComponent(ref)}`),
+  changes: (limit = 50) => request<{ changes: PolicyChange[] }>('GET', `/api/v1/network-policy/changes?limit=${limit}`).then((r) => r.changes),
+};

@@ -1,0 +1,334 @@
+import { useCallback, useEffect, useState } from 'react';
+import { api, ApiError, type ApiFunction, type LogPage, type LogRecord, type TestResult } from './api.ts';
+import { ExecutionsChart } from './chart.tsx';
+import type { Navigate } from './main.tsx';
+import { bucketLogs } from './stats.ts';
+
+export function retentionText(r: ApiFunction['retention']): string {
+  if (r.type === 'time') return `${r.days} day${r.days === 1 ? '' : 's'}`;
+  if (r.type === 'count') return `last ${r.count}`;
+  return 'keep all';
+}
+
+export function scheduleText(s: ApiFunction['schedule']): string {
+  if (s === null) return 'none';
+  if (!s.enabled) return `${s.cron} (disabled)`;
+  return `${s.cron} ${s.timezone}`;
+}
+
+function time(iso: string | null | undefined): string {
+  if (!iso) return '—';
+  return new Date(iso).toLocaleString(undefined, { dateStyle: 'medium', timeStyle: 'medium' });
+}
+
+function StatusBadge(props: { code: number | undefined }) {
+  if (props.code === undefined) return <span className="muted">never run</span>;
+  const kind = props.code >= 400 ? 'bad' : props.code >= 200 && props.code < 300 ? 'good' : 'neutral';
+  return <span className={`badge ${kind}`}>{props.code}</span>;
+}
+
+function ActiveBadge(props: { active: boolean }) {
+  return <span className={`badge ${props.active ? 'good' : 'neutral'}`}>{props.active ? 'active' : 'inactive'}</span>;
+}
+
+function ErrorNote(props: { error: unknown }) {
+  if (props.error === null || props.error === undefined) return null;
+  const message = props.error instanceof ApiError ? `${props.error.message} (${props.error.code})` : String(props.error);
+  return (
+    <p role="alert" className="error-box">
+      {message}
+    </p>
+  );
+}
+
+export function FunctionsPage(props: { navigate: Navigate }) {
+  const [fns, setFns] = useState<ApiFunction[] | null>(null);
+  const [last, setLast] = useState<Record<string, number | undefined>>({});
+  const [error, setError] = useState<unknown>(null);
+
+  useEffect(() => {
+    let live = true;
+    api.functions().then(
+      async (list) => {
+        if (!live) return;
+        setFns(list);
+        const entries = await Promise.all(
+          list.map(async (f) => [f.function_id, (await api.logs(f.function_id, { status: 'all', page: 1, limit: 1 }).catch(() => undefined))?.logs[0]?.status_code] as const),
+        );
+        if (live) setLast(Object.fromEntries(entries));
+      },
+      (err) => live && setError(err),
+    );
+    return () => {
+      live = false;
+    };
+  }, []);
+
+  return (
+    <>
+      <h1>Functions</h1>
+      <ErrorNote error={error} />
+      {fns === null && !error && <p role="status">Loading functions…</p>}
+      {fns !== null && fns.length === 0 && <p>No functions yet. Deploy one with <code>fnhost deploy</code>.</p>}
+      {fns !== null && fns.length > 0 && (
+        <div className="table-wrap">
+          <table>
+            <caption className="sr-only">All functions</caption>
+            <thead>
+              <tr>
+                <th scope="col">Name</th>
+                <th scope="col">State</th>
+                <th scope="col">Schedule</th>
+                <th scope="col">Next run</th>
+                <th scope="col">Retention</th>
+                <th scope="col" className="num">Executions</th>
+                <th scope="col">Last status</th>
+              </tr>
+            </thead>
+            <tbody>
+              {fns.map((f) => (
+                <tr key={f.function_id}>
+                  <th scope="row">
+                    <a
+                      href={`/admin/functions/${encodeURIComponent(f.name)}`}
+                      onClick={(e) => {
+                        e.preventDefault();
+                        props.navigate(`/functions/${encodeURIComponent(f.name)}`);
+                      }}
+                    >
+                      {f.name}
+                    </a>
+                  </th>
+                  <td>
+                    <ActiveBadge active={f.active} />
+                  </td>
+                  <td>{scheduleText(f.schedule)}</td>
+                  <td>{time(f.schedule?.next_run_at)}</td>
+                  <td>{retentionText(f.retention)}</td>
+                  <td className="num">{f.total_executions}</td>
+                  <td>
+                    <StatusBadge code={last[f.function_id]} />
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      )}
+    </>
+  );
+}
+
+const PAGE_SIZE = 20;
+/** How many of the newest logs feed the chart. */
+const CHART_LOGS = 500;
+
+export function FunctionPage(props: { fnRef: string; navigate: Navigate }) {
+  const [fn, setFn] = useState<ApiFunction | null>(null);
+  const [error, setError] = useState<unknown>(null);
+  const [status, setStatus] = useState('all');
+  const [page, setPage] = useState(1);
+  const [logs, setLogs] = useState<LogPage | null>(null);
+  const [chartLogs, setChartLogs] = useState<LogRecord[] | null>(null);
+  const [busy, setBusy] = useState(false);
+  const [test, setTest] = useState<TestResult | null>(null);
+  const [version, setVersion] = useState(0);
+
+  const refresh = useCallback(() => setVersion((v) => v + 1), []);
+
+  useEffect(() => {
+    api.fn(props.fnRef).then(setFn, setError);
+  }, [props.fnRef, version]);
+
+  useEffect(() => {
+    let live = true;
+    api.logs(props.fnRef, { status, page, limit: PAGE_SIZE }).then(
+      (l) => live && setLogs(l),
+      (err) => live && setError(err),
+    );
+    return () => {
+      live = false;
+    };
+  }, [props.fnRef, status, page, version]);
+
+  useEffect(() => {
+    let live = true;
+    api.logs(props.fnRef, { status: 'all', page: 1, limit: CHART_LOGS }).then(
+      (l) => live && setChartLogs(l.logs),
+      () => undefined,
+    );
+    return () => {
+      live = false;
+    };
+  }, [props.fnRef, version]);
+
+  const act = async (what: () => Promise<unknown>) => {
+    setBusy(true);
+    setError(null);
+    try {
+      await what();
+    } catch (err) {
+      setError(err);
+    } finally {
+      setBusy(false);
+      refresh();
+    }
+  };
+
+  if (fn === null)
+    return (
+      <>
+        <h1>Function {props.fnRef}</h1>
+        <ErrorNote error={error} />
+        {!error && <p role="status">Loading…</p>}
+      </>
+    );
+
+  return (
+    <>
+      <p>
+        <a
+          href="/admin/"
+          onClick={(e) => {
+            e.preventDefault();
+            props.navigate('/');
+          }}
+        >
+          ← All functions
+        </a>
+      </p>
+      <h1>
+        {fn.name} <ActiveBadge active={fn.active} />
+      </h1>
+      <ErrorNote error={error} />
+      <div className="actions">
+        <button type="button" disabled={busy} onClick={() => void act(async () => setTest(await api.test(fn.function_id)))}>
+          Run test
+        </button>
+        {fn.active ? (
+          <button type="button" className="secondary" disabled={busy} onClick={() => void act(() => api.setActive(fn.function_id, false))}>
+            Deactivate
+          </button>
+        ) : (
+          <button type="button" className="secondary" disabled={busy} onClick={() => void act(() => api.setActive(fn.function_id, true))}>
+            Activate
+          </button>
+        )}
+        <button type="button" className="secondary" disabled={busy} onClick={refresh}>
+          Refresh
+        </button>
+      </div>
+      {test && (
+        <section aria-labelledby="test-h" className="card" aria-live="polite">
+          <h2 id="test-h">Test run</h2>
+          <p>
+            Status <StatusBadge code={test.status_code} /> in {test.execution_time_ms} ms{test.error_message ? `: ${test.error_message}` : ''}
+          </p>
+          <pre className="code">{typeof test.body === 'string' ? test.body : JSON.stringify(test.body, null, 2)}</pre>
+        </section>
+      )}
+      <section aria-labelledby="details-h" className="card">
+        <h2 id="details-h">Details</h2>
+        <dl className="details">
+          <dt>Function id</dt>
+          <dd>
+            <code>{fn.function_id}</code>
+          </dd>
+          <dt>Invocation URL</dt>
+          <dd>
+            <code>{fn.invocation_url}</code>
+          </dd>
+          <dt>Schedule</dt>
+          <dd>{scheduleText(fn.schedule)}</dd>
+          <dt>Next run</dt>
+          <dd>{time(fn.schedule?.next_run_at)}</dd>
+          <dt>Retention</dt>
+          <dd>{retentionText(fn.retention)}</dd>
+          <dt>Limits</dt>
+          <dd>
+            {fn.timeout_seconds} s, {fn.memory_mib} MiB
+          </dd>
+          <dt>Routes</dt>
+          <dd>{fn.routes.length === 0 ? 'any path' : fn.routes.join(', ')}</dd>
+          <dt>Total executions</dt>
+          <dd>{fn.total_executions}</dd>
+          <dt>Created / updated</dt>
+          <dd>
+            {time(fn.created_at)} / {time(fn.updated_at)}
+          </dd>
+        </dl>
+      </section>
+      <section aria-labelledby="chart-h" className="card">
+        <h2 id="chart-h">Executions over time</h2>
+        {chartLogs === null ? <p role="status">Loading…</p> : <ExecutionsChart buckets={bucketLogs(chartLogs)} sample={chartLogs.length} />}
+      </section>
+      <section aria-labelledby="logs-h" className="card">
+        <h2 id="logs-h">Execution logs</h2>
+        <div className="toolbar">
+          <label htmlFor="status-filter">Status</label>
+          <select
+            id="status-filter"
+            value={status}
+            onChange={(e) => {
+              setStatus(e.target.value);
+              setPage(1);
+            }}
+          >
+            <option value="all">all</option>
+            <option value="success">success (2xx)</option>
+            <option value="error">error (4xx, 5xx)</option>
+          </select>
+        </div>
+        {logs === null ? (
+          <p role="status">Loading…</p>
+        ) : (
+          <>
+            <div className="table-wrap">
+              <table className="logs">
+                <caption className="sr-only">Execution logs, newest first</caption>
+                <thead>
+                  <tr>
+                    <th scope="col">Executed at</th>
+                    <th scope="col">Status</th>
+                    <th scope="col" className="num">Time (ms)</th>
+                    <th scope="col">Trigger</th>
+                    <th scope="col">Error</th>
+                  </tr>
+                </thead>
+                <tbody>
+                  {logs.logs.length === 0 && (
+                    <tr>
+                      <td colSpan={5}>No executions{status === 'all' ? '' : ` with status ${status}`}.</td>
+                    </tr>
+                  )}
+                  {logs.logs.map((l) => (
+                    <tr key={l.id} data-log-id={l.id}>
+                      <td>{time(l.executed_at)}</td>
+                      <td>
+                        <StatusBadge code={l.status_code} />
+                      </td>
+                      <td className="num">{l.execution_time_ms}</td>
+                      <td>{l.trigger}</td>
+                      <td className="err">{l.error_message ?? ''}</td>
+                    </tr>
+                  ))}
+                </tbody>
+              </table>
+            </div>
+            <nav className="pager" aria-label="Log pages">
+              <button type="button" className="secondary" disabled={!logs.pagination.hasPrevPage} onClick={() => setPage((p) => Math.max(1, p - 1))}>
+                Newer
+              </button>
+              <span aria-live="polite">
+                Page {logs.pagination.currentPage} of {logs.pagination.totalPages} ({logs.pagination.totalCount} total)
+              </span>
+              <button type="button" className="secondary" disabled={!logs.pagination.hasNextPage} onClick={() => setPage((p) => p + 1)}>
+                Older
+              </button>
+            </nav>
+          </>
+        )}
+      </section>
+    </>
+  );
+}

@@ -1,0 +1,106 @@
+import { ValidationError } from './errors.ts';
+import { MAX_POLICY_PATTERNS } from './limits.ts';
+import type { NetworkPolicy } from './model.ts';
+
+// Network-policy host patterns, validated without node:net so that the same
+// module runs in the gateway and in the admin panel's browser bundle (the
+// panel validates as you type, the server again with these same rules).
+// test/admin/netpattern.unit.test.ts checks that it agrees with node:net's
+// isIP and with gateway/src/policy/match.ts validatePattern on a table.
+//
+// Patterns: `example.com`, `*.example.com`, `*`, an IP address, or a CIDR.
+
+const HOST_LABEL = /^(?!-)[a-z0-9-]{1,63}(?<!-)$/;
+const IPV4 = /^(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(\.(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)){3}$/;
+const HEX_GROUP = /^[0-9a-f]{1,4}$/i;
+
+function isIpv6(text: string): boolean {
+  let s = text;
+  const zone = s.indexOf('%');
+  if (zone >= 0) {
+    if (zone === s.length - 1) return false;
+    s = s.slice(0, zone);
+  }
+  let groupsNeeded = 8;
+  const lastColon = s.lastIndexOf(':');
+  if (lastColon >= 0 && s.slice(lastColon + 1).includes('.')) {
+    if (!IPV4.test(s.slice(lastColon + 1))) return false;
+    s = s.slice(0, lastColon + 1) + '0';
+    groupsNeeded = 7;
+  }
+  const halves = s.split('::');
+  if (halves.length > 2) return false;
+  const parts = (half: string) => (half === '' ? [] : half.split(':'));
+  if (halves.length === 2) {
+    const left = parts(halves[0]!);
+    const right = parts(halves[1]!);
+    if (![...left, ...right].every((g) => HEX_GROUP.test(g))) return false;
+    return left.length + right.length < groupsNeeded;
+  }
+  const groups = parts(s);
+  return groups.length === groupsNeeded && groups.every((g) => HEX_GROUP.test(g));
+}
+
+/** 4 or 6 when the text is an IP address literal, 0 otherwise (as node:net isIP). */
+export function ipFamily(text: string): 0 | 4 | 6 {
+  if (IPV4.test(text)) return 4;
+  if (text.includes(':') && isIpv6(text)) return 6;
+  return 0;
+}
+
+/** Lower-cases, strips brackets of an IPv6 literal, a trailing dot, and the ::ffff: prefix of a mapped IPv4. */
+export function normaliseHostText(host: string): string {
+  let h = host.trim().toLowerCase();
+  if (h.startsWith('[') && h.endsWith(']')) h = h.slice(1, -1);
+  if (h.endsWith('.') && ipFamily(h) === 0) h = h.slice(0, -1);
+  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/.exec(h);
+  if (mapped) h = mapped[1]!;
+  return h;
+}
+
+const FORMS = 'use a host (example.com), a wildcard (*.example.com), an IP or a CIDR (10.0.0.0/8)';
+
+/** The normalised pattern, or a ValidationError naming the pattern. */
+export function validateHostPattern(raw: unknown): string {
+  if (typeof raw !== 'string' || raw.trim() === '') throw new ValidationError(`network policy pattern ${JSON.stringify(raw)} is invalid: ${FORMS}`);
+  const p = normaliseHostText(raw);
+  if (p === '*') return p;
+  const slash = p.indexOf('/');
+  if (slash >= 0) {
+    const addr = p.slice(0, slash);
+    const bits = p.slice(slash + 1);
+    const family = ipFamily(addr);
+    const max = family === 4 ? 32 : 128;
+    if (family === 0 || !/^\d{1,3}$/.test(bits) || Number(bits) > max) throw new ValidationError(`network policy pattern "${raw}" is not a valid CIDR such as 10.0.0.0/8 or fd00::/8`);
+    return p;
+  }
+  if (ipFamily(p) !== 0) return p;
+  const name = p.startsWith('*.') ? p.slice(2) : p;
+  if (name.length > 253 || !name.split('.').every((label) => HOST_LABEL.test(label))) throw new ValidationError(`network policy pattern "${raw}" is invalid: ${FORMS}`);
+  return p;
+}
+
+/** For forms: the error message for a pattern, or null when it is valid. */
+export function hostPatternProblem(raw: string): string | null {
+  try {
+    validateHostPattern(raw);
+    return null;
+  } catch (err) {
+    return (err as Error).message;
+  }
+}
+
+export function validateNetworkPolicy(raw: unknown): NetworkPolicy {
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) throw new ValidationError('network policy must be an object {default: "allow"|"deny", allow: [...], deny: [...]}');
+  const { default: def, allow, deny, ...rest } = raw as Record<string, unknown>;
+  const extra = Object.keys(rest);
+  if (extra.length > 0) throw new ValidationError(`network policy has unknown field "${extra[0]}"; the fields are default, allow, deny`);
+  if (def !== 'allow' && def !== 'deny') throw new ValidationError(`network policy default must be "allow" or "deny", got ${JSON.stringify(def)}`);
+  const list = (value: unknown, what: string): string[] => {
+    if (value === undefined) return [];
+    if (!Array.isArray(value)) throw new ValidationError(`network policy ${what} must be an array of patterns`);
+    if (value.length > MAX_POLICY_PATTERNS) throw new ValidationError(`network policy ${what} has ${value.length} patterns; at most ${MAX_POLICY_PATTERNS} are allowed`);
+    return value.map(validateHostPattern);
+  };
+  return { default: def, allow: list(allow, 'allow'), deny: list(deny, 'deny') };
+}
