@@ -15,8 +15,7 @@ describe('gateway local executor (real runtime processes)', function () {
 
   it('starts a runtime when a function is created, and a killed runtime recovers on the next call', async () => {
     const fn = await h.createFunction('phoenix', 'export default (req, res) => res.json({ pid: process.pid })');
-    const pid = h.platform.executor.pid(fn.function_id);
-    expect(pid, 'started eagerly on create').to.be.a('number');
+    const pid = await waitFor(() => h.platform.executor.pid(fn.function_id), 'the runtime to start eagerly on create');
     const first = await (await h.invoke(fn.function_id)).json();
     process.kill(pid!, 'SIGKILL');
     await waitFor(() => !isAlive(pid!), 'the runtime to die');

@@ -142,8 +142,9 @@ export class FunctionService {
       await this.#o.stores.functions.create(fn);
       this.#cache(fn);
       this.#o.scheduler.sync(fn, fn.function_id);
-      // Eager start: the first call finds the runtime up (target P5, create → first 200).
-      await this.#o.executor.sync(fn.function_id, fn);
+      // Eager start, not awaited: the answer does not wait for the runtime, and the
+      // first call waits for the same start (target P5, create → first 200).
+      this.#syncRuntime(fn);
       this.#o.logger.info('function created', { function_id: fn.function_id, name });
       return fn;
     });
@@ -158,8 +159,18 @@ export class FunctionService {
       await this.#o.stores.functions.update(updated);
       this.#cache(updated);
       this.#o.scheduler.sync(updated, updated.function_id);
-      if (runtimeAffected) await this.#o.executor.sync(updated.function_id, updated);
+      if (runtimeAffected) {
+        // Stopping is awaited (a deactivated function has no runtime once this answers); starting is not.
+        if (updated.active) this.#syncRuntime(updated);
+        else await this.#o.executor.sync(updated.function_id, updated);
+      }
       return updated;
+    });
+  }
+
+  #syncRuntime(fn: FunctionRecord): void {
+    this.#o.executor.sync(fn.function_id, fn).catch((err: unknown) => {
+      this.#o.logger.error('starting the runtime failed', { function_id: fn.function_id, error: (err as Error).message });
     });
   }
 
