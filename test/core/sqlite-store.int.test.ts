@@ -129,6 +129,44 @@ describe('SQLite store (file)', () => {
     }
   });
 
+  it('migrates a version-1 database: the log bucket counts are rebuilt from the stored logs', async () => {
+    const path = join(dir, 'migrate.db');
+    const fnId = functionRecord().function_id;
+    // 300 records over ~10 minutes with bursts in one second, mixed classes.
+    const records = Array.from({ length: 300 }, (_, i) => log(fnId, CONTRACT_EPOCH + Math.floor(i / 7) * 13_001 + (i % 7), { status_code: [200, 500, 302][i % 3]! }));
+    const first = openSqliteStores({ path });
+    await first.logs.insert(records);
+    const before = [];
+    for (const status of ['all', 'error'] as const) {
+      for (let page = 1; page <= 8; page++) before.push(await first.logs.list(fnId, { status, limit: 20, page }, { type: 'count', count: 250 }, CONTRACT_EPOCH));
+    }
+    await first.close();
+    // Back to version 1: the bucket table did not exist yet.
+    const raw = new DatabaseSync(path);
+    raw.exec('DROP TABLE log_buckets; PRAGMA user_version = 1');
+    raw.close();
+    const second = openSqliteStores({ path });
+    try {
+      const after = [];
+      for (const status of ['all', 'error'] as const) {
+        for (let page = 1; page <= 8; page++) after.push(await second.logs.list(fnId, { status, limit: 20, page }, { type: 'count', count: 250 }, CONTRACT_EPOCH));
+      }
+      expect(after).to.deep.equal(before);
+      expect(before[0]!.pagination.totalCount).to.equal(250);
+      expect(before[7]!.logs).to.have.length(20);
+      expect(before[8]!.pagination.totalCount).to.be.within(80, 86);
+      expect(before[15]!.logs).to.deep.equal([]);
+    } finally {
+      await second.close();
+    }
+    const check = new DatabaseSync(path);
+    try {
+      expect(check.prepare('PRAGMA user_version').get()).to.deep.equal({ user_version: SCHEMA_VERSION });
+    } finally {
+      check.close();
+    }
+  });
+
   it('refuses a database from a newer schema version with StoreError naming both versions', async () => {
     const path = join(dir, 'future.db');
     const raw = new DatabaseSync(path);

@@ -9,26 +9,27 @@ import type { SqliteDb } from './db.ts';
 // function (performance target P3), with no COUNT over the function's records
 // and no OFFSET over more than one minute of them:
 // - log_counts holds each function's count per status class, and log_buckets
-//   its count per class per minute of executed_at (plus an all-classes row),
-//   both maintained in the transactions that insert and delete logs;
+//   its count per class per minute and per second of executed_at (plus
+//   all-classes rows), all maintained in the transactions that insert and
+//   delete logs;
 // - totalCount is the maintained count minus what the retention read filter
 //   hides; the hidden part is the records before a position, counted as the
-//   whole minutes before it (a sum over bucket rows) plus a range count within
-//   its minute;
+//   whole minutes before it, the whole seconds before it in its minute (sums
+//   over bucket rows), and a range count within its second;
 // - a page starts at the k-th record from the nearer end (planPage): walk the
-//   bucket rows to the minute holding it, OFFSET within that minute on the
-//   covering index (fn[, class], executed_ms, seq), then read `limit` rows on
-//   from there.
+//   minute rows to the minute holding it, the second rows to the second, then
+//   OFFSET within that second on the covering index (fn[, class],
+//   executed_ms, seq) from its nearer end, and read `limit` rows on from there.
 
 export const DAY_MS = 86_400_000;
 
-/** Width of a log_buckets row: one minute of executed_at. */
-export const BUCKET_MS = 60_000;
-/** The log_buckets class of the row counting every class together. */
+/** Width of a log_buckets row of each level: level 0 a minute, level 1 a second of executed_at. */
+export const BUCKET_MS = [60_000, 1_000] as const;
+/** The log_buckets class of the rows counting every class together. */
 export const BUCKET_ALL = 3;
 
-export function bucketOf(executedMs: number): number {
-  return Math.floor(executedMs / BUCKET_MS);
+export function bucketOf(executedMs: number, level: 0 | 1): number {
+  return Math.floor(executedMs / BUCKET_MS[level]);
 }
 
 /** The stored status class: what the success/error filters select on. */
@@ -109,6 +110,10 @@ function executedMs(record: StoredLog): number {
   return ms;
 }
 
+const SECONDS_PER_MINUTE = BUCKET_MS[0] / BUCKET_MS[1];
+const MIN_BUCKET = Number.MIN_SAFE_INTEGER;
+const MAX_BUCKET = Number.MAX_SAFE_INTEGER;
+
 /** Rows deleted per retention transaction. */
 export const RETENTION_CHUNK = 5000;
 
@@ -121,8 +126,13 @@ class CountDelta {
 
   add(cls: number, executed: number, n: number): void {
     this.perClass[cls]! += n;
-    const bucket = bucketOf(executed);
-    for (const key of [`${cls}:${bucket}`, `${BUCKET_ALL}:${bucket}`]) this.perBucket.set(key, (this.perBucket.get(key) ?? 0) + n);
+    for (const level of [0, 1] as const) {
+      const bucket = bucketOf(executed, level);
+      for (const c of [cls, BUCKET_ALL]) {
+        const key = `${c}:${level}:${bucket}`;
+        this.perBucket.set(key, (this.perBucket.get(key) ?? 0) + n);
+      }
+    }
   }
 }
 
@@ -239,10 +249,13 @@ export class SqliteLogStore implements LogStore {
     });
     for (const [key, n] of delta.perBucket) {
       if (n === 0) continue;
-      const [cls, bucket] = key.split(':').map(Number) as [number, number];
-      this.db.run('INSERT INTO log_buckets (fn, class, bucket, n) VALUES (?, ?, ?, ?) ON CONFLICT (fn, class, bucket) DO UPDATE SET n = n + excluded.n', fn, cls, bucket, n);
-      // Emptied minutes go, so bucket walks only meet minutes that hold records.
-      if (n < 0) this.db.run('DELETE FROM log_buckets WHERE fn = ? AND class = ? AND bucket = ? AND n <= 0', fn, cls, bucket);
+      const [cls, level, bucket] = key.split(':').map(Number) as [number, number, number];
+      this.db.run(
+        'INSERT INTO log_buckets (fn, class, level, bucket, n) VALUES (?, ?, ?, ?, ?) ON CONFLICT (fn, class, level, bucket) DO UPDATE SET n = n + excluded.n',
+        fn, cls, level, bucket, n,
+      );
+      // Emptied buckets go, so walks only meet minutes and seconds that hold records.
+      if (n < 0) this.db.run('DELETE FROM log_buckets WHERE fn = ? AND class = ? AND level = ? AND bucket = ? AND n <= 0', fn, cls, level, bucket);
     }
   }
 
@@ -276,44 +289,59 @@ export class SqliteLogStore implements LogStore {
       : this.countBefore(fn, cls, visibility);
   }
 
-  /** Records of the class strictly before `at` in (executed_ms, seq) order: whole minutes from log_buckets, the rest on the index. */
+  /**
+   * Records of the class strictly before `at` in (executed_ms, seq) order:
+   * whole minutes and whole seconds from log_buckets, the rest on the index.
+   */
   private countBefore(fn: number, cls: number | null, at: Position): number {
-    const bucket = bucketOf(at.ms);
-    const whole = this.db.get<{ n: number | null }>(
-      'SELECT sum(n) AS n FROM log_buckets WHERE fn = ? AND class = ? AND bucket < ?', fn, cls ?? BUCKET_ALL, bucket,
+    const minute = bucketOf(at.ms, 0);
+    const second = bucketOf(at.ms, 1);
+    const bucketClass = cls ?? BUCKET_ALL;
+    const wholeMinutes = this.db.get<{ n: number | null }>(
+      'SELECT sum(n) AS n FROM log_buckets WHERE fn = ? AND class = ? AND level = 0 AND bucket < ?', fn, bucketClass, minute,
+    )!.n ?? 0;
+    const wholeSeconds = this.db.get<{ n: number | null }>(
+      'SELECT sum(n) AS n FROM log_buckets WHERE fn = ? AND class = ? AND level = 1 AND bucket >= ? AND bucket < ?', fn, bucketClass, minute * SECONDS_PER_MINUTE, second,
     )!.n ?? 0;
     const [index, classWhere, classParams] = indexFor(cls);
     const partial = this.db.get<{ n: number }>(
       `SELECT count(*) AS n FROM logs INDEXED BY ${index} WHERE fn = ?${classWhere} AND executed_ms >= ? AND (executed_ms, seq) < (?, ?)`,
-      fn, ...classParams, bucket * BUCKET_MS, at.ms, at.seq,
+      fn, ...classParams, second * BUCKET_MS[1], at.ms, at.seq,
     )!.n;
-    return whole + partial;
+    return wholeMinutes + wholeSeconds + partial;
   }
 
   /**
    * The position of the k-th (0-based) record of the class counted from the
-   * newest or the oldest end: walk the minute buckets from that end to the one
-   * holding it, then skip within that minute on the index.
+   * newest or the oldest end: walk the minutes from that end to the one
+   * holding it, then its seconds, then skip within that second on the index
+   * from the second's nearer end (a burst can put many records in one second).
    */
   private nth(fn: number, cls: number | null, fromNewest: boolean, k: number): Position | undefined {
+    const minute = this.walkBuckets(fn, cls, 0, fromNewest, k, MIN_BUCKET, MAX_BUCKET);
+    if (minute === undefined) return undefined;
+    const second = this.walkBuckets(fn, cls, 1, fromNewest, minute.within,
+      minute.bucket * SECONDS_PER_MINUTE, minute.bucket * SECONDS_PER_MINUTE + SECONDS_PER_MINUTE - 1);
+    if (second === undefined) return undefined;
+    const flip = second.within > (second.n - 1) / 2;
+    const direction = fromNewest !== flip ? 'DESC' : 'ASC';
+    const [index, classWhere, classParams] = indexFor(cls);
+    return this.db.get<Position>(
+      `SELECT executed_ms AS ms, seq FROM logs INDEXED BY ${index}
+       WHERE fn = ?${classWhere} AND executed_ms >= ? AND executed_ms < ?
+       ORDER BY executed_ms ${direction}, seq ${direction} LIMIT 1 OFFSET ?`,
+      fn, ...classParams, second.bucket * BUCKET_MS[1], (second.bucket + 1) * BUCKET_MS[1], flip ? second.n - 1 - second.within : second.within,
+    );
+  }
+
+  /** Walks one level's buckets in [from, to] from one end to the one holding the k-th record; `within` is k's place in it. */
+  private walkBuckets(fn: number, cls: number | null, level: 0 | 1, fromNewest: boolean, k: number, from: number, to: number):
+    { bucket: number; n: number; within: number } | undefined {
     const direction = fromNewest ? 'DESC' : 'ASC';
-    const buckets = this.db.stmt(`SELECT bucket, n FROM log_buckets WHERE fn = ? AND class = ? ORDER BY bucket ${direction}`);
+    const buckets = this.db.stmt(`SELECT bucket, n FROM log_buckets WHERE fn = ? AND class = ? AND level = ? AND bucket BETWEEN ? AND ? ORDER BY bucket ${direction}`);
     let before = 0;
-    for (const row of buckets.iterate(fn, cls ?? BUCKET_ALL) as Iterable<{ bucket: number; n: number }>) {
-      if (before + row.n > k) {
-        // Within the minute, skip from whichever of its ends is nearer (a
-        // burst can put many records in one minute).
-        const within = k - before;
-        const flip = within > (row.n - 1) / 2;
-        const inner = fromNewest !== flip ? 'DESC' : 'ASC';
-        const [index, classWhere, classParams] = indexFor(cls);
-        return this.db.get<Position>(
-          `SELECT executed_ms AS ms, seq FROM logs INDEXED BY ${index}
-           WHERE fn = ?${classWhere} AND executed_ms >= ? AND executed_ms < ?
-           ORDER BY executed_ms ${inner}, seq ${inner} LIMIT 1 OFFSET ?`,
-          fn, ...classParams, row.bucket * BUCKET_MS, (row.bucket + 1) * BUCKET_MS, flip ? row.n - 1 - within : within,
-        );
-      }
+    for (const row of buckets.iterate(fn, cls ?? BUCKET_ALL, level, from, to) as Iterable<{ bucket: number; n: number }>) {
+      if (before + row.n > k) return { bucket: row.bucket, n: row.n, within: k - before };
       before += row.n;
     }
     return undefined;
