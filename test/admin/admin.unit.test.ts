@@ -1,0 +1,182 @@
+import { expect } from 'chai';
+import { isIP } from 'node:net';
+import { ValidationError } from '@fnhost/core';
+import { hostPatternProblem, ipFamily, validateHostPattern, validateNetworkPolicy } from '@fnhost/core/netpattern.ts';
+import { validatePattern, validatePolicy } from '../../gateway/src/policy/match.ts';
+import { SessionStore, MAX_SESSIONS, clearedCookie, originAllowed, readSessionCookie, sameToken, sessionCookie } from '../../gateway/src/admin/session.ts';
+import { CONTENT_SECURITY_POLICY, sessionTimesFromEnv } from '../../gateway/src/admin/router.ts';
+import { bucketLogs, bucketWidth, percentile } from '../../admin/src/stats.ts';
+
+// Pure parts of the admin panel: sessions, cookie, Origin check, the shared
+// pattern validator (it must agree with node:net and with the gateway's
+// matcher), and the chart's statistics.
+
+const outcome = (f: () => unknown) => {
+  try {
+    return { ok: f() };
+  } catch (err) {
+    expect(err).to.be.instanceOf(ValidationError);
+    return { error: (err as Error).message };
+  }
+};
+
+describe('admin: shared network-policy pattern validator (core/src/netpattern.ts)', () => {
+  const addresses = [
+    '1.2.3.4', '255.255.255.255', '256.1.1.1', '01.2.3.4', '1.2.3', '1.2.3.4.5', '0.0.0.0', '10.0.0.1 ',
+    '::', '::1', 'fe80::1', 'fe80::1%eth0', '2001:db8::', '2001:db8:0:0:0:0:0:1', '2001:db8:0:0:0:0:0:0:1', '1:2:3:4:5:6:7::', '::ffff:1.2.3.4',
+    '::ffff:300.1.1.1', '1::2::3', 'g::1', '12345::', ':1', '1:', 'fd00:ec2::254', '1:2:3:4:5:6:1.2.3.4', '1:2:3:4:5:6:7:1.2.3.4', 'example.com', '',
+  ];
+  it('classifies IP literals exactly as node:net isIP', () => {
+    for (const a of addresses) expect(ipFamily(a), a).to.equal(isIP(a));
+  });
+
+  const patterns: unknown[] = [
+    'example.com', 'EXAMPLE.com.', '*.example.com', '*', '*.', '*.*.com', 'ex_ample.com', '-bad.com', 'bad-.com', 'a'.repeat(63) + '.com', 'a'.repeat(64) + '.com',
+    '10.0.0.0/8', '10.0.0.0/33', '10.0.0.0/x', 'fd00::/8', 'fd00::/129', '[::1]', '::1', '169.254.169.254', 'bad host!', ' ', '', 42, null, 'localhost', '0.0.0.0/0', '::/0', 'example.com/8',
+  ];
+  it('accepts and refuses the same patterns, with the same messages, as the gateway matcher', () => {
+    for (const p of patterns) expect(outcome(() => validateHostPattern(p)), String(p)).to.deep.equal(outcome(() => validatePattern(p)));
+  });
+
+  it('validates whole policies like the gateway', () => {
+    const policies: unknown[] = [
+      { default: 'deny', allow: ['127.0.0.0/8'] },
+      { default: 'allow', deny: ['bad host!'] },
+      { default: 'maybe' },
+      { default: 'allow', extra: 1 },
+      { default: 'allow', allow: 'x' },
+      [],
+      { default: 'allow', deny: Array.from({ length: 501 }, (_, i) => `h${i}.com`) },
+    ];
+    for (const p of policies) expect(outcome(() => validateNetworkPolicy(p))).to.deep.equal(outcome(() => validatePolicy(p)));
+  });
+
+  it('gives a form message naming the pattern, or null', () => {
+    expect(hostPatternProblem('api.example.com')).to.equal(null);
+    expect(hostPatternProblem('bad host!')).to.contain('"bad host!"');
+  });
+});
+
+describe('admin: sessions', () => {
+  it('expires after the idle time and after the maximum age, and a touch extends only the idle time', () => {
+    let t = 1_000_000;
+    const store = new SessionStore({ now: () => t, idleMs: 1000, maxAgeMs: 2500 });
+    const { id, session } = store.create();
+    expect(session.csrf).to.have.length.greaterThan(40);
+    t += 900;
+    expect(store.get(id)).to.equal(session);
+    t += 900;
+    expect(store.get(id)).to.equal(session);
+    t += 600; // 2400 in all, touched 600 ago
+    expect(store.get(id)).to.equal(session);
+    t += 200; // 2600: over the maximum age
+    expect(store.get(id)).to.equal(undefined);
+    const other = store.create();
+    t += 1000;
+    expect(store.get(other.id)).to.equal(undefined);
+    expect(store.size).to.equal(0);
+  });
+
+  it('keeps only a digest of the id; unknown, empty and oversized ids find nothing', () => {
+    const store = new SessionStore({ now: () => 0 });
+    const { id } = store.create();
+    expect(store.get(id.slice(0, -1) + (id.endsWith('A') ? 'B' : 'A'))).to.equal(undefined);
+    expect(store.get('')).to.equal(undefined);
+    expect(store.get(undefined)).to.equal(undefined);
+    expect(store.get('x'.repeat(200))).to.equal(undefined);
+    store.destroy(id);
+    expect(store.get(id)).to.equal(undefined);
+  });
+
+  it('drops the oldest sessions beyond the cap', () => {
+    const store = new SessionStore({ now: () => 0 });
+    const first = store.create();
+    for (let i = 0; i < MAX_SESSIONS; i++) store.create();
+    expect(store.size).to.equal(MAX_SESSIONS);
+    expect(store.get(first.id)).to.equal(undefined);
+  });
+
+  it('sweeps expired sessions', () => {
+    let t = 0;
+    const store = new SessionStore({ now: () => t, idleMs: 10 });
+    store.create();
+    store.create();
+    t = 20;
+    store.sweep();
+    expect(store.size).to.equal(0);
+  });
+
+  it('compares tokens in constant time by digest', () => {
+    expect(sameToken('abc', 'abc')).to.equal(true);
+    expect(sameToken('abc', 'abd')).to.equal(false);
+    expect(sameToken('', 'abc')).to.equal(false);
+  });
+});
+
+describe('admin: cookie, Origin and CSP', () => {
+  it('sets HttpOnly, SameSite=Strict, Path=/ and Secure only over TLS', () => {
+    expect(sessionCookie('id1', { secure: false, maxAgeSeconds: 60 })).to.equal('fnhost_admin=id1; Path=/; HttpOnly; SameSite=Strict; Max-Age=60');
+    expect(sessionCookie('id1', { secure: true, maxAgeSeconds: 60 })).to.match(/; Secure$/);
+    expect(clearedCookie(false)).to.contain('Max-Age=0');
+  });
+
+  it('reads the session cookie among others', () => {
+    expect(readSessionCookie('a=1; fnhost_admin=xyz; b=2')).to.equal('xyz');
+    expect(readSessionCookie('fnhost_admin_other=1')).to.equal(undefined);
+    expect(readSessionCookie(undefined)).to.equal(undefined);
+  });
+
+  it('accepts no Origin or this gateway, refuses any other', () => {
+    expect(originAllowed(undefined, 'http', '127.0.0.1:8080')).to.equal(true);
+    expect(originAllowed('http://127.0.0.1:8080', 'http', '127.0.0.1:8080')).to.equal(true);
+    expect(originAllowed('https://fn.example.com', 'http', 'fn.example.com')).to.equal(true);
+    expect(originAllowed('http://fn.example.com', 'https', 'fn.example.com')).to.equal(false);
+    expect(originAllowed('http://evil.example', 'http', '127.0.0.1:8080')).to.equal(false);
+    expect(originAllowed('null', 'http', '127.0.0.1:8080')).to.equal(false);
+    expect(originAllowed('http://127.0.0.1:8081', 'http', '127.0.0.1:8080')).to.equal(false);
+  });
+
+  it('has a CSP without inline script or style, and no other host', () => {
+    expect(CONTENT_SECURITY_POLICY).not.to.match(/unsafe-inline|unsafe-eval|https?:/);
+    expect(CONTENT_SECURITY_POLICY).to.contain("frame-ancestors 'none'");
+  });
+
+  it('reads session lifetimes from the environment and names a bad value', () => {
+    expect(sessionTimesFromEnv({ FNHOST_ADMIN_SESSION_IDLE_SECONDS: '60' })).to.deep.equal({ idleMs: 60_000, maxAgeMs: undefined });
+    expect(() => sessionTimesFromEnv({ FNHOST_ADMIN_SESSION_MAX_SECONDS: '1h' })).to.throw(/FNHOST_ADMIN_SESSION_MAX_SECONDS="1h"/);
+    expect(() => sessionTimesFromEnv({ FNHOST_ADMIN_SESSION_IDLE_SECONDS: '0' })).to.throw(/IDLE/);
+  });
+});
+
+describe('admin: chart statistics', () => {
+  it('computes the nearest-rank p95', () => {
+    expect(percentile([], 95)).to.equal(null);
+    expect(percentile([7], 95)).to.equal(7);
+    expect(percentile(Array.from({ length: 100 }, (_, i) => 100 - i), 95)).to.equal(95);
+    expect(percentile([1, 2, 3, 4, 1000], 95)).to.equal(1000);
+  });
+
+  it('picks a readable bucket width', () => {
+    expect(bucketWidth(10_000, 24)).to.equal(1_000);
+    expect(bucketWidth(3_600_000, 24)).to.equal(5 * 60_000);
+    expect(bucketWidth(1e12, 24)).to.equal(7 * 86_400_000);
+  });
+
+  it('buckets executions and errors over time, empty buckets included', () => {
+    const at = (s: number) => new Date(Date.UTC(2026, 0, 1, 0, 0, s)).toISOString();
+    const logs = [
+      { executed_at: at(0), status_code: 200, execution_time_ms: 10 },
+      { executed_at: at(0), status_code: 500, execution_time_ms: 30 },
+      { executed_at: at(3), status_code: 404, execution_time_ms: 5 },
+      { executed_at: at(3), status_code: 302, execution_time_ms: 7 },
+    ];
+    const buckets = bucketLogs(logs, 24);
+    expect(buckets.map((b) => [b.executions, b.errors, b.p95Ms])).to.deep.equal([
+      [2, 1, 30],
+      [0, 0, null],
+      [0, 0, null],
+      [2, 1, 7],
+    ]);
+    expect(bucketLogs([])).to.deep.equal([]);
+  });
+});
