@@ -31,12 +31,19 @@ export function moduleExtension(code: string): '.mjs' | '.cjs' {
   return /^\s*(import\s*[\w{*'"]|export\s)/m.test(code) ? '.mjs' : '.cjs';
 }
 
-/** What a running process was started from: any change means a restart. */
+const hashes = new WeakMap<FunctionRecord, string>();
+
+/** What a running process was started from: any change means a restart. Records are replaced, never mutated, so the hash is kept per record. */
 export function configHash(fn: FunctionRecord): string {
-  return createHash('sha256')
-    .update(JSON.stringify([fn.code, fn.env, fn.routes, fn.timeout_seconds, fn.memory_mib, fn.name]))
-    .digest('hex')
-    .slice(0, 16);
+  let hash = hashes.get(fn);
+  if (hash === undefined) {
+    hash = createHash('sha256')
+      .update(JSON.stringify([fn.code, fn.env, fn.routes, fn.timeout_seconds, fn.memory_mib, fn.name]))
+      .digest('hex')
+      .slice(0, 16);
+    hashes.set(fn, hash);
+  }
+  return hash;
 }
 
 export interface RuntimeTokenSource {

@@ -81,7 +81,8 @@ interface Exchange {
   executedAt: number;
   timer: NodeJS.Timeout | undefined;
   timedOut: boolean;
-  abort: AbortController;
+  /** The upstream the call went to (its pool is destroyed on a gateway timeout). */
+  origin: string | undefined;
   logged: boolean;
   inflightDone: (() => void) | undefined;
 }
@@ -196,7 +197,7 @@ export class Invoker {
 
   #begin(fn: FunctionRecord, trigger: Trigger, startedAt: number, executedAt: number): Exchange {
     this.#inflight++;
-    return { fn, trigger, logId: newLogId(), startedAt, executedAt, timer: undefined, timedOut: false, abort: new AbortController(), logged: false, inflightDone: undefined };
+    return { fn, trigger, logId: newLogId(), startedAt, executedAt, timer: undefined, timedOut: false, origin: undefined, logged: false, inflightDone: undefined };
   }
 
   #forward(ex: Exchange, req: IncomingMessage, res: ServerResponse, path: string, body: Buffer | null): void {
@@ -232,10 +233,12 @@ export class Invoker {
   async #send(ex: Exchange, method: string, path: string, headers: Record<string, string | string[]>, body: Buffer | null): Promise<Dispatcher.ResponseData> {
     const fn = ex.fn;
     ex.timer = setTimeout(() => {
+      // The runtime ends a slow handler itself at the limit; reaching this means it cannot
+      // answer at all. Recycling it and dropping its pool ends this call (and any other on it).
       ex.timedOut = true;
       this.#o.metrics.timeouts++;
       this.#o.executor.recycle(fn.function_id, 'timeout');
-      ex.abort.abort(new FunctionTimeoutError(fn.timeout_seconds));
+      if (ex.origin !== undefined) this.originGone(ex.origin);
     }, fn.timeout_seconds * 1000 + TIMEOUT_GRACE_MS);
     for (let attempt = 0; ; attempt++) {
       let origin: string;
@@ -244,8 +247,10 @@ export class Invoker {
       } catch (err) {
         throw ex.timedOut ? new FunctionTimeoutError(fn.timeout_seconds) : err;
       }
+      if (ex.timedOut) throw new FunctionTimeoutError(fn.timeout_seconds);
+      ex.origin = origin;
       try {
-        return await this.#pool(origin).request({ path, method: method as Dispatcher.HttpMethod, headers, body, signal: ex.abort.signal });
+        return await this.#pool(origin).request({ path, method: method as Dispatcher.HttpMethod, headers, body });
       } catch (err) {
         if (ex.timedOut) throw new FunctionTimeoutError(fn.timeout_seconds);
         const code = (err as { code?: string }).code;
@@ -288,6 +293,26 @@ export class Invoker {
     }
     const length = upstream['content-length'];
     const small = typeof length === 'string' && Number(length) <= BUFFER_LIMIT;
+    if (small && !(statusCode === 500 && errorMessage === null)) {
+      // The common case: a small answer of known size, read in one go and written with one call.
+      body.arrayBuffer().then(
+        (ab) => {
+          if (res.destroyed) {
+            this.#o.metrics.clientAborts++;
+            this.#finish(ex, statusCode, errorMessage ?? 'client disconnected before the response was sent', true);
+            return;
+          }
+          const data = Buffer.from(ab);
+          headers['content-length'] = String(data.length);
+          res.writeHead(statusCode, headers);
+          res.end(data);
+          const finalMessage = errorMessage;
+          res.once('close', () => this.#finish(ex, statusCode, res.writableFinished ? finalMessage : (finalMessage ?? 'client disconnected before the response ended'), true));
+        },
+        (err: unknown) => this.#bodyFailed(ex, res, statusCode, err),
+      );
+      return;
+    }
     if (small || (statusCode === 500 && errorMessage === null)) {
       collect(body, statusCode === 500 ? CAPTURE_LIMIT : BUFFER_LIMIT * 2).then(
         ({ data, complete }) => {
