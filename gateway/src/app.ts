@@ -48,6 +48,8 @@ export interface Platform {
   writer: LogWriter;
   invoker: Invoker;
   metrics: Metrics;
+  /** A function's runtime token (what its runtime presents to /internal/v1). */
+  runtimeToken(functionId: string): string;
   sweep(): Promise<void>;
   /** Graceful: stop accepting, finish in-flight (bounded), flush logs, stop runtimes, close stores. */
   close(): Promise<void>;
@@ -220,5 +222,5 @@ export async function startPlatform(options: PlatformOptions): Promise<Platform>
     return closing;
   };
 
-  return { url: listenUrl, server, app, routers: [health, ...api, internal], functions, executor, scheduler, writer, invoker, metrics, sweep, close };
+  return { url: listenUrl, server, app, routers: [health, ...api, internal], functions, executor, scheduler, writer, invoker, metrics, runtimeToken: (id) => tokens.tokenFor(id), sweep, close };
 }

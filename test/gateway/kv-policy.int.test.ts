@@ -84,3 +84,46 @@ describe('gateway KV and network policies through real functions', function () {
     expect(bad.body.message).to.include('10.0.0.0/99');
   });
 });
+
+describe('gateway internal KV API limits (with a function runtime token)', function () {
+  this.timeout(30_000);
+  let h: Harness;
+  let auth: Record<string, string>;
+  before(async () => {
+    h = await startHarness();
+    const fn = await h.createFunction('kv-direct', 'export default (req, res) => res.json({})');
+    auth = { authorization: `Bearer ${h.platform.runtimeToken(fn.function_id)}`, 'content-type': 'application/json' };
+  });
+  after(async () => {
+    await h?.close();
+  });
+  const kv = (path: string, init: RequestInit = {}) => fetch(`${h.url}/internal/v1/kv${path}`, { ...init, headers: { ...auth, ...(init.headers as Record<string, string>) } });
+
+  it('sets, gets, lists by prefix, deletes; 404 for a missing key', async () => {
+    expect((await kv('/a%2Fb', { method: 'PUT', body: JSON.stringify({ value: [1, 'x', null] }) })).status).to.equal(204);
+    expect((await kv('/a%2Fc', { method: 'PUT', body: JSON.stringify({ value: true, ttlSeconds: 60 }) })).status).to.equal(204);
+    expect((await kv('/zz', { method: 'PUT', body: JSON.stringify({ value: 0 }) })).status).to.equal(204);
+    expect(await (await kv('/a%2Fb')).json()).to.deep.equal({ value: [1, 'x', null] });
+    expect(await (await kv('?prefix=a%2F')).json()).to.deep.equal({ keys: ['a/b', 'a/c'] });
+    expect((await kv('/a%2Fb', { method: 'HEAD' })).status).to.equal(200);
+    expect(await (await kv('/a%2Fb', { method: 'DELETE' })).json()).to.deep.equal({ deleted: true });
+    const missing = await kv('/a%2Fb');
+    expect(missing.status).to.equal(404);
+    expect((await missing.json()).error).to.equal('not_found');
+    expect((await kv('/a%2Fb', { method: 'HEAD' })).status).to.equal(404);
+  });
+
+  it('refuses a long key (400), a large value (413) and a bad TTL (400), naming the limit', async () => {
+    const longKey = await kv('/' + 'k'.repeat(513), { method: 'PUT', body: JSON.stringify({ value: 1 }) });
+    expect(longKey.status).to.equal(400);
+    expect((await longKey.json()).message).to.match(/513 bytes; the limit is 512/);
+    const big = await kv('/big', { method: 'PUT', body: JSON.stringify({ value: 'x'.repeat(256 * 1024) }) });
+    expect(big.status).to.equal(413);
+    expect((await big.json()).message).to.match(/262144/);
+    const ttl = await kv('/t', { method: 'PUT', body: JSON.stringify({ value: 1, ttlSeconds: 0 }) });
+    expect(ttl.status).to.equal(400);
+    expect((await ttl.json()).message).to.match(/ttlSeconds.*0/);
+    const shape = await kv('/t', { method: 'PUT', body: JSON.stringify({ nope: 1 }) });
+    expect(shape.status).to.equal(400);
+  });
+});
