@@ -68,7 +68,7 @@ export function ExecutionsChart(props: { buckets: Bucket[]; sample: number }) {
       </figcaption>
       <details>
         <summary>Chart data as a table</summary>
-        <div className="table-wrap">
+        <div className="table-wrap" tabIndex={0} role="region" aria-label="Chart data table">
           <table>
             <thead>
               <tr>

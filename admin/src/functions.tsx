@@ -71,7 +71,7 @@ export function FunctionsPage(props: { navigate: Navigate }) {
       {fns === null && !error && <p role="status">Loading functions…</p>}
       {fns !== null && fns.length === 0 && <p>No functions yet. Deploy one with <code>fnhost deploy</code>.</p>}
       {fns !== null && fns.length > 0 && (
-        <div className="table-wrap">
+        <div className="table-wrap" tabIndex={0} role="region" aria-label="Functions table">
           <table>
             <caption className="sr-only">All functions</caption>
             <thead>
@@ -283,7 +283,7 @@ export function FunctionPage(props: { fnRef: string; navigate: Navigate }) {
           <p role="status">Loading…</p>
         ) : (
           <>
-            <div className="table-wrap">
+            <div className="table-wrap" tabIndex={0} role="region" aria-label="Execution logs table">
               <table className="logs">
                 <caption className="sr-only">Execution logs, newest first</caption>
                 <thead>
@@ -303,13 +303,17 @@ export function FunctionPage(props: { fnRef: string; navigate: Navigate }) {
                   )}
                   {logs.logs.map((l) => (
                     <tr key={l.id} data-log-id={l.id}>
-                      <td>{time(l.executed_at)}</td>
-                      <td>
+                      <td data-label="Executed at">{time(l.executed_at)}</td>
+                      <td data-label="Status">
                         <StatusBadge code={l.status_code} />
                       </td>
-                      <td className="num">{l.execution_time_ms}</td>
-                      <td>{l.trigger}</td>
-                      <td className="err">{l.error_message ?? ''}</td>
+                      <td data-label="Time (ms)" className="num">
+                        {l.execution_time_ms}
+                      </td>
+                      <td data-label="Trigger">{l.trigger}</td>
+                      <td data-label="Error" className="err">
+                        {l.error_message ?? ''}
+                      </td>
                     </tr>
                   ))}
                 </tbody>

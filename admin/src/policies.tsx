@@ -190,7 +190,7 @@ export function PoliciesPage() {
         {changes.length === 0 ? (
           <p>No changes recorded yet.</p>
         ) : (
-          <div className="table-wrap">
+          <div className="table-wrap" tabIndex={0} role="region" aria-label="Policy changes table">
             <table className="changes">
               <thead>
                 <tr>

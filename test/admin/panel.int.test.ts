@@ -7,6 +7,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { readFileSync } from 'node:fs';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
 import { startGateway, type RunningGateway } from '../helpers/platform.ts';
 
@@ -28,6 +29,8 @@ const LAUNCH_ARGS = [
   '--disable-quic',
   '--no-first-run',
 ];
+
+const AXE_SOURCE = readFileSync(join(ROOT, 'node_modules', 'axe-core', 'axe.min.js'), 'utf8');
 
 /** Polls until check() gives a value other than undefined/false, or fails after the deadline. */
 async function until<T>(what: string, check: () => Promise<T | undefined | false>, timeoutMs = 20_000, everyMs = 100): Promise<T> {
@@ -56,6 +59,7 @@ describe('admin panel in headless Chromium against a real gateway', function () 
   const foreignRequests: string[] = [];
   const cspViolations: string[] = [];
   const ids: Record<string, string> = {};
+  const axeChecked: string[] = [];
 
   const api = async (method: string, path: string, body?: unknown) => {
     const r = await fetch(gw.url + path, {
@@ -70,8 +74,18 @@ describe('admin panel in headless Chromium against a real gateway', function () 
     const r = await fetch(`${gw.url}/invoke/${ids[name]}${query}`);
     return { status: r.status, text: await r.text() };
   };
+  /** A screenshot, and an axe-core check (WCAG 2 A/AA: labels, contrast, roles) of the page as it is. */
   const shot = async (name: string) => {
     await page.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: true });
+    // Evaluated through the DevTools protocol, so the page's CSP (no inline script) stays as it is.
+    if (!(await page.evaluate(() => 'axe' in window))) await page.evaluate(AXE_SOURCE);
+    const violations = await page.evaluate(async () => {
+      const axe = (window as unknown as { axe: { run(ctx: Document, o: object): Promise<{ violations: { id: string; help: string; nodes: { target: string[] }[] }[] }> } }).axe;
+      const result = await axe.run(document, { runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa'] } });
+      return result.violations.map((v) => `${v.id}: ${v.help} (${v.nodes.map((n) => n.target.join(' ')).join(', ')})`);
+    });
+    expect(violations, `accessibility of ${name}`).to.deep.equal([]);
+    axeChecked.push(name);
   };
   const openFunction = async (name: string) => {
     await page.goto(`${gw.url}/admin/functions/${name}`);
@@ -152,6 +166,8 @@ describe('admin panel in headless Chromium against a real gateway', function () 
 
   it('signs in with the admin token: an HttpOnly SameSite=Strict cookie, the token never in storage', async () => {
     await page.getByRole('button', { name: 'Try again' }).click();
+    await page.getByLabel('Admin token').waitFor();
+    await shot('signin');
     await page.getByLabel('Admin token').fill(gw.token);
     await page.getByLabel('Admin token').press('Enter');
     await page.getByRole('heading', { level: 1, name: 'Functions' }).waitFor();
@@ -183,6 +199,7 @@ describe('admin panel in headless Chromium against a real gateway', function () 
     await deny.getByText(/network policy pattern "bad host!" is invalid/).waitFor();
     expect(await input.getAttribute('aria-invalid')).to.equal('true');
     expect(await deny.getByRole('button', { name: 'Add' }).isDisabled()).to.equal(true);
+    await shot('policy-invalid');
     // The server checks with the same rules: a bad pattern sent directly is refused.
     const direct = await api('PUT', '/api/v1/network-policy/functions/caller', { default: 'allow', deny: ['bad host!'] });
     expect(direct.status).to.equal(400);
@@ -300,9 +317,10 @@ describe('admin panel in headless Chromium against a real gateway', function () 
     expect(await sessionCookie()).to.equal(undefined);
   });
 
-  it('made no request to any host but the gateway and broke no CSP rule', () => {
+  it('made no request to any host but the gateway, broke no CSP rule, and every page passed the accessibility check', () => {
     expect(foreignRequests).to.deep.equal([]);
     expect(cspViolations).to.deep.equal([]);
+    expect(axeChecked).to.deep.equal(['wrong-token', 'signin', 'functions', 'policy-invalid', 'policies', 'function', 'function-narrow', 'signed-out']);
   });
 });
 
