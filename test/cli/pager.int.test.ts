@@ -77,6 +77,21 @@ describe('fnhost CLI in a terminal (tmux)', function () {
     expect(await t.waitForExit()).to.equal(0);
   });
 
+  it('a page taller than the terminal shows a window of rows that ↓/↑ move, without clearing the screen', async () => {
+    const t = await terminal(['function:logs', 'paged', '--limit', '10'], { width: 110, height: 10 });
+    let screen = await t.waitForScreen((s) => /Page 1 of 1 \(7 total\) · rows 1–5 of 7/.test(s), 'the first window');
+    expect(screen).to.contain('↑/↓ scroll');
+    await t.sendKeys('Down');
+    await t.sendKeys('Down');
+    await t.sendKeys('Down');
+    screen = await t.waitForScreen((s) => s.includes('rows 3–7 of 7'), 'the last window (↓ stops at the end)');
+    expect(screen.match(/Execution logs for paged/g)).to.have.length(1);
+    await t.sendKeys('Up');
+    await t.waitForScreen((s) => s.includes('rows 2–6 of 7'), 'one row up');
+    await t.sendKeys('q');
+    expect(await t.waitForExit()).to.equal(0);
+  });
+
   it('function:delete asks on a terminal: n keeps the function (exit 5), y deletes it', async () => {
     expect((await runCli(['function:create', 'doomed', '--file', p.file('doomed.js', CONTROLLED_HANDLER)], { env: p.env })).code).to.equal(0);
     const no = await terminal(['function:delete', 'doomed']);

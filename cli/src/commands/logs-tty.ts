@@ -1,4 +1,4 @@
-import { createElement as h, useCallback } from 'react';
+import { createElement as h, useCallback, useEffect, useState } from 'react';
 import { render, useApp, useInput, useWindowSize } from 'ink';
 import type { LogPage, LogQuery } from '@fnhost/core/model.ts';
 import type { ApiClient } from '../api/client.ts';
@@ -8,6 +8,7 @@ import { useLogFollow } from '../hooks/useLogFollow.ts';
 import { useLogPager } from '../hooks/useLogPager.ts';
 import { LogFollowView } from '../render/LogFollowView.ts';
 import { LogsPagerView } from '../render/LogsPagerView.ts';
+import { rowWindow } from '../format/logs-table.ts';
 import type { CommandContext } from './spec.ts';
 
 // The terminal paths of function:logs: wiring of keys, hooks and views.
@@ -24,9 +25,15 @@ interface PagerProps {
 function LogsPager({ fn, load, query, page, color }: PagerProps) {
   const pager = useLogPager(load, query, page);
   const { exit } = useApp();
-  const { columns } = useWindowSize();
+  const { columns, rows } = useWindowSize();
+  // The window of rows on screen when the page is taller than the terminal; a new page starts at its top.
+  const [offset, setOffset] = useState(0);
+  useEffect(() => setOffset(0), [pager.page]);
+  const scroll = (by: number) => setOffset((o) => rowWindow(pager.page.logs.length, rows || 24, o + by).offset);
   useInput((input, key) => {
     if (input === 'q' || key.escape) exit();
+    else if (key.downArrow || input === 'j') scroll(1);
+    else if (key.upArrow || input === 'k') scroll(-1);
     else if (input === 'n' || key.rightArrow || key.pageDown) pager.nextPage();
     else if (input === 'p' || key.leftArrow || key.pageUp) pager.prevPage();
     else if (input === 's') pager.cycleStatus();
@@ -37,6 +44,8 @@ function LogsPager({ fn, load, query, page, color }: PagerProps) {
     status: pager.query.status,
     page: pager.page,
     width: columns || 80,
+    height: rows || 24,
+    offset,
     loading: pager.loading,
     error: pager.error,
     color,

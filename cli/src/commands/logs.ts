@@ -4,7 +4,21 @@ import { validateStatusFilter } from '@fnhost/core/validation.ts';
 import type { ApiClient } from '../api/client.ts';
 import { UsageError } from '../errors.ts';
 import { createPainter } from '../format/color.ts';
-import { DEFAULT_WIDTH, headerLine, layoutFor, pagerKeysLine, renderLogTable, rowLine, titleLine, toRow } from '../format/logs-table.ts';
+import {
+  DEFAULT_WIDTH,
+  PAGER_CHROME_LINES,
+  emptyLine,
+  headerLine,
+  layoutFor,
+  pagerFooterLine,
+  pagerKeysLine,
+  renderLogTable,
+  rowLine,
+  rowWindow,
+  titleLine,
+  toRow,
+  toRows,
+} from '../format/logs-table.ts';
 import { truncate } from '../format/text.ts';
 import { functionRef, intOption, printLines, stringOption } from './common.ts';
 import type { CommandContext } from './spec.ts';
@@ -89,11 +103,18 @@ export async function run(ctx: CommandContext): Promise<number> {
  */
 function paintFirstFrame(ctx: CommandContext, fn: { name: string; function_id: string }, status: StatusFilter, page: LogPage): number {
   const stdout = ctx.io.stdout as typeof ctx.io.stdout & { rows?: number };
+  if (!stdout.rows || stdout.rows <= PAGER_CHROME_LINES) return 0;
   const width = stdout.columns || DEFAULT_WIDTH;
-  const lines = renderLogTable(fn, status, page, width, createPainter(ctx.color));
-  lines.push(createPainter(ctx.color).dim(pagerKeysLine(page.pagination, status)));
-  if (stdout.rows === undefined || lines.length >= stdout.rows) return 0;
-  lines[0] = truncate(lines[0]!, width);
+  const paint = createPainter(ctx.color);
+  const { layout, rows } = toRows(page.logs, width);
+  const window = rowWindow(rows.length, stdout.rows, 0);
+  const lines = [
+    paint.bold(truncate(titleLine(fn, status), width)),
+    headerLine(layout, paint),
+    ...(rows.length === 0 ? [paint.dim(emptyLine(page.pagination))] : rows.slice(0, window.size).map((row) => rowLine(row, layout, paint))),
+    truncate(pagerFooterLine(page.pagination, window), width),
+    paint.dim(truncate(pagerKeysLine(page.pagination, status, window.size < window.total), width)),
+  ];
   stdout.write(lines.join('\n') + '\n');
   return lines.length;
 }

@@ -120,8 +120,39 @@ export function emptyLine(p: Pagination): string {
 }
 
 /** The interactive pager's key line. */
-export function pagerKeysLine(p: Pagination, status: StatusFilter): string {
-  return [p.hasPrevPage || p.hasNextPage ? '←/→ or p/n page' : undefined, `s status: ${status}`, 'r reload', 'q quit'].filter(Boolean).join(' · ');
+export function pagerKeysLine(p: Pagination, status: StatusFilter, scrollable = false): string {
+  return [
+    p.hasPrevPage || p.hasNextPage ? '←/→ or p/n page' : undefined,
+    scrollable ? '↑/↓ scroll' : undefined,
+    `s status: ${status}`,
+    'r reload',
+    'q quit',
+  ].filter(Boolean).join(' · ');
+}
+
+/**
+ * Lines of the pager besides the rows (title, header, footer, keys) plus one
+ * spare: Ink's frame must stay below the screen's height, or Ink clears the
+ * whole terminal (scrollback included) on every redraw.
+ */
+export const PAGER_CHROME_LINES = 5;
+
+/** Which of a page's rows the pager shows: all when they fit, else a window the arrows move. */
+export interface RowWindow {
+  offset: number;
+  size: number;
+  total: number;
+}
+
+export function rowWindow(total: number, screenRows: number, offset: number): RowWindow {
+  const size = Math.max(1, Math.min(total, screenRows - PAGER_CHROME_LINES));
+  return { offset: Math.max(0, Math.min(offset, total - size)), size, total };
+}
+
+/** The spec's footer, plus which rows are on screen when the page does not fit. */
+export function pagerFooterLine(p: Pagination, window: RowWindow): string {
+  const base = footerLine(p);
+  return window.size < window.total ? `${base} · rows ${window.offset + 1}–${window.offset + window.size} of ${window.total}` : base;
 }
 
 /** The whole table as lines, for the piped path (and the first frame of the terminal path). */

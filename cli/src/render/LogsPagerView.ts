@@ -1,7 +1,7 @@
 import { createElement as h } from 'react';
 import { Box, Text } from 'ink';
 import type { LogPage, StatusFilter } from '@fnhost/core/model.ts';
-import { emptyLine, footerLine, pagerKeysLine, titleLine, toRows } from '../format/logs-table.ts';
+import { emptyLine, pagerFooterLine, pagerKeysLine, rowWindow, titleLine, toRows } from '../format/logs-table.ts';
 import { LogHeaderLine, LogRowLine } from './LogRowLine.ts';
 
 // The interactive log table: title, header, rows, footer and the key line.
@@ -12,22 +12,26 @@ export interface LogsPagerViewProps {
   status: StatusFilter;
   page: LogPage;
   width: number;
+  /** Screen rows: a page taller than the screen shows a window of rows from `offset`. */
+  height: number;
+  offset: number;
   loading: boolean;
   error: string | undefined;
   color: boolean;
 }
 
-export function LogsPagerView({ fn, status, page, width, loading, error, color }: LogsPagerViewProps) {
+export function LogsPagerView({ fn, status, page, width, height, offset, loading, error, color }: LogsPagerViewProps) {
   const { layout, rows } = toRows(page.logs, width);
-  const keys = pagerKeysLine(page.pagination, status);
+  const window = rowWindow(rows.length, height, offset);
+  const keys = pagerKeysLine(page.pagination, status, window.size < window.total);
   return h(
     Box,
     { flexDirection: 'column' },
     h(Text, { bold: color, wrap: 'truncate' }, titleLine(fn, status)),
     h(LogHeaderLine, { layout, color }),
     rows.length === 0 ? h(Text, { dimColor: color }, emptyLine(page.pagination)) : null,
-    ...rows.map((row) => h(LogRowLine, { key: row.id, row, layout, color })),
-    h(Text, null, footerLine(page.pagination)),
+    ...rows.slice(window.offset, window.offset + window.size).map((row) => h(LogRowLine, { key: row.id, row, layout, color })),
+    h(Text, { wrap: 'truncate' }, pagerFooterLine(page.pagination, window)),
     h(
       Text,
       { wrap: 'truncate' },

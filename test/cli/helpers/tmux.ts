@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -7,7 +7,8 @@ import { promisify } from 'node:util';
 // Drives a program in a real terminal: tmux on a private socket, keys in with
 // send-keys, the screen out with capture-pane. Waits are conditions on the
 // screen with deadlines. The pane stays after the program exits
-// (remain-on-exit), so its exit status can be read.
+// (remain-on-exit), so its last screen can be read; the exit status comes
+// from a file the wrapping shell writes.
 
 const run = promisify(execFile);
 let counter = 0;
@@ -32,7 +33,10 @@ export class TmuxSession {
     const socket = `fnhost-cli-${process.pid}-${++counter}`;
     const session = new TmuxSession(socket, dir);
     const env = Object.entries(options.env).map(([k, v]) => `${k}=${shellQuote(v)}`).join(' ');
-    const command = `cd ${shellQuote(options.cwd)} && exec env ${env} ${argv.map(shellQuote).join(' ')}`;
+    // The shell writes the exit status to a file: tmux 3.3 sometimes marks a
+    // pane dead without recording its status (pane_dead_status empty).
+    const statusFile = join(dir, 'status');
+    const command = `cd ${shellQuote(options.cwd)} && env ${env} ${argv.map(shellQuote).join(' ')}; echo $? > ${shellQuote(statusFile + '.tmp')} && mv ${shellQuote(statusFile + '.tmp')} ${shellQuote(statusFile)}`;
     await run('tmux', ['-L', socket, '-f', config, 'new-session', '-d', '-s', 'main', '-x', String(options.width ?? 100), '-y', String(options.height ?? 30), command]);
     return session;
   }
@@ -52,8 +56,11 @@ export class TmuxSession {
 
   /** Undefined while the program runs; its exit status once it has ended. */
   async exitStatus(): Promise<number | undefined> {
-    const [dead, status] = (await this.#tmux('display-message', '-p', '-t', 'main', '#{pane_dead} #{pane_dead_status}')).trim().split(' ');
-    return dead === '1' ? Number(status) : undefined;
+    try {
+      return Number(readFileSync(join(this.#dir, 'status'), 'utf8').trim());
+    } catch {
+      return undefined;
+    }
   }
 
   async waitForScreen(condition: (screen: string) => boolean, what: string, timeoutMs = 20_000): Promise<string> {
