@@ -17,6 +17,9 @@ import type { Metrics } from '../metrics.ts';
 
 export const DEFAULT_RUNTIME_MAIN = fileURLToPath(new URL('../../../runtime-image/src/main.ts', import.meta.url));
 
+/** After a runtime failed to start, calls fail fast with that error for this long before another start. */
+export const START_RETRY_MS = 1000;
+
 /** The runtime process's own heap above the handler's limit. */
 export const RUNTIME_HEAP_HEADROOM_MIB = 64;
 
@@ -81,6 +84,8 @@ export class LocalExecutor implements Executor {
   readonly #opts: LocalExecutorOptions;
   readonly #runtimes = new Map<string, Runtime>();
   readonly #lastExit = new Map<string, RecycleReason>();
+  /** A start that failed recently: calls fail fast with its error instead of spawning a process each. */
+  readonly #failedStart = new Map<string, { hash: string; at: number; error: Error }>();
   #closed = false;
 
   constructor(options: LocalExecutorOptions) {
@@ -117,6 +122,8 @@ export class LocalExecutor implements Executor {
   acquire(fn: FunctionRecord): Promise<Upstream> {
     const current = this.#runtimes.get(fn.function_id);
     if (current !== undefined && !current.exited && current.hash === configHash(fn)) return current.ready;
+    const failed = this.#failedStart.get(fn.function_id);
+    if (failed !== undefined && failed.hash === configHash(fn) && Date.now() - failed.at < START_RETRY_MS) return Promise.reject(failed.error);
     return this.#start(fn, current);
   }
 
@@ -131,6 +138,7 @@ export class LocalExecutor implements Executor {
   }
 
   async sync(functionId: string, fn: FunctionRecord | null): Promise<void> {
+    this.#failedStart.delete(functionId);
     if (fn === null || !fn.active) {
       const current = this.#runtimes.get(functionId);
       if (current !== undefined) {
@@ -163,9 +171,13 @@ export class LocalExecutor implements Executor {
         () => this.#stop(previous),
       );
     }
-    runtime.ready.catch(() => {
-      if (this.#runtimes.get(fn.function_id) === runtime) this.#runtimes.delete(fn.function_id);
-    });
+    runtime.ready.then(
+      () => this.#failedStart.delete(fn.function_id),
+      (error: Error) => {
+        if (this.#runtimes.get(fn.function_id) === runtime) this.#runtimes.delete(fn.function_id);
+        if (runtime.exitReason !== 'stopped') this.#failedStart.set(fn.function_id, { hash, at: Date.now(), error });
+      },
+    );
     return runtime.ready;
   }
 
