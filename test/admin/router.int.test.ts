@@ -16,8 +16,8 @@ import { adminPanel } from '../../gateway/src/admin/router.ts';
 
 const TOKEN = 'router-test-token-0123456789';
 
-async function serve(distDir: string): Promise<{ url: string; server: Server }> {
-  const app = new Koa();
+async function serve(distDir: string, proxy = false): Promise<{ url: string; server: Server }> {
+  const app = new Koa({ proxy });
   app.silent = true;
   app.use(errorMiddleware(silentLogger));
   app.use(adminPanel({ token: { digest: digest(TOKEN), source: 'FNHOST_TOKEN', file: '' }, now: Date.now, distDir }).router.routes());
@@ -30,6 +30,7 @@ describe('admin router over HTTP', () => {
   let dir: string;
   let built: { url: string; server: Server };
   let empty: { url: string; server: Server };
+  let proxied: { url: string; server: Server };
   before(async () => {
     dir = await mkdtemp(join(tmpdir(), 'fnhost-admin-dist-'));
     await mkdir(join(dir, 'dist', 'assets'), { recursive: true });
@@ -39,10 +40,12 @@ describe('admin router over HTTP', () => {
     await mkdir(join(dir, 'nothing'));
     built = await serve(join(dir, 'dist'));
     empty = await serve(join(dir, 'nothing'));
+    proxied = await serve(join(dir, 'dist'), true);
   });
   after(async () => {
     built?.server.close();
     empty?.server.close();
+    proxied?.server.close();
     await rm(dir, { recursive: true, force: true });
   });
 
@@ -100,5 +103,18 @@ describe('admin router over HTTP', () => {
     expect(out.status).to.equal(204);
     expect(out.headers.get('set-cookie')).to.contain('Max-Age=0');
     expect((await fetch(`${built.url}/admin/api/session`, { headers: { cookie } })).status).to.equal(401);
+  });
+
+  it('marks the cookie Secure behind TLS: X-Forwarded-Proto https only from a trusted proxy', async () => {
+    const signIn = (url: string) =>
+      fetch(`${url}/admin/api/session`, { method: 'POST', headers: { 'x-forwarded-proto': 'https', origin: `https://${new URL(url).host}` }, body: JSON.stringify({ token: TOKEN }) });
+    const trusted = await signIn(proxied.url);
+    expect(trusted.status).to.equal(201);
+    expect(trusted.headers.get('set-cookie')).to.match(/HttpOnly; SameSite=Strict; Max-Age=\d+; Secure$/);
+    const untrusted = await signIn(built.url);
+    expect(untrusted.status).to.equal(201);
+    expect(untrusted.headers.get('set-cookie')).not.to.contain('Secure');
+    const foreign = await fetch(`${proxied.url}/admin/api/session`, { method: 'POST', headers: { 'x-forwarded-proto': 'https', origin: 'https://evil.example' }, body: JSON.stringify({ token: TOKEN }) });
+    expect(foreign.status).to.equal(403);
   });
 });
