@@ -119,7 +119,7 @@ export const RETENTION_CHUNK = 5000;
 
 const LOG_COLUMNS = 'seq, executed_ms, id, status_code, execution_time_ms, error_message, trigger';
 
-/** Count changes of one transaction, per function: per class, and per (bucket class, minute). */
+/** Count changes of one transaction for one function: per class, and per (bucket class, level, bucket). */
 class CountDelta {
   readonly perClass = [0, 0, 0];
   readonly perBucket = new Map<string, number>();
