@@ -222,5 +222,5 @@ export async function startPlatform(options: PlatformOptions): Promise<Platform>
     return closing;
   };
 
-  return { url: listenUrl, server, app, routers: [health, ...api, internal], functions, executor, scheduler, writer, invoker, metrics, runtimeToken: (id) => tokens.tokenFor(id), sweep, close };
+  return { url: listenUrl, server, app, routers: [health, admin.router, ...api, internal], functions, executor, scheduler, writer, invoker, metrics, runtimeToken: (id) => tokens.tokenFor(id), sweep, close };
 }

@@ -42,11 +42,15 @@ describe('gateway OpenAPI document', function () {
     for (const router of h.platform.routers) {
       for (const layer of router.stack) {
         if (layer.methods.length === 0) continue; // router-level middleware
-        const path = String(layer.path).replace(/:(\w+)/g, '{$1}').replace(/\/$/, '');
-        for (const method of layer.methods) {
-          // Koa answers HEAD for every GET; the document lists HEAD only where it differs.
-          if (method === 'HEAD' && layer.methods.includes('GET')) continue;
-          served.add(`${method} ${path}`);
+        const base = String(layer.path).replace(/:(\w+)/g, '{$1}').replace(/\/$/, '');
+        // An optional wildcard tail (`/admin{/*rest}`) is two documented paths.
+        const paths = base.includes('{/*') ? [base.replace(/\{\/\*(\w+)\}/, ''), base.replace(/\{\/\*(\w+)\}/, '/{$1}')] : [base];
+        for (const path of paths) {
+          for (const method of layer.methods) {
+            // Koa answers HEAD for every GET; the document lists HEAD only where it differs.
+            if (method === 'HEAD' && layer.methods.includes('GET')) continue;
+            served.add(`${method} ${path}`);
+          }
         }
       }
     }
