@@ -327,10 +327,14 @@ describe('admin panel in headless Chromium against a real gateway', function () 
 describe('admin panel sessions expire', function () {
   this.timeout(60_000);
   let gw: RunningGateway;
+  let context: BrowserContext | undefined;
+  let userDataDir: string | undefined;
   before(async () => {
     gw = await startGateway({ env: { FNHOST_ADMIN_SESSION_IDLE_SECONDS: '1' } });
   });
   after(async () => {
+    await context?.close();
+    if (userDataDir) await rm(userDataDir, { recursive: true, force: true });
     await gw?.stop();
   });
 
@@ -346,5 +350,24 @@ describe('admin panel sessions expire', function () {
     }, 20_000, 1500);
     expect(expired.status).to.equal(401);
     expect(Date.now() - started).to.be.at.least(1000);
+  });
+
+  it('the page returns to sign-in with a notice when its session has expired', async () => {
+    userDataDir = await mkdtemp(join(tmpdir(), 'fnhost-chromium-'));
+    context = await chromium.launchPersistentContext(userDataDir, { executablePath: CHROMIUM, headless: true, args: LAUNCH_ARGS });
+    const page = context.pages()[0] ?? (await context.newPage());
+    await page.goto(`${gw.url}/admin/`);
+    await page.getByLabel('Admin token').fill(gw.token);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('heading', { level: 1, name: 'Functions' }).waitFor();
+    const cookie = (await context.cookies(gw.url)).find((c) => c.name === 'fnhost_admin')!;
+    // The page makes no request while idle; wait (without touching the session) until the server has dropped it.
+    await until('the session to expire on the server', async () => {
+      const r = await fetch(`${gw.url}/admin/api/session`, { headers: { cookie: `fnhost_admin=${cookie.value}` } });
+      return r.status === 401;
+    }, 20_000, 1500);
+    await page.getByRole('link', { name: 'Network policies' }).click();
+    await page.getByText('Your session has expired or was ended. Sign in again.').waitFor();
+    await page.getByLabel('Admin token').waitFor();
   });
 });
