@@ -9,6 +9,7 @@
 //   runtime the fnhost runtime (runtime-image/src/main.ts) serving a hello function, called directly
 //   hop     a minimal node:http server proxying to that runtime with an undici Pool (P1's yardstick)
 //   gateway the real gateway (test/helpers/platform.ts) invoking the same function, logs recorded
+//   gateway, recording off   the same with FNHOST_BENCH_DISABLE_RECORDING=1 (P2)
 // Then the latency added by the gateway at half of its max rate, and P5:
 // function create → first 200 through the gateway vs `node -e 0`.
 
@@ -110,11 +111,19 @@ try {
   const created = await (await fetch(`${gw.url}/api/v1/functions`, { method: 'POST', headers: auth, body: JSON.stringify({ name: 'hello', code: HELLO }) })).json();
   const invokeUrl = created.invocation_url as string;
 
+  // P2: the same gateway with execution recording off (bench-only switch).
+  const gwOff = await startGateway({ env: { FNHOST_QUIET: '1', FNHOST_BENCH_DISABLE_RECORDING: '1' } });
+  const authOff = { authorization: `Bearer ${gwOff.token}`, 'content-type': 'application/json' };
+  const createdOff = await (await fetch(`${gwOff.url}/api/v1/functions`, { method: 'POST', headers: authOff, body: JSON.stringify({ name: 'hello', code: HELLO }) })).json();
+
   const rows: Row[] = [];
   for (const [name, url] of [['bare node:http', bareUrl], ['runtime direct', runtimeUrl + '/'], ['undici hop → runtime', hopUrl + '/'], ['gateway → runtime', invokeUrl]] as const) {
     rows.push(await load(name, url));
   }
   const [bare, runtime, hop, gateway] = rows as [Row, Row, Row, Row];
+  const noRecord = await load('gateway, recording off', createdOff.invocation_url as string);
+  rows.push(noRecord);
+  await gwOff.stop();
   // Latency at half of the gateway's max rate, gateway vs the runtime directly.
   const rate = Math.floor(gateway.rps / 2);
   const halfRuntime = await load('runtime direct @ half', runtimeUrl + '/', { overallRate: rate });
@@ -151,6 +160,7 @@ try {
   console.log(`P1  gateway / undici hop throughput: ${(gateway.rps / hop.rps).toFixed(2)}× (target ≥ 0.8×)`);
   console.log(`P1  added latency at half load (${rate} req/s): p50 +${(halfGateway.p50 - halfRuntime.p50).toFixed(2)} ms, p99 +${(halfGateway.p99 - halfRuntime.p99).toFixed(2)} ms (targets ≤ 1 ms, ≤ 2 ms)`);
   console.log(`    gateway / runtime direct: ${(gateway.rps / runtime.rps).toFixed(2)}×; gateway / bare: ${(gateway.rps / bare.rps).toFixed(2)}×; log records dropped: ${dropped}`);
+  console.log(`P2  recording on / off throughput: ${(gateway.rps / noRecord.rps).toFixed(2)}× (target ≥ 0.9×); p99 ${gateway.p99} vs ${noRecord.p99} ms (target +≤ 1 ms)`);
   console.log(`P2b runtime direct / bare node:http: ${(runtime.rps / bare.rps).toFixed(2)}× (target ≥ 0.7×)`);
   console.log(`P5  create → first 200: median ${median(p5).toFixed(0)} ms; node -e 0: median ${median(nodeStart).toFixed(0)} ms; ratio ${(median(p5) / median(nodeStart)).toFixed(2)}× (target ≤ 3×)`);
 } finally {

@@ -119,7 +119,9 @@ export async function startPlatform(options: PlatformOptions): Promise<Platform>
     executionUrl,
     maxTimeoutSeconds: config.maxTimeoutSeconds,
   });
-  invoker = new Invoker({ functions, executor, recorder: writer, metrics, logger, trustProxy: config.trustProxy });
+  if (config.benchDisableRecording) logger.warn('FNHOST_BENCH_DISABLE_RECORDING=1: executions are NOT recorded (benchmarks only)');
+  const recorder = config.benchDisableRecording ? { record() {} } : writer;
+  invoker = new Invoker({ functions, executor, recorder, metrics, logger, trustProxy: config.trustProxy });
   const policies = new PolicyCache(stores.policies);
 
   let ready = false;

@@ -16,6 +16,8 @@ export interface GatewayConfig {
   trustProxy: boolean;
   /** Graceful shutdown bound for in-flight invocations. */
   shutdownGraceMs: number;
+  /** Bench only (FNHOST_BENCH_DISABLE_RECORDING=1): no execution records, to measure what recording costs (P2). */
+  benchDisableRecording: boolean;
 }
 
 export class ConfigError extends FnhostError {
@@ -57,5 +59,6 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     maxTimeoutSeconds: intVar(env, 'FNHOST_MAX_TIMEOUT_SECONDS', limits.MAX_TIMEOUT_SECONDS, 1, limits.MAX_TIMEOUT_SECONDS),
     trustProxy: trust === '1' || trust === 'true',
     shutdownGraceMs: intVar(env, 'FNHOST_SHUTDOWN_GRACE_MS', 10_000, 0, 600_000),
+    benchDisableRecording: env.FNHOST_BENCH_DISABLE_RECORDING === '1',
   };
 }
