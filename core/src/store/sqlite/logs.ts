@@ -9,26 +9,38 @@ import type { SqliteDb } from './db.ts';
 // function (performance target P3), with no COUNT over the function's records
 // and no OFFSET over more than one minute of them:
 // - log_counts holds each function's count per status class, and log_buckets
-//   its count per class per minute and per second of executed_at (plus
+//   its count per class per day, hour, minute and second of executed_at (plus
 //   all-classes rows), all maintained in the transactions that insert and
 //   delete logs;
 // - totalCount is the maintained count minus what the retention read filter
-//   hides; the hidden part is the records before a position, counted as the
-//   whole minutes before it, the whole seconds before it in its minute (sums
-//   over bucket rows), and a range count within its second;
+//   hides; the hidden part is the records before a position, counted as whole
+//   days, hours, minutes and seconds before it (sums over bucket rows) plus a
+//   range count within its second;
 // - a page starts at the k-th record from the nearer end (planPage): walk the
-//   minute rows to the minute holding it, the second rows to the second, then
+//   day rows to the day holding it, then its hours, minutes and seconds, then
 //   OFFSET within that second on the covering index (fn[, class],
 //   executed_ms, seq) from its nearer end, and read `limit` rows on from there.
 
 export const DAY_MS = 86_400_000;
 
-/** Width of a log_buckets row of each level: level 0 a minute, level 1 a second of executed_at. */
-export const BUCKET_MS = [60_000, 1_000] as const;
+/**
+ * Width of a log_buckets row at each level: a day, an hour, a minute, a second
+ * of executed_at. Each width divides the one before, so a bucket's children
+ * are a contiguous range of the next level.
+ */
+export const BUCKET_MS = [86_400_000, 3_600_000, 60_000, 1_000] as const;
+export type BucketLevel = 0 | 1 | 2 | 3;
+const LEVELS: readonly BucketLevel[] = [0, 1, 2, 3];
+const FINEST: BucketLevel = 3;
+
+/** How many buckets of the next level one bucket of `level` holds. */
+function childrenPer(level: BucketLevel): number {
+  return BUCKET_MS[level] / BUCKET_MS[level + 1 as BucketLevel];
+}
 /** The log_buckets class of the rows counting every class together. */
 export const BUCKET_ALL = 3;
 
-export function bucketOf(executedMs: number, level: 0 | 1): number {
+export function bucketOf(executedMs: number, level: BucketLevel): number {
   return Math.floor(executedMs / BUCKET_MS[level]);
 }
 
@@ -110,7 +122,6 @@ function executedMs(record: StoredLog): number {
   return ms;
 }
 
-const SECONDS_PER_MINUTE = BUCKET_MS[0] / BUCKET_MS[1];
 const MIN_BUCKET = Number.MIN_SAFE_INTEGER;
 const MAX_BUCKET = Number.MAX_SAFE_INTEGER;
 
@@ -126,7 +137,7 @@ class CountDelta {
 
   add(cls: number, executed: number, n: number): void {
     this.perClass[cls]! += n;
-    for (const level of [0, 1] as const) {
+    for (const level of LEVELS) {
       const bucket = bucketOf(executed, level);
       for (const c of [cls, BUCKET_ALL]) {
         const key = `${c}:${level}:${bucket}`;
@@ -291,38 +302,52 @@ export class SqliteLogStore implements LogStore {
 
   /**
    * Records of the class strictly before `at` in (executed_ms, seq) order:
-   * whole minutes and whole seconds from log_buckets, the rest on the index.
+   * the whole days before its day, whole hours before its hour within that
+   * day, and so on down to seconds (sums over at most a few dozen bucket rows
+   * each, the days aside), then a range count on the index within its second.
    */
   private countBefore(fn: number, cls: number | null, at: Position): number {
-    const minute = bucketOf(at.ms, 0);
-    const second = bucketOf(at.ms, 1);
     const bucketClass = cls ?? BUCKET_ALL;
-    const wholeMinutes = this.db.get<{ n: number | null }>(
-      'SELECT sum(n) AS n FROM log_buckets WHERE fn = ? AND class = ? AND level = 0 AND bucket < ?', fn, bucketClass, minute,
-    )!.n ?? 0;
-    const wholeSeconds = this.db.get<{ n: number | null }>(
-      'SELECT sum(n) AS n FROM log_buckets WHERE fn = ? AND class = ? AND level = 1 AND bucket >= ? AND bucket < ?', fn, bucketClass, minute * SECONDS_PER_MINUTE, second,
-    )!.n ?? 0;
+    let total = 0;
+    let from = MIN_BUCKET;
+    for (const level of LEVELS) {
+      const bucket = bucketOf(at.ms, level);
+      total += this.db.get<{ n: number | null }>(
+        'SELECT sum(n) AS n FROM log_buckets WHERE fn = ? AND class = ? AND level = ? AND bucket >= ? AND bucket < ?',
+        fn, bucketClass, level, from, bucket,
+      )!.n ?? 0;
+      if (level !== FINEST) from = bucket * childrenPer(level);
+    }
     const [index, classWhere, classParams] = indexFor(cls);
-    const partial = this.db.get<{ n: number }>(
+    total += this.db.get<{ n: number }>(
       `SELECT count(*) AS n FROM logs INDEXED BY ${index} WHERE fn = ?${classWhere} AND executed_ms >= ? AND (executed_ms, seq) < (?, ?)`,
-      fn, ...classParams, second * BUCKET_MS[1], at.ms, at.seq,
+      fn, ...classParams, bucketOf(at.ms, FINEST) * BUCKET_MS[FINEST], at.ms, at.seq,
     )!.n;
-    return wholeMinutes + wholeSeconds + partial;
+    return total;
   }
 
   /**
    * The position of the k-th (0-based) record of the class counted from the
-   * newest or the oldest end: walk the minutes from that end to the one
-   * holding it, then its seconds, then skip within that second on the index
-   * from the second's nearer end (a burst can put many records in one second).
+   * newest or the oldest end: walk the days from that end to the one holding
+   * it, then that day's hours, the hour's minutes, the minute's seconds, then
+   * skip within that second on the index from its nearer end (a burst can put
+   * many records in one second).
    */
   private nth(fn: number, cls: number | null, fromNewest: boolean, k: number): Position | undefined {
-    const minute = this.walkBuckets(fn, cls, 0, fromNewest, k, MIN_BUCKET, MAX_BUCKET);
-    if (minute === undefined) return undefined;
-    const second = this.walkBuckets(fn, cls, 1, fromNewest, minute.within,
-      minute.bucket * SECONDS_PER_MINUTE, minute.bucket * SECONDS_PER_MINUTE + SECONDS_PER_MINUTE - 1);
-    if (second === undefined) return undefined;
+    let from = MIN_BUCKET;
+    let to = MAX_BUCKET;
+    let found: { bucket: number; n: number; within: number } | undefined;
+    let within = k;
+    for (const level of LEVELS) {
+      found = this.walkBuckets(fn, cls, level, fromNewest, within, from, to);
+      if (found === undefined) return undefined;
+      within = found.within;
+      if (level !== FINEST) {
+        from = found.bucket * childrenPer(level);
+        to = from + childrenPer(level) - 1;
+      }
+    }
+    const second = found!;
     const flip = second.within > (second.n - 1) / 2;
     const direction = fromNewest !== flip ? 'DESC' : 'ASC';
     const [index, classWhere, classParams] = indexFor(cls);
@@ -330,12 +355,12 @@ export class SqliteLogStore implements LogStore {
       `SELECT executed_ms AS ms, seq FROM logs INDEXED BY ${index}
        WHERE fn = ?${classWhere} AND executed_ms >= ? AND executed_ms < ?
        ORDER BY executed_ms ${direction}, seq ${direction} LIMIT 1 OFFSET ?`,
-      fn, ...classParams, second.bucket * BUCKET_MS[1], (second.bucket + 1) * BUCKET_MS[1], flip ? second.n - 1 - second.within : second.within,
+      fn, ...classParams, second.bucket * BUCKET_MS[FINEST], (second.bucket + 1) * BUCKET_MS[FINEST], flip ? second.n - 1 - second.within : second.within,
     );
   }
 
   /** Walks one level's buckets in [from, to] from one end to the one holding the k-th record; `within` is k's place in it. */
-  private walkBuckets(fn: number, cls: number | null, level: 0 | 1, fromNewest: boolean, k: number, from: number, to: number):
+  private walkBuckets(fn: number, cls: number | null, level: BucketLevel, fromNewest: boolean, k: number, from: number, to: number):
     { bucket: number; n: number; within: number } | undefined {
     const direction = fromNewest ? 'DESC' : 'ASC';
     const buckets = this.db.stmt(`SELECT bucket, n FROM log_buckets WHERE fn = ? AND class = ? AND level = ? AND bucket BETWEEN ? AND ? ORDER BY bucket ${direction}`);

@@ -5,7 +5,7 @@ import { StoreError } from '../../errors.ts';
 // version a database file was last migrated to; MIGRATIONS[i] moves a database
 // from version i to i + 1, so a later release appends, never edits.
 
-export const SCHEMA_VERSION = 3;
+export const SCHEMA_VERSION = 4;
 
 const MIGRATIONS: readonly string[] = [
   // 0 -> 1: the first schema.
@@ -86,39 +86,34 @@ const MIGRATIONS: readonly string[] = [
     after  TEXT
   );
   `,
-  // 1 -> 2: per-minute log counts, so positions and counts never walk more
-  // than a minute of one function's records (see logs.ts).
-  `
-  CREATE TABLE IF NOT EXISTS log_buckets (
-    fn     INTEGER NOT NULL,
-    class  INTEGER NOT NULL,              -- 0, 1, 2 as in logs; 3 counts every class
-    bucket INTEGER NOT NULL,              -- floor(executed_ms / 60000)
-    n      INTEGER NOT NULL,
-    PRIMARY KEY (fn, class, bucket)
-  ) WITHOUT ROWID;
-  INSERT INTO log_buckets (fn, class, bucket, n)
-    SELECT fn, class, (executed_ms - ((executed_ms % 60000) + 60000) % 60000) / 60000 AS b, count(*)
-    FROM logs GROUP BY fn, class, b;
-  INSERT INTO log_buckets (fn, class, bucket, n)
-    SELECT fn, 3, bucket, sum(n) FROM log_buckets GROUP BY fn, bucket;
-  `,
-  // 2 -> 3: a second level of buckets (per second of executed_at), so a burst
-  // of records within one minute is still found without walking it.
+  // 1 -> 2 and 2 -> 3 built earlier shapes of log_buckets during
+  // development; 3 -> 4 drops and rebuilds it, so they do nothing now.
+  'SELECT 1',
+  'SELECT 1',
+  // 3 -> 4: log_buckets, per-day, -hour, -minute and -second log counts, so
+  // positions and counts never walk a function's records (see logs.ts);
+  // rebuilt from the stored logs.
   `
   DROP TABLE IF EXISTS log_buckets;
   CREATE TABLE log_buckets (
     fn     INTEGER NOT NULL,
     class  INTEGER NOT NULL,              -- 0, 1, 2 as in logs; 3 counts every class
-    level  INTEGER NOT NULL,              -- 0: bucket is a minute, 1: a second
-    bucket INTEGER NOT NULL,              -- floor(executed_ms / 60000) or floor(executed_ms / 1000)
+    level  INTEGER NOT NULL,              -- 0 day, 1 hour, 2 minute, 3 second
+    bucket INTEGER NOT NULL,              -- floor(executed_ms / width of the level)
     n      INTEGER NOT NULL,
     PRIMARY KEY (fn, class, level, bucket)
   ) WITHOUT ROWID;
   INSERT INTO log_buckets (fn, class, level, bucket, n)
-    SELECT fn, class, 0, (executed_ms - ((executed_ms % 60000) + 60000) % 60000) / 60000 AS b, count(*)
+    SELECT fn, class, 0, (executed_ms - ((executed_ms % 86400000) + 86400000) % 86400000) / 86400000 AS b, count(*)
     FROM logs GROUP BY fn, class, b;
   INSERT INTO log_buckets (fn, class, level, bucket, n)
-    SELECT fn, class, 1, (executed_ms - ((executed_ms % 1000) + 1000) % 1000) / 1000 AS b, count(*)
+    SELECT fn, class, 1, (executed_ms - ((executed_ms % 3600000) + 3600000) % 3600000) / 3600000 AS b, count(*)
+    FROM logs GROUP BY fn, class, b;
+  INSERT INTO log_buckets (fn, class, level, bucket, n)
+    SELECT fn, class, 2, (executed_ms - ((executed_ms % 60000) + 60000) % 60000) / 60000 AS b, count(*)
+    FROM logs GROUP BY fn, class, b;
+  INSERT INTO log_buckets (fn, class, level, bucket, n)
+    SELECT fn, class, 3, (executed_ms - ((executed_ms % 1000) + 1000) % 1000) / 1000 AS b, count(*)
     FROM logs GROUP BY fn, class, b;
   INSERT INTO log_buckets (fn, class, level, bucket, n)
     SELECT fn, 3, level, bucket, sum(n) FROM log_buckets GROUP BY fn, level, bucket;
