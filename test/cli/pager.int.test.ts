@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { CONTROLLED_HANDLER, startCliPlatform, type CliPlatform } from './helpers/platform.ts';
-import { BIN, REPO, cleanEnv, runCli, waitFor } from './helpers/run.ts';
+import { BIN, NEUTRAL_CWD, cleanEnv, runCli, waitFor } from './helpers/run.ts';
 import { TmuxSession } from './helpers/tmux.ts';
 
 // The terminal paths, driven in a real terminal (tmux): the interactive
@@ -13,7 +13,7 @@ describe('fnhost CLI in a terminal (tmux)', function () {
 
   async function terminal(args: string[], size = { width: 110, height: 30 }, extraEnv: Record<string, string> = {}): Promise<TmuxSession> {
     const env = Object.fromEntries(Object.entries(cleanEnv({ ...p.env, TZ: 'UTC', ...extraEnv })).filter((e): e is [string, string] => e[1] !== undefined));
-    const session = await TmuxSession.start([process.execPath, BIN, ...args], { env, cwd: REPO, ...size });
+    const session = await TmuxSession.start([process.execPath, BIN, ...args], { env, cwd: NEUTRAL_CWD, ...size });
     sessions.push(session);
     return session;
   }

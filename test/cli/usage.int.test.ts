@@ -1,5 +1,6 @@
 import { expect } from 'chai';
 import { createServer } from 'node:net';
+import { join } from 'node:path';
 import { BIN, REPO, cleanEnv, isolatedHome, runCli, type RunResult } from './helpers/run.ts';
 
 // Bad input needs no server: each case is one `error:` line (plus maybe a
@@ -15,6 +16,8 @@ function expectUsage(result: RunResult, message: string | RegExp): void {
   if (lines[1] !== undefined) expect(lines[1]).to.match(/^hint: /);
   expect(result.stderr).not.to.match(/\n\s+at /);
 }
+
+const PACKAGE_JSON = join(REPO, 'package.json');
 
 describe('fnhost CLI: usage errors and help (real process)', function () {
   const home = isolatedHome();
@@ -52,11 +55,11 @@ describe('fnhost CLI: usage errors and help (real process)', function () {
     [['function:test', 'x', '--data', '{bad'], /^error: --data is not valid JSON/],
     [['function:create', 'x'], 'function:create needs --file <path>: the module that exports the handler'],
     [['function:create', 'x', '--file', 'no/such/file.js'], '--file no/such/file.js: no such file'],
-    [['function:create', 'x', '--file', 'package.json', '--env', 'NOEQUALS'], '--env "NOEQUALS" must be KEY=VALUE'],
-    [['function:create', 'x', '--file', 'package.json', '--timeout', '0'], '--timeout must be an integer from 1 to 900, got "0"'],
+    [['function:create', 'x', '--file', PACKAGE_JSON, '--env', 'NOEQUALS'], '--env "NOEQUALS" must be KEY=VALUE'],
+    [['function:create', 'x', '--file', PACKAGE_JSON, '--timeout', '0'], '--timeout must be an integer from 1 to 900, got "0"'],
     [['function:delete', 'x', '--output', 'json'], 'unknown flag "--output" for function:delete'],
     [['function:get', 'x', '--url', 'ftp://x'], '--url "ftp://x" must start with http:// or https://'],
-    [['function:create', 'x', '--file', 'package.json', '--memory', '16'], 'memory (MiB) must be at least 32, got 16'],
+    [['function:create', 'x', '--file', PACKAGE_JSON, '--memory', '16'], 'memory (MiB) must be at least 32, got 16'],
     [['--colour'], /^error: unknown flag "--colour"/],
   ];
   for (const [args, message] of cases) {
@@ -105,7 +108,7 @@ describe('fnhost CLI: usage errors and help (real process)', function () {
 
   it('runs through the node_modules/.bin/fnhost link that npm makes from cli/package.json', async () => {
     const { execFile } = await import('node:child_process');
-    const { dirname, join } = await import('node:path');
+    const { dirname } = await import('node:path');
     const bin = join(REPO, 'node_modules', '.bin', 'fnhost');
     const result = await new Promise<{ code: number | null; stdout: string }>((resolve) => {
       const child = execFile(bin, ['--version'], { env: { ...cleanEnv(env), PATH: `${dirname(process.execPath)}:${process.env.PATH}` } }, (_err, stdout) =>

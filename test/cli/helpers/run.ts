@@ -10,6 +10,14 @@ import { fileURLToPath } from 'node:url';
 export const BIN = fileURLToPath(new URL('../../../cli/bin/fnhost.js', import.meta.url));
 export const REPO = fileURLToPath(new URL('../../../', import.meta.url));
 
+/**
+ * The working directory of runs: an empty directory, not the repository, so a
+ * local platform someone runs from the repository (its ./.fnhost/token) cannot
+ * lend a test its token.
+ */
+export const NEUTRAL_CWD = mkdtempSync(join(tmpdir(), 'fnhost-cli-cwd-'));
+process.once('exit', () => rmSync(NEUTRAL_CWD, { recursive: true, force: true }));
+
 export interface RunResult {
   code: number | null;
   signal: NodeJS.Signals | null;
@@ -52,7 +60,7 @@ export interface RunOptions {
 export function runCli(args: string[], options: RunOptions = {}): Promise<RunResult> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [BIN, ...args], {
-      cwd: options.cwd ?? REPO,
+      cwd: options.cwd ?? NEUTRAL_CWD,
       env: cleanEnv(options.env ?? {}),
       stdio: ['pipe', 'pipe', 'pipe'],
     });
@@ -69,13 +77,18 @@ export function runCli(args: string[], options: RunOptions = {}): Promise<RunRes
       clearTimeout(timer);
       resolve({ code, signal, stdout, stderr });
     });
-    child.stdin.end(options.input ?? '');
+    // A command that exits before reading stdin closes the pipe: not a failure of the test.
+    child.stdin.on('error', (err: NodeJS.ErrnoException) => {
+      if (err.code !== 'EPIPE') reject(err);
+    });
+    if (options.input) child.stdin.end(options.input);
+    else child.stdin.end();
   });
 }
 
 /** A long-running fnhost (for --follow): collects output until stopped. */
 export function startCli(args: string[], options: RunOptions = {}): { child: ChildProcess; output(): { stdout: string; stderr: string }; stop(): Promise<void> } {
-  const child = spawn(process.execPath, [BIN, ...args], { cwd: options.cwd ?? REPO, env: cleanEnv(options.env ?? {}), stdio: ['pipe', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [BIN, ...args], { cwd: options.cwd ?? NEUTRAL_CWD, env: cleanEnv(options.env ?? {}), stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';
   child.stdout!.setEncoding('utf8').on('data', (c: string) => (stdout += c));
