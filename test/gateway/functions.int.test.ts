@@ -2,6 +2,23 @@ import { expect } from 'chai';
 import { limits } from '@fnhost/core';
 import { startHarness, type Harness } from './harness.ts';
 
+describe('gateway behind a trusted proxy (FNHOST_TRUST_PROXY=1)', function () {
+  this.timeout(30_000);
+  let h: Harness;
+  before(async () => {
+    h = await startHarness({ env: { FNHOST_TRUST_PROXY: '1' } });
+  });
+  after(async () => {
+    await h?.close();
+  });
+
+  it('keeps the X-Forwarded-For and X-Forwarded-Proto the peer sent, appending the peer', async () => {
+    const fn = await h.createFunction('fwd', `export default (req, res) => res.json({ xff: req.headers['x-forwarded-for'], proto: req.headers['x-forwarded-proto'] })`);
+    const r = await h.invoke(fn.function_id, '', { headers: { 'x-forwarded-for': '203.0.113.7', 'x-forwarded-proto': 'https' } });
+    expect(await r.json()).to.deep.equal({ xff: '203.0.113.7, 127.0.0.1', proto: 'https' });
+  });
+});
+
 describe('gateway management API: functions', function () {
   this.timeout(60_000);
   let h: Harness;

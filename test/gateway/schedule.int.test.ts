@@ -44,6 +44,20 @@ describe('gateway local scheduler (test clock)', function () {
     expect(none.body.schedule).to.equal(null);
   });
 
+  it('an inactive function does not fire; activating resumes its schedule', async () => {
+    await h.createFunction('napper', 'export default (req, res) => res.json({})');
+    await h.api('PUT', '/api/v1/functions/napper/schedule', { cron: '* * * * *' });
+    const off = await h.api('POST', '/api/v1/functions/napper/deactivate');
+    expect(off.body.schedule.next_run_at).to.equal(null);
+    clock.advance(3 * 60_000);
+    await new Promise((r) => setTimeout(r, 200));
+    expect((await h.logs('napper')).pagination.totalCount).to.equal(0);
+    const on = await h.api('POST', '/api/v1/functions/napper/activate');
+    expect(on.body.schedule.next_run_at).to.be.a('string');
+    clock.advance(60_000);
+    await waitFor(async () => (await h.logs('napper')).pagination.totalCount === 1, 'the schedule to fire after activation');
+  });
+
   it('rejects a cron that has the wrong shape or can never fire, naming it', async () => {
     const bad = await h.api('PUT', '/api/v1/functions/plain/schedule', { cron: '* * * *' });
     expect(bad.status).to.equal(400);
