@@ -1,0 +1,92 @@
+import { expect } from 'chai';
+import type { FunctionRecord } from '@fnhost/core';
+import { parseTestRequest } from '../../gateway/src/api/functions.ts';
+import { loadConfig } from '../../gateway/src/config.ts';
+import { bearerToken, digest, sameSecret } from '../../gateway/src/auth.ts';
+import { configHash, lastLine, moduleExtension } from '../../gateway/src/executor/local.ts';
+import { messageFrom500 } from '../../gateway/src/invoke/proxy.ts';
+import { errorBody } from '../../gateway/src/invoke/errors.ts';
+import { RuntimeTokens } from '../../gateway/src/internal/tokens.ts';
+import { FnhostError, NotFoundError } from '@fnhost/core';
+
+const fn = (over: Partial<FunctionRecord> = {}): FunctionRecord => ({
+  function_id: '00000000-0000-4000-8000-000000000001', name: 'f', namespace: 'default', code: 'export default () => {}', env: {}, routes: [],
+  timeout_seconds: 30, memory_mib: 128, active: true, retention: { type: 'none' }, schedule: null, created_at: '', updated_at: '', ...over,
+});
+
+describe('gateway pure helpers', () => {
+  it('error_message of a 500 answered without throwing: message, else error, else HTTP 500', () => {
+    const b = (v: unknown) => Buffer.from(typeof v === 'string' ? v : JSON.stringify(v));
+    expect(messageFrom500(b({ error: 'x', message: 'db down' }), 'application/json')).to.equal('db down');
+    expect(messageFrom500(b({ error: 'only error' }), undefined)).to.equal('only error');
+    expect(messageFrom500(b({ error: { message: 'nested' } }), 'application/json')).to.equal('nested');
+    expect(messageFrom500(b([1, 2]), 'application/json')).to.equal('HTTP 500');
+    expect(messageFrom500(b('plain text'), 'text/plain')).to.equal('HTTP 500');
+    expect(messageFrom500(b('{broken'), 'application/json')).to.equal('HTTP 500');
+    expect(messageFrom500(b({ message: '' }), 'application/json')).to.equal('HTTP 500');
+  });
+
+  it('function:test request: default POST / with {}, and each field checked', () => {
+    expect(parseTestRequest(undefined)).to.deep.equal({ method: 'POST', path: '/', headers: { 'content-type': 'application/json', 'content-length': '2' }, body: Buffer.from('{}') });
+    const get = parseTestRequest({ method: 'get', path: '/a', query: { x: '1', y: ['2', '3'] } });
+    expect(get).to.deep.include({ method: 'GET', path: '/a?x=1&y=2&y=3', body: null });
+    const text = parseTestRequest({ headers: { 'Content-Type': 'text/plain' }, body: 'hi' });
+    expect(text.body!.toString()).to.equal('hi');
+    expect(() => parseTestRequest({ path: 'no-slash' })).to.throw(/no-slash/);
+    expect(() => parseTestRequest({ method: 'G E T' })).to.throw(/not an HTTP method/);
+    expect(() => parseTestRequest({ extra: 1 })).to.throw(/"extra"/);
+    expect(() => parseTestRequest({ headers: { 'x-a': 'line\nbreak' } })).to.throw(/single-line/);
+  });
+
+  it('module file extension follows the module syntax', () => {
+    expect(moduleExtension('export default (req, res) => {}')).to.equal('.mjs');
+    expect(moduleExtension("import fs from 'node:fs';\nmodule.exports = () => {}")).to.equal('.mjs');
+    expect(moduleExtension('module.exports = (req, res) => res.json({})')).to.equal('.cjs');
+    expect(moduleExtension('// export default is in a comment only when indented oddly\nexports.handler = () => {}')).to.equal('.cjs');
+  });
+
+  it('config hash changes with what the runtime is started from, and only that', () => {
+    const base = fn();
+    expect(configHash(base)).to.equal(configHash(fn()));
+    for (const change of [{ code: 'x' }, { env: { A: '1' } }, { routes: ['/a'] }, { timeout_seconds: 5 }, { memory_mib: 64 }]) {
+      expect(configHash(fn(change)), JSON.stringify(change)).to.not.equal(configHash(base));
+    }
+    expect(configHash(fn({ active: false, retention: { type: 'count', count: 3 } }))).to.equal(configHash(base));
+  });
+
+  it('picks the telling line of a runtime stderr', () => {
+    expect(lastLine('boom\nError: bad thing\n    at x\n\nNode.js v24.21.0\n')).to.equal('Error: bad thing');
+    expect(lastLine('just this\n')).to.equal('just this');
+  });
+
+  it('reads configuration with defaults, and names a bad variable', () => {
+    const c = loadConfig({}, '/srv');
+    expect(c).to.deep.include({ port: 8080, host: '127.0.0.1', dataDir: '/srv/.fnhost', token: undefined, publicUrl: undefined, maxTimeoutSeconds: 900, trustProxy: false });
+    expect(loadConfig({ FNHOST_PUBLIC_URL: 'https://fn.example.com/', FNHOST_TRUST_PROXY: 'true', PORT: '0' }, '/')).to.deep.include({ publicUrl: 'https://fn.example.com', trustProxy: true, port: 0 });
+    expect(() => loadConfig({ PORT: '70000' })).to.throw(/PORT=70000/);
+    expect(() => loadConfig({ FNHOST_PUBLIC_URL: 'ftp://x' })).to.throw(/FNHOST_PUBLIC_URL/);
+    expect(() => loadConfig({ FNHOST_TOKEN: 'short' })).to.throw(/FNHOST_TOKEN is shorter/);
+    expect(() => loadConfig({ FNHOST_TRUST_PROXY: 'maybe' })).to.throw(/FNHOST_TRUST_PROXY="maybe"/);
+  });
+
+  it('tokens: bearer parsing, constant-time digests, per-function runtime tokens', () => {
+    expect(bearerToken('Bearer abc')).to.equal('abc');
+    expect(bearerToken('bearer  abc ')).to.equal('abc');
+    expect(bearerToken('Basic abc')).to.equal(undefined);
+    expect(sameSecret('s3cret', digest('s3cret'))).to.equal(true);
+    expect(sameSecret('s3cre', digest('s3cret'))).to.equal(false);
+    const tokens = new RuntimeTokens();
+    const t = tokens.tokenFor('fn-a');
+    expect(tokens.tokenFor('fn-a')).to.equal(t);
+    expect(tokens.verify(t)).to.equal('fn-a');
+    expect(tokens.verify(t + 'x')).to.equal(undefined);
+    expect(tokens.verify('fn-b.' + t.split('.')[1])).to.equal(undefined);
+    expect(tokens.verify(undefined)).to.equal(undefined);
+  });
+
+  it('error bodies hide internals unless exposed', () => {
+    expect(errorBody(new NotFoundError('function "x" not found'))).to.deep.equal({ status: 404, body: '{"error":"not_found","message":"function \\"x\\" not found"}' });
+    expect(JSON.parse(errorBody(new FnhostError('store_unavailable', 503, 'SQLITE_BUSY at /secret/path', { expose: false })).body)).to.deep.equal({ error: 'store_unavailable', message: 'internal error' });
+    expect(errorBody(new Error('TypeError inside'))).to.deep.equal({ status: 500, body: '{"error":"internal","message":"internal error"}' });
+  });
+});
