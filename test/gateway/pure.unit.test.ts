@@ -90,3 +90,16 @@ describe('gateway pure helpers', () => {
     expect(errorBody(new Error('TypeError inside'))).to.deep.equal({ status: 500, body: '{"error":"internal","message":"internal error"}' });
   });
 });
+
+describe('gateway log ids', () => {
+  it('have core format and do not repeat across pool refills', async () => {
+    const { fastLogId } = await import('../../gateway/src/invoke/ids.ts');
+    const seen = new Set<string>();
+    for (let i = 0; i < 2000; i++) {
+      const id = fastLogId();
+      expect(id).to.match(/^log_[A-Za-z0-9_-]{20}$/);
+      seen.add(id);
+    }
+    expect(seen.size).to.equal(2000);
+  });
+});

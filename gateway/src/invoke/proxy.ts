@@ -3,13 +3,14 @@ import { performance } from 'node:perf_hooks';
 import { pipeline } from 'node:stream';
 import { Pool, type Dispatcher } from 'undici';
 import {
-  FnhostError, NotFoundError, isoTimestamp, limits, newLogId,
+  FnhostError, NotFoundError, isoTimestamp, limits,
   type ExecutionLog, type Executor, type FunctionRecord, type RecycleReason, type Trigger,
 } from '@fnhost/core';
 import type { Logger } from '../log.ts';
 import type { Metrics } from '../metrics.ts';
 import { FunctionInactiveError, FunctionOutOfMemoryError, FunctionTimeoutError, PayloadTooLargeError, writeError } from './errors.ts';
 import { RuntimeUnavailableError } from '../executor/local.ts';
+import { fastLogId } from './ids.ts';
 
 // The invocation path. It asks the Executor for an upstream and sends HTTP to
 // it over a keep-alive undici Pool, so the same code serves local runtime
@@ -28,6 +29,8 @@ export const BUFFER_LIMIT = 64 * 1024;
 export const TIMEOUT_GRACE_MS = 1000;
 /** A test or scheduled run keeps at most this much of the response body. */
 export const CAPTURE_LIMIT = 1024 * 1024;
+/** How often armed deadlines are checked. */
+const DEADLINE_CHECK_MS = 100;
 
 const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'upgrade', 'te', 'trailer', 'http2-settings']);
 
@@ -79,7 +82,8 @@ interface Exchange {
   logId: string;
   startedAt: number;
   executedAt: number;
-  timer: NodeJS.Timeout | undefined;
+  /** performance.now() past which the gateway gives up on the runtime (0: not armed). */
+  deadline: number;
   timedOut: boolean;
   /** The upstream the call went to (its pool is destroyed on a gateway timeout). */
   origin: string | undefined;
@@ -92,6 +96,9 @@ export class Invoker {
   readonly #pools = new Map<string, Pool>();
   #inflight = 0;
   #idleWaiters: Array<() => void> = [];
+  /** Calls with an armed deadline, checked by one coarse interval (cheaper than a timer per call). */
+  readonly #armed = new Set<Exchange>();
+  #sweeper: NodeJS.Timeout | undefined;
 
   constructor(options: InvokerOptions) {
     this.#o = options;
@@ -123,6 +130,8 @@ export class Invoker {
   }
 
   async close(): Promise<void> {
+    if (this.#sweeper !== undefined) clearInterval(this.#sweeper);
+    this.#sweeper = undefined;
     const pools = [...this.#pools.values()];
     this.#pools.clear();
     await Promise.all(pools.map((p) => p.destroy().catch(() => undefined)));
@@ -197,7 +206,7 @@ export class Invoker {
 
   #begin(fn: FunctionRecord, trigger: Trigger, startedAt: number, executedAt: number): Exchange {
     this.#inflight++;
-    return { fn, trigger, logId: newLogId(), startedAt, executedAt, timer: undefined, timedOut: false, origin: undefined, logged: false, inflightDone: undefined };
+    return { fn, trigger, logId: fastLogId(), startedAt, executedAt, deadline: 0, timedOut: false, origin: undefined, logged: false, inflightDone: undefined };
   }
 
   #forward(ex: Exchange, req: IncomingMessage, res: ServerResponse, path: string, body: Buffer | null): void {
@@ -232,14 +241,12 @@ export class Invoker {
   /** Sends one call to the function's runtime, with the gateway's own time limit armed. */
   async #send(ex: Exchange, method: string, path: string, headers: Record<string, string | string[]>, body: Buffer | null): Promise<Dispatcher.ResponseData> {
     const fn = ex.fn;
-    ex.timer = setTimeout(() => {
-      // The runtime ends a slow handler itself at the limit; reaching this means it cannot
-      // answer at all. Recycling it and dropping its pool ends this call (and any other on it).
-      ex.timedOut = true;
-      this.#o.metrics.timeouts++;
-      this.#o.executor.recycle(fn.function_id, 'timeout');
-      if (ex.origin !== undefined) this.originGone(ex.origin);
-    }, fn.timeout_seconds * 1000 + TIMEOUT_GRACE_MS);
+    ex.deadline = performance.now() + fn.timeout_seconds * 1000 + TIMEOUT_GRACE_MS;
+    this.#armed.add(ex);
+    if (this.#sweeper === undefined) {
+      this.#sweeper = setInterval(() => this.#expireDue(), DEADLINE_CHECK_MS);
+      this.#sweeper.unref();
+    }
     for (let attempt = 0; ; attempt++) {
       let origin: string;
       try {
@@ -266,6 +273,25 @@ export class Invoker {
         if (reason === 'out_of_memory') throw new FunctionOutOfMemoryError(fn.memory_mib);
         throw new RuntimeUnavailableError(`the function's runtime did not answer (${code ?? (err as Error).message})`, { cause: err });
       }
+    }
+  }
+
+  #expireDue(): void {
+    if (this.#armed.size === 0) {
+      clearInterval(this.#sweeper);
+      this.#sweeper = undefined;
+      return;
+    }
+    const now = performance.now();
+    for (const ex of this.#armed) {
+      if (ex.deadline > now) continue;
+      this.#armed.delete(ex);
+      // The runtime ends a slow handler itself at the limit; reaching this means it cannot
+      // answer at all. Recycling it and dropping its pool ends this call (and any other on it).
+      ex.timedOut = true;
+      this.#o.metrics.timeouts++;
+      this.#o.executor.recycle(ex.fn.function_id, 'timeout');
+      if (ex.origin !== undefined) this.originGone(ex.origin);
     }
   }
 
@@ -373,11 +399,11 @@ export class Invoker {
     this.#finish(ex, statusCode >= 400 ? statusCode : status, failure.message, true);
   }
 
-  /** Ends one execution: clears the timer and writes its one log record (when `ran`). */
+  /** Ends one execution: disarms its deadline and writes its one log record (when `ran`). */
   #finish(ex: Exchange, statusCode: number, errorMessage: string | null, ran: boolean): void {
     if (ex.logged) return;
     ex.logged = true;
-    if (ex.timer !== undefined) clearTimeout(ex.timer);
+    this.#armed.delete(ex);
     if (ran) {
       const ms = Math.max(0, Math.round(performance.now() - ex.startedAt));
       const log: ExecutionLog = {
