@@ -66,7 +66,13 @@ export class Reconciler {
     }
 
     const functionId = functionIdOf(fn);
-    const problem = this.#identityProblem(fn, functionId) ?? checkSpec(fn, this.#d.settings) ?? (await this.#d.codeChecker(fn.spec.code));
+    const identity = this.#identityProblem(fn, functionId);
+    if (identity) {
+      // The recorded id stays in status: adopting the new one is the user's decision.
+      await this.#writeStatus(fn, fn.status!.functionId!, { status: 'False', reason: identity.reason, message: identity.message });
+      return { outcome: `invalid:${identity.reason}` };
+    }
+    const problem = checkSpec(fn, this.#d.settings) ?? (await this.#d.codeChecker(fn.spec.code));
     if (problem) {
       // The last good objects keep running; nothing is retried until the spec changes.
       await this.#writeStatus(fn, functionId, { status: 'False', reason: problem.reason, message: problem.message });

@@ -260,6 +260,35 @@ describe('Function CRD and operator (real API server)', function () {
       expect(await metric(op, 'fnhost_operator_reconcile_total')).to.be.at.most(reconcilesBefore + 3);
     });
 
+    it('a Function whose recorded functionId differs is not silently given a new identity', async () => {
+      const name = uniqueName('ident');
+      expect((await applyFn(fnManifest(name, { code: CODE_V1 }))).code).to.equal(0);
+      await waitFor('the first status', async () => (await tryGet('fn', name))?.status?.functionId);
+      // As after a restore into another namespace with its status: the recorded id is not the derived one.
+      const recorded = '0a0a0a0a-1111-4222-8333-444444444444';
+      const patched = await kubectl(['patch', 'fn', name, '-n', ns, '--subresource=status', '--type=merge', '-p', JSON.stringify({ status: { functionId: recorded } })]);
+      expect(patched.code, patched.stderr).to.equal(0);
+      const flagged = await waitFor('Ready=False FunctionIdChanged', async () => {
+        const f = await tryGet('fn', name);
+        return readyOf(f)?.reason === 'FunctionIdChanged' ? f : null;
+      });
+      expect(flagged.status.functionId).to.equal(recorded);
+      expect(readyOf(flagged).message).to.contain(recorded).and.to.contain(derivedFunctionId(ns, name));
+      // Another reconcile (an annotation is an event without a spec change) keeps it so.
+      await kubectl(['annotate', 'fn', name, '-n', ns, 'test/poke=1']);
+      await waitFor('the annotation to be seen', async () => (await tryGet('fn', name))?.metadata.annotations?.['test/poke'] === '1');
+      await new Promise((r) => setTimeout(r, 1000));
+      const still = await getJson(['get', 'fn', name]);
+      expect(still.status.functionId).to.equal(recorded);
+      expect(readyOf(still).reason).to.equal('FunctionIdChanged');
+      // Clearing the recorded id adopts the derived one.
+      await kubectl(['patch', 'fn', name, '-n', ns, '--subresource=status', '--type=merge', '-p', '{"status":{"functionId":null}}']);
+      await waitFor('the derived id adopted', async () => {
+        const f = await tryGet('fn', name);
+        return f?.status?.functionId === derivedFunctionId(ns, name) && readyOf(f)?.reason !== 'FunctionIdChanged';
+      });
+    });
+
     it('a timeout above the platform maximum gives Ready=False TimeoutAboveMaximum', async () => {
       const name = uniqueName('slow');
       const r = await applyFn(fnManifest(name, { code: CODE_V1, timeoutSeconds: 600 }));
