@@ -1,0 +1,411 @@
+import { MongoBulkWriteError, MongoServerError, type AnyBulkWriteOperation, type Collection, type Db, type Filter } from 'mongodb';
+import type { ExecutionLog, LogPage, LogQuery, RetentionPolicy, StatusFilter, Trigger } from '../../model.ts';
+import { isError, isSuccess, paginate } from '../../status.ts';
+import type { LogStore, StoredLog } from '../../stores.ts';
+import type { MongoContext } from './context.ts';
+
+// Execution logs in one collection for every function.
+//
+// Order: newest first by executed_at, ties newest-inserted first. Each batch
+// takes a range of a global sequence ($inc on one document), so `seq` grows
+// with insertion order across batches and across gateways.
+//
+// Counts (P3: totalCount at 1,000,000 records without a scan): per-function
+// totals by class (`log_totals`) and per-function per-minute counts by class
+// (`log_buckets`), both maintained with $inc by insert and by our own deletes.
+// - no retention: the totals document;
+// - count retention: min(count, total) for all statuses; for a class, the
+//   buckets above the cutoff record's minute plus an index count inside it;
+// - time retention: the buckets after the cutoff's minute plus an index count
+//   inside it. The TTL monitor deletes records (and, a minute later, their
+//   buckets) that are already outside the read filter, so its deletions,
+//   which no counter sees, never change a visible count.
+//
+// Retention: per-document `expireAt` (TTL index, expireAfterSeconds 0) for
+// time retention, so functions with different policies share one collection;
+// the read filter hides what a policy no longer keeps before any monitor
+// runs; applyRetention rewrites expireAt and deletes in chunks.
+
+const MINUTE = 60_000;
+const DAY = 86_400_000;
+/** Records deleted per round trip in applyRetention. */
+const DELETE_CHUNK = 5_000;
+
+type StatusClass = 's' | 'e' | 'o';
+
+export interface LogDoc {
+  _id: string;
+  function_id: string;
+  executed_at: Date;
+  /** executed_at floored to the minute (ms): the bucket it is counted in. */
+  minute: number;
+  seq: number;
+  cls: StatusClass;
+  status_code: number;
+  execution_time_ms: number;
+  error_message: string | null;
+  trigger: Trigger;
+  expireAt?: Date;
+}
+
+interface BucketDoc {
+  _id: string;
+  function_id: string;
+  minute: number;
+  all: number;
+  s: number;
+  e: number;
+  expireAt?: Date;
+}
+
+interface TotalsDoc {
+  _id: string;
+  all: number;
+  s: number;
+  e: number;
+}
+
+interface SequenceDoc {
+  _id: string;
+  v: number;
+}
+
+export function statusClass(statusCode: number): StatusClass {
+  return isSuccess(statusCode) ? 's' : isError(statusCode) ? 'e' : 'o';
+}
+
+export function minuteOf(ms: number): number {
+  return Math.floor(ms / MINUTE) * MINUTE;
+}
+
+function countField(status: StatusFilter): 'all' | 's' | 'e' {
+  return status === 'success' ? 's' : status === 'error' ? 'e' : 'all';
+}
+
+function bucketId(functionId: string, minute: number): string {
+  return `${functionId}|${minute}`;
+}
+
+/**
+ * Where a page lies in a newest-first list of `total`: read forward from the
+ * newest, or, for pages past the middle, backward from the oldest (so a deep
+ * page never skips more than half the records).
+ */
+export function planPage(total: number, limit: number, page: number): { skip: number; take: number; reverse: boolean } | null {
+  const offset = (page - 1) * limit;
+  if (offset >= total) return null;
+  const take = Math.min(limit, total - offset);
+  if (offset > total - offset - take) return { skip: total - offset - take, take, reverse: true };
+  return { skip: offset, take, reverse: false };
+}
+
+export function toLog(doc: LogDoc): ExecutionLog {
+  return {
+    id: doc._id,
+    function_id: doc.function_id,
+    status_code: doc.status_code,
+    execution_time_ms: doc.execution_time_ms,
+    error_message: doc.error_message,
+    executed_at: doc.executed_at.toISOString(),
+    trigger: doc.trigger,
+  };
+}
+
+/** The newest-first position of a record: (executed_at, seq). */
+interface Cut {
+  at: Date;
+  seq: number;
+}
+
+/** Records at or after (newer than or equal to) the cut. */
+function atOrAfter(cut: Cut): Filter<LogDoc> {
+  return { executed_at: { $gte: cut.at }, $nor: [{ executed_at: cut.at, seq: { $lt: cut.seq } }] };
+}
+
+/** Records strictly before (older than) the cut. */
+function before(cut: Cut): Filter<LogDoc> {
+  return { $or: [{ executed_at: { $lt: cut.at } }, { executed_at: cut.at, seq: { $lt: cut.seq } }] };
+}
+
+export class MongoLogStore implements LogStore {
+  readonly #ctx: MongoContext;
+  readonly #logs: Collection<LogDoc>;
+  readonly #buckets: Collection<BucketDoc>;
+  readonly #totals: Collection<TotalsDoc>;
+  readonly #sequences: Collection<SequenceDoc>;
+
+  constructor(db: Db, ctx: MongoContext) {
+    this.#ctx = ctx;
+    this.#logs = db.collection<LogDoc>('logs');
+    this.#buckets = db.collection<BucketDoc>('log_buckets');
+    this.#totals = db.collection<TotalsDoc>('log_totals');
+    this.#sequences = db.collection<SequenceDoc>('sequences');
+  }
+
+  async insert(records: StoredLog[]): Promise<void> {
+    if (records.length === 0) return;
+    // A retried $inc only leaves a gap in the sequence, which is harmless.
+    const last = await this.#ctx.run('log sequence', true, async () => {
+      const doc = await this.#sequences.findOneAndUpdate({ _id: 'logs' }, { $inc: { v: records.length } }, { upsert: true, returnDocument: 'after' });
+      return doc!.v;
+    });
+    const first = last - records.length + 1;
+    const docs = records.map((record, i): LogDoc => {
+      const ms = Date.parse(record.executed_at);
+      const doc: LogDoc = {
+        _id: record.id,
+        function_id: record.function_id,
+        executed_at: new Date(ms),
+        minute: minuteOf(ms),
+        seq: first + i,
+        cls: statusClass(record.status_code),
+        status_code: record.status_code,
+        execution_time_ms: record.execution_time_ms,
+        error_message: record.error_message,
+        trigger: record.trigger,
+      };
+      if (record.expires_at !== null) doc.expireAt = new Date(record.expires_at);
+      return doc;
+    });
+
+    // Which documents this call added, so counts are incremented once each:
+    // on the first attempt a duplicate id was stored before (a batch sent
+    // twice) and is not counted again; on a retry after a network error it
+    // was most likely stored by our own first attempt, and is counted.
+    let counted = docs;
+    let attempt = 0;
+    await this.#ctx.run('log insert', true, async () => {
+      attempt++;
+      try {
+        await this.#logs.insertMany(docs, { ordered: false });
+        counted = docs;
+      } catch (err) {
+        if (err instanceof MongoBulkWriteError && allDuplicates(err)) {
+          const duplicates = new Set(writeErrorIndexes(err));
+          counted = attempt === 1 ? docs.filter((_, i) => !duplicates.has(i)) : docs;
+          return;
+        }
+        throw err;
+      }
+    });
+    await this.#addCounts(counted, 1);
+  }
+
+  /** Adds (sign 1) or removes (sign -1) documents from the per-minute and total counts. */
+  async #addCounts(docs: Pick<LogDoc, 'function_id' | 'minute' | 'cls' | 'expireAt'>[], sign: 1 | -1): Promise<void> {
+    if (docs.length === 0) return;
+    const buckets = new Map<string, { function_id: string; minute: number; all: number; s: number; e: number; expireAt: number | null }>();
+    const totals = new Map<string, { all: number; s: number; e: number }>();
+    for (const doc of docs) {
+      const id = bucketId(doc.function_id, doc.minute);
+      let bucket = buckets.get(id);
+      if (!bucket) buckets.set(id, bucket = { function_id: doc.function_id, minute: doc.minute, all: 0, s: 0, e: 0, expireAt: null });
+      let total = totals.get(doc.function_id);
+      if (!total) totals.set(doc.function_id, total = { all: 0, s: 0, e: 0 });
+      bucket.all += sign;
+      total.all += sign;
+      if (doc.cls !== 'o') {
+        bucket[doc.cls] += sign;
+        total[doc.cls] += sign;
+      }
+      // A bucket lives at least as long as its longest-lived record.
+      if (doc.expireAt) bucket.expireAt = Math.max(bucket.expireAt ?? 0, doc.expireAt.getTime() + MINUTE);
+    }
+    const bucketOps: AnyBulkWriteOperation<BucketDoc>[] = [...buckets].map(([id, b]) => ({
+      updateOne: {
+        filter: { _id: id },
+        update: {
+          $inc: { all: b.all, s: b.s, e: b.e },
+          $setOnInsert: { function_id: b.function_id, minute: b.minute },
+          ...(sign === 1 && b.expireAt !== null ? { $max: { expireAt: new Date(b.expireAt) } } : {}),
+        },
+        upsert: sign === 1,
+      },
+    }));
+    const totalOps: AnyBulkWriteOperation<TotalsDoc>[] = [...totals].map(([id, t]) => ({
+      updateOne: { filter: { _id: id }, update: { $inc: { all: t.all, s: t.s, e: t.e } }, upsert: sign === 1 },
+    }));
+    // $inc is not idempotent: retried only when it never reached a server.
+    await this.#ctx.run('log counts', false, async () => {
+      await this.#buckets.bulkWrite(bucketOps, { ordered: false });
+      await this.#totals.bulkWrite(totalOps, { ordered: false });
+    });
+  }
+
+  async #totalsOf(functionId: string): Promise<TotalsDoc> {
+    const doc = await this.#ctx.run('log totals', true, () => this.#totals.findOne({ _id: functionId }));
+    return doc ?? { _id: functionId, all: 0, s: 0, e: 0 };
+  }
+
+  /** The `n`-th newest record (1-based) of a function with `total` records, read from the nearer end. */
+  async #nth(functionId: string, n: number, total: number): Promise<Cut | null> {
+    const fromNewest = n <= total / 2;
+    const doc = await this.#ctx.run('log cutoff', true, () => this.#logs
+      .find({ function_id: functionId }, { projection: { executed_at: 1, seq: 1 } })
+      .sort(fromNewest ? { executed_at: -1, seq: -1 } : { executed_at: 1, seq: 1 })
+      .skip(fromNewest ? n - 1 : total - n)
+      .limit(1)
+      .next());
+    return doc ? { at: doc.executed_at, seq: doc.seq } : null;
+  }
+
+  /** Sum of one count field over a function's minute buckets after `minute`. */
+  async #bucketsAfter(functionId: string, minute: number, field: 'all' | 's' | 'e'): Promise<number> {
+    const [row] = await this.#ctx.run('log bucket sum', true, () => this.#buckets.aggregate<{ n: number }>([
+      { $match: { function_id: functionId, minute: { $gt: minute } } },
+      { $group: { _id: null, n: { $sum: `$${field}` } } },
+    ]).toArray());
+    return row?.n ?? 0;
+  }
+
+  /** The records a policy shows (as a filter) and how many of them are in the status class. */
+  async #visible(functionId: string, status: StatusFilter, retention: RetentionPolicy, now: number): Promise<{ filter: Filter<LogDoc>; total: number }> {
+    const field = countField(status);
+    const base: Filter<LogDoc> = { function_id: functionId };
+    if (status !== 'all') base.cls = field as 's' | 'e';
+    if (retention.type === 'time') {
+      const cutoff = now - retention.days * DAY;
+      const cutMinute = minuteOf(cutoff);
+      const [after, inside] = await Promise.all([
+        this.#bucketsAfter(functionId, cutMinute, field),
+        this.#ctx.run('log count', true, () => this.#logs.countDocuments({ ...base, executed_at: { $gte: new Date(cutoff), $lt: new Date(cutMinute + MINUTE) } })),
+      ]);
+      return { filter: { ...base, executed_at: { $gte: new Date(cutoff) } }, total: after + inside };
+    }
+    const totals = await this.#totalsOf(functionId);
+    if (retention.type === 'count' && totals.all > retention.count) {
+      const cut = await this.#nth(functionId, retention.count, totals.all);
+      if (cut) {
+        const filter = { ...base, ...atOrAfter(cut) };
+        if (status === 'all') return { filter, total: retention.count };
+        const cutMinute = minuteOf(cut.at.getTime());
+        const [after, inside] = await Promise.all([
+          this.#bucketsAfter(functionId, cutMinute, field),
+          this.#ctx.run('log count', true, () => this.#logs.countDocuments({ ...filter, $and: [{ executed_at: { $lt: new Date(cutMinute + MINUTE) } }] })),
+        ]);
+        return { filter, total: after + inside };
+      }
+    }
+    return { filter: base, total: Math.max(0, totals[field]) };
+  }
+
+  async list(functionId: string, query: LogQuery, retention: RetentionPolicy, now: number): Promise<LogPage> {
+    const { filter, total } = await this.#visible(functionId, query.status, retention, now);
+    const plan = planPage(total, query.limit, query.page);
+    let logs: ExecutionLog[] = [];
+    if (plan) {
+      const direction = plan.reverse ? 1 : -1;
+      const docs = await this.#ctx.run('log list', true, () => this.#logs
+        .find(filter)
+        .sort({ executed_at: direction, seq: direction })
+        .skip(plan.skip)
+        .limit(plan.take)
+        .toArray());
+      if (plan.reverse) docs.reverse();
+      logs = docs.map(toLog);
+    }
+    return { logs, pagination: paginate(total, query.limit, query.page) };
+  }
+
+  async applyRetention(functionId: string, retention: RetentionPolicy, now: number): Promise<number> {
+    if (retention.type === 'time') {
+      const keepMs = retention.days * DAY;
+      await this.#rewriteExpiry(functionId, keepMs);
+      return this.#deleteWhere(functionId, { executed_at: { $lt: new Date(now - keepMs) } });
+    }
+    await this.#ctx.run('log expiry', true, async () => {
+      await this.#logs.updateMany({ function_id: functionId, expireAt: { $exists: true } }, { $unset: { expireAt: '' } });
+      await this.#buckets.updateMany({ function_id: functionId, expireAt: { $exists: true } }, { $unset: { expireAt: '' } });
+    });
+    if (retention.type === 'none') return 0;
+    const totals = await this.#totalsOf(functionId);
+    if (totals.all <= retention.count) return 0;
+    const cut = await this.#nth(functionId, retention.count, totals.all);
+    if (!cut) return 0;
+    return this.#deleteWhere(functionId, before(cut));
+  }
+
+  /** expireAt = executed_at + keepMs on every record of the function (and its buckets). */
+  async #rewriteExpiry(functionId: string, keepMs: number): Promise<void> {
+    await this.#ctx.run('log expiry', true, async () => {
+      try {
+        // One server-side update where the server supports update pipelines (MongoDB 4.2+).
+        await this.#logs.updateMany({ function_id: functionId }, [{ $set: { expireAt: { $add: ['$executed_at', keepMs] } } }]);
+      } catch (err) {
+        if (!(err instanceof MongoServerError)) throw err;
+        // Servers without update pipelines (the test stand-in): rewrite in batches.
+        const cursor = this.#logs.find({ function_id: functionId }, { projection: { executed_at: 1 } }).batchSize(DELETE_CHUNK);
+        let ops: AnyBulkWriteOperation<LogDoc>[] = [];
+        for await (const doc of cursor) {
+          ops.push({ updateOne: { filter: { _id: doc._id }, update: { $set: { expireAt: new Date(doc.executed_at.getTime() + keepMs) } } } });
+          if (ops.length >= DELETE_CHUNK) {
+            await this.#logs.bulkWrite(ops, { ordered: false });
+            ops = [];
+          }
+        }
+        if (ops.length > 0) await this.#logs.bulkWrite(ops, { ordered: false });
+      }
+      const buckets = await this.#buckets.find({ function_id: functionId }, { projection: { minute: 1 } }).toArray();
+      if (buckets.length > 0) {
+        await this.#buckets.bulkWrite(buckets.map((b) => ({
+          updateOne: { filter: { _id: b._id }, update: { $set: { expireAt: new Date(b.minute + MINUTE + keepMs) } } },
+        })), { ordered: false });
+      }
+    });
+  }
+
+  /** Deletes a function's records matching `where`, in chunks, taking them off the counts. */
+  async #deleteWhere(functionId: string, where: Filter<LogDoc>): Promise<number> {
+    let deleted = 0;
+    for (;;) {
+      const chunk = await this.#ctx.run('log sweep', true, () => this.#logs
+        .find({ function_id: functionId, ...where }, { projection: { function_id: 1, minute: 1, cls: 1 } })
+        .limit(DELETE_CHUNK)
+        .toArray());
+      if (chunk.length === 0) break;
+      const result = await this.#ctx.run('log sweep', true, () => this.#logs.deleteMany({ _id: { $in: chunk.map((d) => d._id) } }));
+      deleted += result.deletedCount;
+      // Taken off the counts as found; a record the TTL monitor removed between
+      // the find and the delete was outside every read filter already.
+      await this.#addCounts(chunk, -1);
+      if (chunk.length < DELETE_CHUNK) break;
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    if (deleted > 0) {
+      await this.#ctx.run('log sweep', true, () => this.#buckets.deleteMany({ function_id: functionId, all: { $lte: 0 } }));
+    }
+    return deleted;
+  }
+
+  async deleteFunction(functionId: string): Promise<number> {
+    return this.#ctx.run('log delete', true, async () => {
+      const result = await this.#logs.deleteMany({ function_id: functionId });
+      await this.#buckets.deleteMany({ function_id: functionId });
+      await this.#totals.deleteOne({ _id: functionId });
+      return result.deletedCount;
+    });
+  }
+}
+
+function writeErrorIndexes(err: MongoBulkWriteError): number[] {
+  const errors = Array.isArray(err.writeErrors) ? err.writeErrors : [err.writeErrors];
+  return errors.map((e) => e.index);
+}
+
+function allDuplicates(err: MongoBulkWriteError): boolean {
+  const errors = Array.isArray(err.writeErrors) ? err.writeErrors : [err.writeErrors];
+  return errors.length > 0 && errors.every((e) => e.code === 11000);
+}
+
+/** Index specs, created at start (createIndexes is idempotent for equal specs). */
+export async function ensureLogIndexes(db: Db): Promise<void> {
+  await db.collection('logs').createIndexes([
+    { key: { function_id: 1, executed_at: -1, seq: -1 }, name: 'fn_newest' },
+    { key: { function_id: 1, cls: 1, executed_at: -1, seq: -1 }, name: 'fn_class_newest' },
+    { key: { expireAt: 1 }, name: 'ttl_expireAt', expireAfterSeconds: 0 },
+  ]);
+  await db.collection('log_buckets').createIndexes([
+    { key: { function_id: 1, minute: -1 }, name: 'fn_minute' },
+    { key: { expireAt: 1 }, name: 'ttl_expireAt', expireAfterSeconds: 0 },
+  ]);
+}
