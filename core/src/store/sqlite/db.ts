@@ -65,6 +65,20 @@ export class SqliteDb {
   }
 
   /**
+   * Runs fn in one read transaction, so the several statements of a listing
+   * (counts, bucket walks, the page) see one snapshot even while another
+   * connection writes.
+   */
+  snapshot<T>(fn: () => T): T {
+    this.db.exec('BEGIN');
+    try {
+      return fn();
+    } finally {
+      if (this.db.isTransaction) this.db.exec('COMMIT');
+    }
+  }
+
+  /**
    * Runs one store operation, turning a database failure into StoreError
    * (with the cause) and keeping the project's own errors as they are.
    */

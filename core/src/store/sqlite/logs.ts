@@ -180,7 +180,7 @@ export class SqliteLogStore implements LogStore {
   }
 
   list(functionId: string, query: LogQuery, retention: RetentionPolicy, now: number): Promise<LogPage> {
-    return this.db.guard('log list', () => {
+    return this.db.guard('log list', () => this.db.snapshot(() => {
       const fn = this.existingKey(functionId);
       if (fn === undefined) return { logs: [], pagination: paginate(0, query.limit, query.page) };
       const cls = filterClass(query.status);
@@ -190,7 +190,7 @@ export class SqliteLogStore implements LogStore {
       const plan = planPage(totalCount, query.limit, query.page);
       const logs = plan === null ? [] : this.readPage(fn, functionId, cls, hidden, plan);
       return { logs, pagination: paginate(totalCount, query.limit, query.page) };
-    });
+    }));
   }
 
   /**
