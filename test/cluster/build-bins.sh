@@ -86,11 +86,15 @@ go_install() { # name module@version
   log "$name: installed into $TOOLS_BIN"
 }
 
+# One build of a part at a time (two test runs may call cluster-up at once):
+# the second waits for the first and then finds the binaries cached.
+locked() { local name="$1"; shift; exec 8>"$FNHOST_CACHE/.build-$name.lock"; flock 8; "$@"; }
+
 which="${1:-all}"
 case "$which" in
-  kubernetes) timed build-kubernetes build_k8s ;;
-  helm) timed build-helm go_install helm "helm.sh/helm/v3/cmd/helm@$HELM_VERSION" ;;
-  coredns) timed build-coredns go_install coredns "github.com/coredns/coredns@$COREDNS_VERSION" ;;
+  kubernetes) locked kubernetes timed build-kubernetes build_k8s ;;
+  helm) locked helm timed build-helm go_install helm "helm.sh/helm/v3/cmd/helm@$HELM_VERSION" ;;
+  coredns) locked coredns timed build-coredns go_install coredns "github.com/coredns/coredns@$COREDNS_VERSION" ;;
   all)
     # Parallel but niced: kubernetes is the long pole; helm and CoreDNS share
     # the module cache and finish inside its time.

@@ -62,7 +62,8 @@ start_bg() {
   local name="$1"; shift
   mkdir -p "$D/pids" "$D/logs"
   if running "$name"; then log "$name already running (pid $(cat "$(pidfile "$name")"))"; return 0; fi
-  setsid "$@" >>"$D/logs/$name.log" 2>&1 < /dev/null &
+  # (fds 8/9 are the harness locks: a daemon must not keep holding them)
+  setsid "$@" >>"$D/logs/$name.log" 2>&1 < /dev/null 8>&- 9>&- &
   echo $! > "$(pidfile "$name")"
   log "$name started (pid $!, log $D/logs/$name.log)"
 }
