@@ -1,10 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import { expect } from 'chai';
-import { MongoClient } from 'mongodb';
+import { MongoClient, type Db } from 'mongodb';
+import { StoreError } from '../../core/src/errors.ts';
 import { openMongoStores } from '../../core/src/store/mongo/index.ts';
 import type { Stores } from '../../core/src/stores.ts';
 import { startMongoServer, type MongoTestServer } from '../helpers/mongo-server.ts';
-import { describeStoreContract } from './store-contract.ts';
+import { describeStoreContract, functionRecord, log } from './store-contract.ts';
+
+const DAY = 86_400_000;
 
 // The contract suite against MongoDB: the mongo-java-server stand-in started
 // here (built by Maven on first use), or a real server from MONGODB_URL.
@@ -36,12 +39,195 @@ describe('MongoDB store', function () {
 
   describeStoreContract('MongoDB', open, { timeoutMs: 120_000, expiresInBackground: !!process.env['MONGODB_URL'] });
 
-  it('opens twice on one database: index creation is idempotent', async () => {
-    const dbName = 'fnhost_test_' + randomUUID().slice(0, 8);
-    dbNames.push(dbName);
-    const first = await openMongoStores({ url: server.url, dbName });
-    const second = await openMongoStores({ url: server.url, dbName });
-    await first.close();
-    await second.close();
+  describe('MongoDB specifics', () => {
+    let client: MongoClient;
+    let dbName: string;
+    let db: Db;
+    let stores: Stores;
+
+    beforeEach(async () => {
+      dbName = 'fnhost_test_' + randomUUID().slice(0, 8);
+      dbNames.push(dbName);
+      stores = await openMongoStores({ url: server.url, dbName, retry: { log: () => {} } });
+      client = await MongoClient.connect(server.url);
+      db = client.db(dbName);
+    });
+
+    afterEach(async () => {
+      await stores.close();
+      await client.close();
+    });
+
+    it('creates the TTL indexes (expireAt, expireAfterSeconds 0) on logs, log buckets and KV, and the listing indexes', async () => {
+      for (const collection of ['logs', 'log_buckets', 'kv']) {
+        const ttl = (await db.collection(collection).indexes()).find((index) => index.name === 'ttl_expireAt');
+        expect(ttl, collection).to.deep.include({ key: { expireAt: 1 }, expireAfterSeconds: 0 });
+      }
+      const logIndexes = await db.collection('logs').indexes();
+      expect(logIndexes.map((index) => index.key)).to.deep.include.members([
+        { function_id: 1, executed_at: -1, seq: -1 },
+        { function_id: 1, cls: 1, executed_at: -1, seq: -1 },
+      ]);
+      const functionIndexes = await db.collection('functions').indexes();
+      expect(functionIndexes.find((index) => index.name === 'namespace_name')).to.deep.include({ key: { namespace: 1, name: 1 }, unique: true });
+      expect((await db.collection('kv').indexes()).find((index) => index.name === 'ns_key')).to.deep.include({ unique: true });
+    });
+
+    it('opening again on the same database keeps the indexes (creation is idempotent)', async () => {
+      const before = await db.collection('logs').indexes();
+      const again = await openMongoStores({ url: server.url, dbName });
+      await again.close();
+      expect(await db.collection('logs').indexes()).to.deep.equal(before);
+    });
+
+    it('hides expired logs and KV keys on the real clock although the documents are still stored (no TTL monitor has run)', async () => {
+      const now = Date.now();
+      const fnId = randomUUID();
+      const old = log(fnId, now - 3 * DAY, { status_code: 500 }, { type: 'time', days: 1 });
+      const fresh = log(fnId, now - 1000, {}, { type: 'time', days: 1 });
+      await stores.logs.insert([old, fresh]);
+      await stores.kv.set(fnId, 'gone', '1', 1, now - 5000);
+      await stores.kv.set(fnId, 'kept', '2', 3600, now);
+      // The stand-in has no TTL monitor; on a real server it may already have removed them.
+      if (server.standIn) {
+        expect(await db.collection('logs').countDocuments({ function_id: fnId })).to.equal(2);
+        expect(await db.collection('kv').countDocuments({ ns: fnId })).to.equal(2);
+      }
+      const stored = await db.collection('logs').findOne({ _id: old.id as never });
+      if (stored) expect(stored['expireAt']).to.deep.equal(new Date(old.expires_at!));
+      const page = await stores.logs.list(fnId, { status: 'all', limit: 50, page: 1 }, { type: 'time', days: 1 }, now);
+      expect(page.logs.map((l) => l.id)).to.deep.equal([fresh.id]);
+      expect(page.pagination.totalCount).to.equal(1);
+      expect((await stores.logs.list(fnId, { status: 'error', limit: 50, page: 1 }, { type: 'time', days: 1 }, now)).pagination.totalCount).to.equal(0);
+      expect(await stores.kv.get(fnId, 'gone', now)).to.equal(undefined);
+      expect(await stores.kv.has(fnId, 'gone', now)).to.equal(false);
+      expect(await stores.kv.list(fnId, '', 10, now)).to.deep.equal(['kept']);
+      expect(await stores.kv.sweep(now)).to.be.at.least(server.standIn ? 1 : 0);
+      expect(await db.collection('kv').countDocuments({ ns: fnId })).to.equal(1);
+    });
+
+    it('applyRetention rewrites expireAt of stored logs and their buckets: set for time, changed with the days, removed for count and none', async () => {
+      const fnId = randomUUID();
+      const t = Date.UTC(2100, 0, 1);
+      const records = [log(fnId, t), log(fnId, t + 90_000), log(fnId, t + 200_000)];
+      await stores.logs.insert(records);
+      const expiries = async () => (await db.collection('logs').find({ function_id: fnId }).sort({ seq: 1 }).toArray()).map((d) => d['expireAt'] ?? null);
+      const bucketExpiries = async () => (await db.collection('log_buckets').find({ function_id: fnId }).sort({ minute: 1 }).toArray()).map((d) => d['expireAt'] ?? null);
+      expect(await expiries()).to.deep.equal([null, null, null]);
+      expect(await stores.logs.applyRetention(fnId, { type: 'time', days: 7 }, t)).to.equal(0);
+      expect(await expiries()).to.deep.equal(records.map((r) => new Date(Date.parse(r.executed_at) + 7 * DAY)));
+      // A bucket expires a minute after the last moment a record in it can.
+      expect(await bucketExpiries()).to.deep.equal([0, 60_000, 180_000].map((m) => new Date(t + m + 60_000 + 7 * DAY)));
+      await stores.logs.applyRetention(fnId, { type: 'time', days: 2 }, t);
+      expect(await expiries()).to.deep.equal(records.map((r) => new Date(Date.parse(r.executed_at) + 2 * DAY)));
+      expect(await stores.logs.applyRetention(fnId, { type: 'count', count: 2 }, t)).to.equal(1);
+      expect(await expiries()).to.deep.equal([null, null]);
+      expect(await bucketExpiries()).to.deep.equal([null, null]);
+      await stores.logs.applyRetention(fnId, { type: 'time', days: 1 }, t);
+      await stores.logs.applyRetention(fnId, { type: 'none' }, t);
+      expect(await expiries()).to.deep.equal([null, null]);
+    });
+
+    it('counts executions exactly under concurrent $inc from two store instances', async () => {
+      const fnId = randomUUID();
+      const other = randomUUID();
+      const second = await openMongoStores({ url: server.url, dbName });
+      try {
+        const adds: Promise<void>[] = [];
+        for (let i = 0; i < 100; i++) {
+          const store = i % 2 === 0 ? stores : second;
+          adds.push(store.counters.add(new Map([[fnId, 1 + (i % 3)], [other, 1]])));
+        }
+        await Promise.all(adds);
+        let expected = 0;
+        for (let i = 0; i < 100; i++) expected += 1 + (i % 3);
+        expect(await stores.counters.get(fnId)).to.equal(expected);
+        expect(await second.counters.get(other)).to.equal(100);
+      } finally {
+        await second.close();
+      }
+    });
+
+    it('log counts stay exact under concurrent batches from two store instances', async () => {
+      const fnId = randomUUID();
+      const second = await openMongoStores({ url: server.url, dbName });
+      const t = Date.UTC(2100, 0, 1);
+      try {
+        const batches = Array.from({ length: 20 }, (_, b) => Array.from({ length: 25 }, (_, i) => log(fnId, t + (b * 25 + i) * 1000, { status_code: i % 5 === 0 ? 500 : 200 })));
+        await Promise.all(batches.map((batch, i) => (i % 2 === 0 ? stores : second).logs.insert(batch)));
+        const all = await stores.logs.list(fnId, { status: 'all', limit: 1000, page: 1 }, { type: 'none' }, t);
+        expect(all.pagination.totalCount).to.equal(500);
+        expect(new Set(all.logs.map((l) => l.id)).size).to.equal(500);
+        expect((await stores.logs.list(fnId, { status: 'error', limit: 1, page: 1 }, { type: 'none' }, t)).pagination.totalCount).to.equal(100);
+        // Sending a batch again (the writer retrying) neither duplicates records nor counts them twice.
+        await stores.logs.insert(batches[0]!);
+        expect((await stores.logs.list(fnId, { status: 'all', limit: 1, page: 1 }, { type: 'none' }, t)).pagination.totalCount).to.equal(500);
+      } finally {
+        await second.close();
+      }
+    });
+  });
+
+  describe('lost connections', () => {
+    // These two start their own stand-in (even when MONGODB_URL is set) so they can stop and restart it.
+    it('a log batch written while the server is down is retried with backoff, logged, and stored once the server is back on the same port', async () => {
+      let restartable = await startMongoServer({ useEnv: false });
+      const port = restartable.port!;
+      const lines: string[] = [];
+      const stores = await openMongoStores({ url: restartable.url, dbName: 'fnhost_reconnect', serverSelectionTimeoutMS: 500, retry: { log: (line) => lines.push(line), retryForMs: 60_000, maxDelayMs: 500 } });
+      try {
+        const fn = functionRecord();
+        await stores.functions.create(fn);
+        await restartable.stop();
+        // Issued while nothing listens: it must wait through retries, not fail.
+        const t = Date.UTC(2100, 0, 1);
+        const batch = [log(fn.function_id, t), log(fn.function_id, t + 1, { status_code: 500 })];
+        const pending = stores.logs.insert(batch);
+        await waitFor(() => lines.length >= 1, 30_000);
+        restartable = await startMongoServer({ useEnv: false, port });
+        await pending;
+        // The stand-in keeps data in memory: a restarted one is empty, but the same store works again.
+        const page = await stores.logs.list(fn.function_id, { status: 'all', limit: 10, page: 1 }, { type: 'none' }, t);
+        expect(page.logs.map((l) => l.id)).to.deep.equal([batch[1]!.id, batch[0]!.id]);
+        expect(page.pagination.totalCount).to.equal(2);
+        await stores.counters.add(new Map([[fn.function_id, 2]]));
+        expect(await stores.counters.get(fn.function_id)).to.equal(2);
+        await stores.functions.create(fn);
+        expect(await stores.functions.get(fn.function_id)).to.deep.equal(fn);
+        expect(lines[0]).to.match(/MongoDB log sequence could not reach the server .*retry 1 in \d+ ms/);
+      } finally {
+        await stores.close();
+        await restartable.stop();
+      }
+    });
+
+    it('gives up after the retry window with StoreError carrying the driver error as cause', async () => {
+      const restartable = await startMongoServer({ useEnv: false });
+      const stores = await openMongoStores({ url: restartable.url, dbName: 'fnhost_down', serverSelectionTimeoutMS: 200, retry: { log: () => {}, retryForMs: 1000, maxDelayMs: 200 } });
+      try {
+        await restartable.stop();
+        const err = await stores.kv.get('ns', 'k', Date.now()).then(() => null, (e: unknown) => e);
+        expect(err).to.be.instanceOf(StoreError);
+        expect((err as StoreError).message).to.match(/MongoDB kv get failed after \d+ attempts/);
+        expect((err as StoreError).cause).to.be.instanceOf(Error);
+        expect((err as StoreError).expose).to.equal(false);
+      } finally {
+        await stores.close();
+      }
+    });
+
+    it('fails to open with StoreError when no server answers within the retry window', async () => {
+      const err = await openMongoStores({ url: 'mongodb://127.0.0.1:1', serverSelectionTimeoutMS: 200, retry: { log: () => {}, retryForMs: 500 } }).then(() => null, (e: unknown) => e);
+      expect(err).to.be.instanceOf(StoreError);
+      expect((err as Error).message).to.include('127.0.0.1:1');
+    });
   });
 });
+
+async function waitFor(condition: () => boolean, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
