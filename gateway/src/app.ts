@@ -172,6 +172,7 @@ export async function startPlatform(options: PlatformOptions): Promise<Platform>
   });
   server.headersTimeout = 66_000;
 
+  await executor.reapStale();
   await functions.load();
   for (const fn of functions.all()) scheduler.sync(fn, fn.function_id);
 

@@ -2,6 +2,7 @@ import { expect } from 'chai';
 import { stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { startGateway } from '../helpers/platform.ts';
+import { isAlive, waitFor } from './harness.ts';
 
 // The gateway as users run it: `node gateway/src/main.ts` in its own process.
 
@@ -70,5 +71,32 @@ describe('gateway process (node gateway/src/main.ts)', function () {
       failed = err as Error;
     }
     expect(failed?.message).to.match(/FNHOST_MAX_TIMEOUT_SECONDS=\\"lots\\" is not an integer/);
+  });
+});
+
+describe('gateway process killed hard', function () {
+  this.timeout(90_000);
+
+  it('the next gateway on the same data directory ends the runtimes the killed one left behind', async () => {
+    const token = 'a-long-enough-admin-token';
+    const gw = await startGateway({ keepDataDir: true, token });
+    const dataDir = gw.dataDir;
+    try {
+      const created = await api(gw.url, token, 'POST', '/api/v1/functions', { name: 'left', code: 'export default (req, res) => res.json({ pid: process.pid })' });
+      const { pid } = await (await fetch(created.body.invocation_url)).json();
+      gw.process.kill('SIGKILL');
+      await gw.stop();
+      expect(isAlive(pid), 'the orphaned runtime survives its gateway').to.equal(true);
+      const again = await startGateway({ dataDir, token });
+      try {
+        await waitFor(() => !isAlive(pid), 'the orphan to be ended');
+        expect((await fetch(created.body.invocation_url.replace(gw.url, again.url))).status).to.equal(200);
+      } finally {
+        await again.stop();
+      }
+    } finally {
+      const { rm } = await import('node:fs/promises');
+      await rm(dataDir, { recursive: true, force: true });
+    }
   });
 });

@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { mkdir, rm, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
@@ -90,6 +90,41 @@ export class LocalExecutor implements Executor {
 
   constructor(options: LocalExecutorOptions) {
     this.#opts = options;
+  }
+
+  /**
+   * Ends runtimes a previous gateway left behind (it was killed before it could
+   * stop them): each runtime's pid is kept in FNHOST_DATA_DIR/runtimes/ while it
+   * runs. A pid is only signalled when /proc shows it still runs the runtime, so
+   * a reused pid is never hit. Returns how many were ended.
+   */
+  async reapStale(): Promise<number> {
+    const dir = join(this.#opts.dataDir, 'runtimes');
+    let names: string[];
+    try {
+      names = await readdir(dir);
+    } catch {
+      return 0;
+    }
+    const main = this.#opts.runtimeMain ?? DEFAULT_RUNTIME_MAIN;
+    let ended = 0;
+    for (const name of names) {
+      const pid = Number(name);
+      if (Number.isInteger(pid) && pid > 0) {
+        const cmdline = await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '');
+        if (cmdline.includes(main)) {
+          try {
+            process.kill(pid, 'SIGKILL');
+            ended++;
+          } catch {
+            // already gone
+          }
+        }
+      }
+      await rm(join(dir, name), { force: true });
+    }
+    if (ended > 0) this.#opts.logger.warn('ended runtimes a previous gateway left running', { count: ended });
+    return ended;
   }
 
   get running(): number {
@@ -213,6 +248,14 @@ export class LocalExecutor implements Executor {
     });
     runtime.child = child;
     this.#opts.metrics.runtimeStarts++;
+    const pidFile = child.pid === undefined ? undefined : join(this.#opts.dataDir, 'runtimes', String(child.pid));
+    if (pidFile !== undefined) {
+      void mkdir(join(this.#opts.dataDir, 'runtimes'), { recursive: true })
+        .then(() => writeFile(pidFile, fn.function_id))
+        .then(() => (runtime.exited ? rm(pidFile, { force: true }) : undefined))
+        .catch(() => undefined);
+      child.once('exit', () => void rm(pidFile, { force: true }).catch(() => undefined));
+    }
     const logger = this.#opts.logger;
     return await new Promise<Upstream>((resolve, reject) => {
       let settled = false;
