@@ -205,12 +205,16 @@ export async function startPlatform(options: PlatformOptions): Promise<Platform>
   };
   const sweeper = setInterval(() => void sweep(), options.sweepIntervalMs ?? 3_600_000);
   sweeper.unref();
+  // One sweep soon after start too, so a gateway restarted often still applies retention.
+  const firstSweep = setTimeout(() => void sweep(), 5_000);
+  firstSweep.unref();
 
   let closing: Promise<void> | undefined;
   const close = () => {
     closing ??= (async () => {
       ready = false;
       clearInterval(sweeper);
+      clearTimeout(firstSweep);
       scheduler.stop();
       const stopped = new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeIdleConnections();
