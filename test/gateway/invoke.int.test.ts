@@ -44,6 +44,14 @@ describe('gateway invocation (in-process gateway, real SQLite, real runtimes)', 
     expect(Number.isInteger(logs.logs[0].execution_time_ms)).to.equal(true);
   });
 
+  it('JSON bodies of every shape reach req.body parsed, unchanged by the gateway', async () => {
+    const fn = await h.createFunction('shapes', 'export default (req, res) => res.json({ body: req.body, type: req.body === null ? "null" : typeof req.body })');
+    for (const value of [{ a: [1, { b: null }] }, [1, 'two'], 'text', 42, true, null]) {
+      const r = await h.invoke(fn.function_id, '', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(value) });
+      expect(await r.json(), JSON.stringify(value)).to.deep.equal({ body: value, type: value === null ? 'null' : typeof value });
+    }
+  });
+
   it('answers 404 JSON for an unknown function and 403 function_inactive for an inactive one', async () => {
     const r = await h.invoke('00000000-0000-4000-8000-000000000000');
     expect(r.status).to.equal(404);
