@@ -124,6 +124,13 @@ describe('MongoDB store', function () {
       expect(await expiries()).to.deep.equal([null, null]);
       expect(await bucketExpiries()).to.deep.equal([null, null]);
       await stores.logs.applyRetention(fnId, { type: 'time', days: 1 }, t);
+      // The periodic sweep with an unchanged policy leaves expireAt alone (no rewrite of every record each time).
+      const marker = new Date(Date.UTC(2200, 0, 1));
+      await db.collection('logs').updateMany({ function_id: fnId }, { $set: { expireAt: marker } });
+      await stores.logs.applyRetention(fnId, { type: 'time', days: 1 }, t);
+      expect(await expiries()).to.deep.equal([marker, marker]);
+      await stores.logs.applyRetention(fnId, { type: 'time', days: 3 }, t);
+      expect(await expiries()).to.deep.equal(records.slice(1).map((r) => new Date(Date.parse(r.executed_at) + 3 * DAY)));
       await stores.logs.applyRetention(fnId, { type: 'none' }, t);
       expect(await expiries()).to.deep.equal([null, null]);
     });

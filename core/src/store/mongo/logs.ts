@@ -63,6 +63,8 @@ interface TotalsDoc {
   all: number;
   s: number;
   e: number;
+  /** The time retention (ms) whose expireAt the stored records carry; null or absent: none. */
+  keepMs?: number | null;
 }
 
 interface SequenceDoc {
@@ -308,17 +310,28 @@ export class MongoLogStore implements LogStore {
   }
 
   async applyRetention(functionId: string, retention: RetentionPolicy, now: number): Promise<number> {
+    // The gateway's sweeper calls this for every function every few minutes:
+    // expiry is rewritten only when the policy changed (or some minute holds
+    // records written without it), never on every sweep.
+    const totals = await this.#totalsOf(functionId);
     if (retention.type === 'time') {
       const keepMs = retention.days * DAY;
-      await this.#rewriteExpiry(functionId, keepMs);
+      const unexpiring = await this.#ctx.run('log expiry', true, () => this.#buckets.findOne({ function_id: functionId, expireAt: { $exists: false } }, { projection: { _id: 1 } }));
+      if (totals.keepMs !== keepMs || unexpiring) {
+        await this.#rewriteExpiry(functionId, keepMs);
+        await this.#ctx.run('log expiry', true, () => this.#totals.updateOne({ _id: functionId }, { $set: { keepMs } }));
+      }
       return this.#deleteWhere(functionId, { executed_at: { $lt: new Date(now - keepMs) } });
     }
     await this.#ctx.run('log expiry', true, async () => {
-      await this.#logs.updateMany({ function_id: functionId, expireAt: { $exists: true } }, { $unset: { expireAt: '' } });
-      await this.#buckets.updateMany({ function_id: functionId, expireAt: { $exists: true } }, { $unset: { expireAt: '' } });
+      const expiring = await this.#buckets.findOne({ function_id: functionId, expireAt: { $exists: true } }, { projection: { _id: 1 } });
+      if (expiring || (totals.keepMs ?? null) !== null) {
+        await this.#logs.updateMany({ function_id: functionId, expireAt: { $exists: true } }, { $unset: { expireAt: '' } });
+        await this.#buckets.updateMany({ function_id: functionId, expireAt: { $exists: true } }, { $unset: { expireAt: '' } });
+        await this.#totals.updateOne({ _id: functionId }, { $set: { keepMs: null } });
+      }
     });
     if (retention.type === 'none') return 0;
-    const totals = await this.#totalsOf(functionId);
     if (totals.all <= retention.count) return 0;
     const cut = await this.#nth(functionId, retention.count, totals.all);
     if (!cut) return 0;
