@@ -1,5 +1,6 @@
 import { expect } from 'chai';
 import { stat } from 'node:fs/promises';
+import { get } from 'node:http';
 import { join } from 'node:path';
 import { startGateway } from '../helpers/platform.ts';
 import { isAlive, waitFor } from './harness.ts';
@@ -59,6 +60,46 @@ describe('gateway process (node gateway/src/main.ts)', function () {
       const { rm } = await import('node:fs/promises');
       await rm(dataDir, { recursive: true, force: true });
       dataDir = '';
+    }
+  });
+
+  it('SIGTERM lets an in-flight invocation finish, refuses new connections, and logs it', async () => {
+    const token = 'a-long-enough-admin-token';
+    const gw = await startGateway({ keepDataDir: true, token });
+    const dataDir = gw.dataDir;
+    try {
+      const created = await api(gw.url, token, 'POST', '/api/v1/functions', { name: 'slow', code: 'export default async (req, res) => { await new Promise((r) => setTimeout(r, 800)); res.json({ finished: true }); }' });
+      expect((await fetch(created.body.invocation_url)).status).to.equal(200);
+      const inflight = fetch(created.body.invocation_url).then(async (r) => ({ status: r.status, body: await r.json() }));
+      await new Promise((r) => setTimeout(r, 200));
+      gw.process.kill('SIGTERM');
+      // A new connection is refused while the in-flight call still runs.
+      const fresh = await waitFor(
+        () =>
+          new Promise<string>((resolve) => {
+            const req = get(`${gw.url}/healthz`, { agent: false }, (res) => {
+              res.resume();
+              resolve('');
+            });
+            req.on('error', (err: NodeJS.ErrnoException) => resolve(err.code ?? err.message));
+          }),
+        'the gateway to stop accepting',
+        5_000,
+      );
+      expect(fresh).to.equal('ECONNREFUSED');
+      expect(await inflight).to.deep.equal({ status: 200, body: { finished: true } });
+      expect(await gw.stop()).to.equal(0);
+      const again = await startGateway({ dataDir, token });
+      try {
+        const logs = await api(again.url, token, 'GET', '/api/v1/functions/slow/logs');
+        expect(logs.body.pagination.totalCount).to.equal(2);
+      } finally {
+        await again.stop();
+      }
+    } finally {
+      await gw.stop();
+      const { rm } = await import('node:fs/promises');
+      await rm(dataDir, { recursive: true, force: true });
     }
   });
 
