@@ -112,17 +112,21 @@ describe('MongoDB store', function () {
       const records = [log(fnId, t), log(fnId, t + 90_000), log(fnId, t + 200_000)];
       await stores.logs.insert(records);
       const expiries = async () => (await db.collection('logs').find({ function_id: fnId }).sort({ seq: 1 }).toArray()).map((d) => d['expireAt'] ?? null);
-      const bucketExpiries = async () => (await db.collection('log_buckets').find({ function_id: fnId }).sort({ minute: 1 }).toArray()).map((d) => d['expireAt'] ?? null);
+      const bucketExpiries = async (span = 60_000) => (await db.collection('log_buckets').find({ function_id: fnId, span }).sort({ start: 1 }).toArray()).map((d) => d['expireAt'] ?? null);
       expect(await expiries()).to.deep.equal([null, null, null]);
       expect(await stores.logs.applyRetention(fnId, { type: 'time', days: 7 }, t)).to.equal(0);
       expect(await expiries()).to.deep.equal(records.map((r) => new Date(Date.parse(r.executed_at) + 7 * DAY)));
       // A bucket expires a minute after the last moment a record in it can.
       expect(await bucketExpiries()).to.deep.equal([0, 60_000, 180_000].map((m) => new Date(t + m + 60_000 + 7 * DAY)));
+      // And the hour and day buckets an hour and a day after theirs.
+      expect(await bucketExpiries(3_600_000)).to.deep.equal([new Date(t + 3_600_000 + 7 * DAY)]);
+      expect(await bucketExpiries(DAY)).to.deep.equal([new Date(t + DAY + 7 * DAY)]);
       await stores.logs.applyRetention(fnId, { type: 'time', days: 2 }, t);
       expect(await expiries()).to.deep.equal(records.map((r) => new Date(Date.parse(r.executed_at) + 2 * DAY)));
       expect(await stores.logs.applyRetention(fnId, { type: 'count', count: 2 }, t)).to.equal(1);
       expect(await expiries()).to.deep.equal([null, null]);
       expect(await bucketExpiries()).to.deep.equal([null, null]);
+      expect(await bucketExpiries(DAY)).to.deep.equal([null]);
       await stores.logs.applyRetention(fnId, { type: 'time', days: 1 }, t);
       // The periodic sweep with an unchanged policy leaves expireAt alone (no rewrite of every record each time).
       const marker = new Date(Date.UTC(2200, 0, 1));

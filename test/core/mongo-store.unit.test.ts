@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { MongoNetworkError, MongoServerError, MongoServerSelectionError } from 'mongodb';
 import { ConflictError, StoreError } from '../../core/src/errors.ts';
-import { backoffDelay, dbNameFromUrl, isConnectionError, minuteOf, planPage, prefixPattern, redactUrl, runWithRetry, statusClass, type RetryOptions } from '../../core/src/store/mongo/index.ts';
+import { backoffDelay, bucketsFrom, dbNameFromUrl, isConnectionError, minuteOf, planPage, prefixPattern, redactUrl, runWithRetry, statusClass, type RetryOptions } from '../../core/src/store/mongo/index.ts';
 
 // The MongoDB store's pure helpers and its retry loop (fake clock and sleep).
 
@@ -137,5 +137,29 @@ describe('MongoDB store runWithRetry', () => {
     const conflict = new ConflictError('taken');
     const err = await runWithRetry('function create', true, async () => { throw conflict; }, fakeOptions()).then(() => null, (e: unknown) => e);
     expect(err).to.equal(conflict);
+  });
+});
+
+describe('MongoDB store bucketsFrom', () => {
+  const MINUTE = 60_000;
+  const HOUR = 3_600_000;
+  const DAY = 86_400_000;
+
+  it('covers every minute from the boundary on exactly once: minutes to the hour, hours to the day, then days', () => {
+    const t0 = Date.UTC(2100, 0, 1);
+    for (const from of [t0, t0 + 17 * MINUTE, t0 + 5 * HOUR, t0 + 5 * HOUR + 59 * MINUTE, t0 + DAY - MINUTE]) {
+      const ranges = bucketsFrom(from);
+      // Every minute within the next three days is in exactly one bucket; none before `from` is.
+      for (let m = from - 2 * HOUR; m < from + 3 * DAY; m += MINUTE) {
+        const holders = ranges.filter((r) => {
+          const start = Math.floor(m / r.span) * r.span;
+          return start >= r.start.$gte && (r.start.$lt === undefined || start < r.start.$lt);
+        });
+        expect(holders.length, `minute ${(m - from) / MINUTE} from ${from - t0}`).to.equal(m >= from ? 1 : 0);
+      }
+      // At most 59 minutes and 23 hours before whole days.
+      expect((ranges[0]!.start.$lt! - ranges[0]!.start.$gte) / MINUTE).to.be.at.most(59);
+      expect((ranges[1]!.start.$lt! - ranges[1]!.start.$gte) / HOUR).to.be.at.most(23);
+    }
   });
 });

@@ -68,6 +68,6 @@ export function redactUrl(url: string): string {
   return url.replace(/^(mongodb(?:\+srv)?:\/\/[^:/@]+):[^@/]*@/, '$1:***@');
 }
 
-export { MongoLogStore, planPage, statusClass, minuteOf } from './logs.ts';
+export { MongoLogStore, bucketsFrom, planPage, statusClass, minuteOf } from './logs.ts';
 export { prefixPattern } from './records.ts';
 export { backoffDelay, isConnectionError, runWithRetry, DEFAULT_RETRY, type RetryOptions } from './retry.ts';

@@ -11,13 +11,15 @@ import type { MongoContext } from './context.ts';
 // with insertion order across batches and across gateways.
 //
 // Counts (P3: totalCount at 1,000,000 records without a scan): per-function
-// totals by class (`log_totals`) and per-function per-minute counts by class
-// (`log_buckets`), both maintained with $inc by insert and by our own deletes.
+// totals by class (`log_totals`) and per-function counts by class per day,
+// hour and minute (`log_buckets`), all maintained with $inc by insert and by
+// our own deletes. Counting from a minute on sums at most 59 minute buckets,
+// 23 hour buckets and one bucket per day, however dense the history.
 // - no retention: the totals document;
 // - count retention: min(count, total) for all statuses; for a class, the
 //   buckets above the cutoff record's minute plus an index count inside it;
 // - time retention: the buckets after the cutoff's minute plus an index count
-//   inside it. The TTL monitor deletes records (and, a minute later, their
+//   inside it. The TTL monitor deletes records (and, a span later, their
 //   buckets) that are already outside the read filter, so its deletions,
 //   which no counter sees, never change a visible count.
 //
@@ -27,7 +29,9 @@ import type { MongoContext } from './context.ts';
 // runs; applyRetention rewrites expireAt and deletes in chunks.
 
 const MINUTE = 60_000;
+const HOUR = 3_600_000;
 const DAY = 86_400_000;
+const SPANS = [MINUTE, HOUR, DAY] as const;
 /** Records deleted per round trip in applyRetention. */
 const DELETE_CHUNK = 5_000;
 
@@ -51,7 +55,10 @@ export interface LogDoc {
 interface BucketDoc {
   _id: string;
   function_id: string;
-  minute: number;
+  /** The bucket's length: MINUTE, HOUR or DAY (ms). */
+  span: number;
+  /** Its first millisecond, a multiple of span. */
+  start: number;
   all: number;
   s: number;
   e: number;
@@ -84,8 +91,23 @@ function countField(status: StatusFilter): 'all' | 's' | 'e' {
   return status === 'success' ? 's' : status === 'error' ? 'e' : 'all';
 }
 
-function bucketId(functionId: string, minute: number): string {
-  return `${functionId}|${minute}`;
+function bucketId(functionId: string, span: number, start: number): string {
+  return `${functionId}|${span}|${start}`;
+}
+
+/**
+ * The buckets that together hold exactly the records at or after `from` (a
+ * minute boundary): minutes up to the next hour, hours up to the next day,
+ * then whole days.
+ */
+export function bucketsFrom(from: number): { span: number; start: { $gte: number; $lt?: number } }[] {
+  const hour = Math.ceil(from / HOUR) * HOUR;
+  const day = Math.ceil(hour / DAY) * DAY;
+  return [
+    { span: MINUTE, start: { $gte: from, $lt: hour } },
+    { span: HOUR, start: { $gte: hour, $lt: day } },
+    { span: DAY, start: { $gte: day } },
+  ];
 }
 
 /**
@@ -193,32 +215,34 @@ export class MongoLogStore implements LogStore {
     await this.#addCounts(counted, 1);
   }
 
-  /** Adds (sign 1) or removes (sign -1) documents from the per-minute and total counts. */
+  /** Adds (sign 1) or removes (sign -1) documents from the bucket and total counts. */
   async #addCounts(docs: Pick<LogDoc, 'function_id' | 'minute' | 'cls' | 'expireAt'>[], sign: 1 | -1): Promise<void> {
     if (docs.length === 0) return;
-    const buckets = new Map<string, { function_id: string; minute: number; all: number; s: number; e: number; expireAt: number | null }>();
+    const buckets = new Map<string, { function_id: string; span: number; start: number; all: number; s: number; e: number; expireAt: number | null }>();
     const totals = new Map<string, { all: number; s: number; e: number }>();
     for (const doc of docs) {
-      const id = bucketId(doc.function_id, doc.minute);
-      let bucket = buckets.get(id);
-      if (!bucket) buckets.set(id, bucket = { function_id: doc.function_id, minute: doc.minute, all: 0, s: 0, e: 0, expireAt: null });
       let total = totals.get(doc.function_id);
       if (!total) totals.set(doc.function_id, total = { all: 0, s: 0, e: 0 });
-      bucket.all += sign;
       total.all += sign;
-      if (doc.cls !== 'o') {
-        bucket[doc.cls] += sign;
-        total[doc.cls] += sign;
+      if (doc.cls !== 'o') total[doc.cls] += sign;
+      for (const span of SPANS) {
+        const start = Math.floor(doc.minute / span) * span;
+        const id = bucketId(doc.function_id, span, start);
+        let bucket = buckets.get(id);
+        if (!bucket) buckets.set(id, bucket = { function_id: doc.function_id, span, start, all: 0, s: 0, e: 0, expireAt: null });
+        bucket.all += sign;
+        if (doc.cls !== 'o') bucket[doc.cls] += sign;
+        // A bucket outlives its records by its span: it is only counted while
+        // its start is inside the window, i.e. before now passes end + days.
+        if (doc.expireAt) bucket.expireAt = Math.max(bucket.expireAt ?? 0, doc.expireAt.getTime() + span);
       }
-      // A bucket lives at least as long as its longest-lived record.
-      if (doc.expireAt) bucket.expireAt = Math.max(bucket.expireAt ?? 0, doc.expireAt.getTime() + MINUTE);
     }
     const bucketOps: AnyBulkWriteOperation<BucketDoc>[] = [...buckets].map(([id, b]) => ({
       updateOne: {
         filter: { _id: id },
         update: {
           $inc: { all: b.all, s: b.s, e: b.e },
-          $setOnInsert: { function_id: b.function_id, minute: b.minute },
+          $setOnInsert: { function_id: b.function_id, span: b.span, start: b.start },
           ...(sign === 1 && b.expireAt !== null ? { $max: { expireAt: new Date(b.expireAt) } } : {}),
         },
         upsert: sign === 1,
@@ -251,10 +275,10 @@ export class MongoLogStore implements LogStore {
     return doc ? { at: doc.executed_at, seq: doc.seq } : null;
   }
 
-  /** Sum of one count field over a function's minute buckets after `minute`. */
+  /** Sum of one count field over a function's records in minutes after `minute`. */
   async #bucketsAfter(functionId: string, minute: number, field: 'all' | 's' | 'e'): Promise<number> {
     const [row] = await this.#ctx.run('log bucket sum', true, () => this.#buckets.aggregate<{ n: number }>([
-      { $match: { function_id: functionId, minute: { $gt: minute } } },
+      { $match: { function_id: functionId, $or: bucketsFrom(minute + MINUTE) } },
       { $group: { _id: null, n: { $sum: `$${field}` } } },
     ]).toArray());
     return row?.n ?? 0;
@@ -358,10 +382,10 @@ export class MongoLogStore implements LogStore {
         }
         if (ops.length > 0) await this.#logs.bulkWrite(ops, { ordered: false });
       }
-      const buckets = await this.#buckets.find({ function_id: functionId }, { projection: { minute: 1 } }).toArray();
+      const buckets = await this.#buckets.find({ function_id: functionId }, { projection: { span: 1, start: 1 } }).toArray();
       if (buckets.length > 0) {
         await this.#buckets.bulkWrite(buckets.map((b) => ({
-          updateOne: { filter: { _id: b._id }, update: { $set: { expireAt: new Date(b.minute + MINUTE + keepMs) } } },
+          updateOne: { filter: { _id: b._id }, update: { $set: { expireAt: new Date(b.start + b.span + keepMs) } } },
         })), { ordered: false });
       }
     });
@@ -418,7 +442,7 @@ export async function ensureLogIndexes(db: Db): Promise<void> {
     { key: { expireAt: 1 }, name: 'ttl_expireAt', expireAfterSeconds: 0 },
   ]);
   await db.collection('log_buckets').createIndexes([
-    { key: { function_id: 1, minute: -1 }, name: 'fn_minute' },
+    { key: { function_id: 1, span: 1, start: -1 }, name: 'fn_span_start' },
     { key: { expireAt: 1 }, name: 'ttl_expireAt', expireAfterSeconds: 0 },
   ]);
 }
