@@ -50,6 +50,8 @@ export interface LogDoc {
   error_message: string | null;
   trigger: Trigger;
   expireAt?: Date;
+  /** Present until the record's counts are applied (see insert). */
+  uncounted?: true;
 }
 
 interface BucketDoc {
@@ -187,32 +189,35 @@ export class MongoLogStore implements LogStore {
         execution_time_ms: record.execution_time_ms,
         error_message: record.error_message,
         trigger: record.trigger,
+        uncounted: true,
       };
       if (record.expires_at !== null) doc.expireAt = new Date(record.expires_at);
       return doc;
     });
 
-    // Which documents this call added, so counts are incremented once each:
-    // on the first attempt a duplicate id was stored before (a batch sent
-    // twice) and is not counted again; on a retry after a network error it
-    // was most likely stored by our own first attempt, and is counted.
-    let counted = docs;
-    let attempt = 0;
+    // Records and counts are separate writes (no transactions needed), so a
+    // batch sent again after a failure must count each record exactly once:
+    // records are stored marked `uncounted`, counted, then unmarked. A resent
+    // record that is already stored (duplicate _id) is counted only if it is
+    // still marked, i.e. its counts never got applied.
+    let toCount: LogDoc[] = docs;
     await this.#ctx.run('log insert', true, async () => {
-      attempt++;
       try {
         await this.#logs.insertMany(docs, { ordered: false });
-        counted = docs;
+        toCount = docs;
       } catch (err) {
-        if (err instanceof MongoBulkWriteError && allDuplicates(err)) {
-          const duplicates = new Set(writeErrorIndexes(err));
-          counted = attempt === 1 ? docs.filter((_, i) => !duplicates.has(i)) : docs;
-          return;
-        }
-        throw err;
+        if (!(err instanceof MongoBulkWriteError && allDuplicates(err))) throw err;
+        const duplicates = new Set(writeErrorIndexes(err));
+        const stillUncounted = new Set((await this.#logs
+          .find({ _id: { $in: docs.filter((_, i) => duplicates.has(i)).map((d) => d._id) }, uncounted: true }, { projection: { _id: 1 } })
+          .toArray()).map((d) => d._id));
+        toCount = docs.filter((d, i) => !duplicates.has(i) || stillUncounted.has(d._id));
       }
     });
-    await this.#addCounts(counted, 1);
+    await this.#addCounts(toCount, 1);
+    if (toCount.length > 0) {
+      await this.#ctx.run('log insert', true, () => this.#logs.updateMany({ _id: { $in: toCount.map((d) => d._id) } }, { $unset: { uncounted: '' } }));
+    }
   }
 
   /** Adds (sign 1) or removes (sign -1) documents from the bucket and total counts. */
