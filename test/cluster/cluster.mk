@@ -30,4 +30,4 @@ cluster-down:
 	@$(CLUSTER_DIR)/down.sh
 
 test-cluster: install cluster-up
-	$(BIN)/mocha --config $(CLUSTER_DIR)/mocharc.cluster.json
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/mocha --config $(CLUSTER_DIR)/mocharc.cluster.json

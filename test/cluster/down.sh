@@ -56,8 +56,10 @@ if command -v iptables >/dev/null; then
   done
   for ipt in iptables ip6tables; do
     command -v $ipt >/dev/null || continue
-    while $ipt -w -D INPUT -p tcp --dport 6443 -j FNHOST-APISERVER 2>/dev/null; do :; done
-    $ipt -w -F FNHOST-APISERVER 2>/dev/null; $ipt -w -X FNHOST-APISERVER 2>/dev/null
+    for g in 6443:FNHOST-APISERVER 10250:FNHOST-KUBELET; do
+      while $ipt -w -D INPUT -p tcp --dport "${g%%:*}" -j "${g#*:}" 2>/dev/null; do :; done
+      $ipt -w -F "${g#*:}" 2>/dev/null; $ipt -w -X "${g#*:}" 2>/dev/null
+    done
   done
 fi
 

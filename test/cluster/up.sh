@@ -22,30 +22,34 @@ need_bins() {
 }
 
 apiserver_ready() { kc get --raw /readyz; }
-etcd_ready() { curl -fsS http://127.0.0.1:2379/health | grep -q '"health":"true"'; }
+etcd_ready() { local h; h="$(curl -fsS http://127.0.0.1:2379/health)" && grep -q '"health":"true"' <<<"$h"; }
 
 # The bridge and its address exist before the API server and any pod: the
 # API server is advertised on the bridge's address (so pods reach it through
 # the kubernetes Service) and CoreDNS binds it.
 ensure_bridge() {
   ip link show "$BRIDGE" >/dev/null 2>&1 || ip link add "$BRIDGE" type bridge
-  ip addr show dev "$BRIDGE" | grep -q "inet $BRIDGE_IP/" || ip addr add "$BRIDGE_IP/24" dev "$BRIDGE"
+  local addrs; addrs="$(ip -4 addr show dev "$BRIDGE")"   # (no pipe into grep -q under pipefail)
+  grep -q "inet $BRIDGE_IP/" <<<"$addrs" || ip addr add "$BRIDGE_IP/24" dev "$BRIDGE"
   ip link set "$BRIDGE" up
 }
 
-# The API server listens on every address so that pods can reach it on the
-# bridge; this chain drops whatever does not come from this machine (loopback)
-# or its pods (the bridge).
-guard_apiserver() {
-  local ipt
+# guard PORT CHAIN: drops TCP to PORT on this machine unless it comes from
+# the machine itself (lo) or, with "pods", also from the pods (the bridge).
+# The API server listens on every address so that pods reach it through the
+# kubernetes Service (lo + bridge); the kubelet listens on the bridge's
+# address because Kubernetes refuses a loopback node IP, and anonymous
+# access to it must stay on this machine (lo only: pods are dropped).
+guard() {
+  local port="$1" chain="$2" pods="${3:-}" ipt
   for ipt in iptables ip6tables; do
     command -v $ipt >/dev/null || continue
-    $ipt -w -N FNHOST-APISERVER 2>/dev/null || $ipt -w -F FNHOST-APISERVER
-    $ipt -w -A FNHOST-APISERVER -i lo -j RETURN
-    $ipt -w -A FNHOST-APISERVER -i "$BRIDGE" -j RETURN
-    $ipt -w -A FNHOST-APISERVER -j DROP
-    $ipt -w -C INPUT -p tcp --dport 6443 -j FNHOST-APISERVER 2>/dev/null \
-      || $ipt -w -I INPUT -p tcp --dport 6443 -j FNHOST-APISERVER
+    $ipt -w -N "$chain" 2>/dev/null || $ipt -w -F "$chain"
+    $ipt -w -A "$chain" -i lo -j RETURN
+    [ "$pods" = pods ] && $ipt -w -A "$chain" -i "$BRIDGE" -j RETURN
+    $ipt -w -A "$chain" -j DROP
+    $ipt -w -C INPUT -p tcp --dport "$port" -j "$chain" 2>/dev/null \
+      || $ipt -w -I INPUT -p tcp --dport "$port" -j "$chain"
   done
 }
 
@@ -53,7 +57,7 @@ control_plane() {
   "$HERE/system-deps.sh"
   need_bins etcd kube-apiserver kube-controller-manager kube-scheduler kubectl
   ensure_bridge
-  guard_apiserver
+  guard 6443 FNHOST-APISERVER pods
   "$HERE/pki.sh"
   "$HERE/kubeconfig.sh"
   local P="$D/pki"
@@ -117,6 +121,8 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
   [plugins."io.containerd.grpc.v1.cri"]
     sandbox_image = "localhost/pause:1"
     restrict_oom_score_adj = true
+    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+      runtime_type = "io.containerd.runc.v2"
     [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
       SystemdCgroup = false
     [plugins."io.containerd.grpc.v1.cri".cni]
@@ -147,7 +153,7 @@ authentication:
   anonymous: {enabled: true}
   webhook: {enabled: false}
 authorization: {mode: AlwaysAllow}
-address: 127.0.0.1
+address: $BRIDGE_IP
 port: 10250
 readOnlyPort: 0
 healthzBindAddress: 127.0.0.1
@@ -163,12 +169,13 @@ resolvConf: "$D/resolv.conf"
 serializeImagePulls: false
 nodeStatusUpdateFrequency: 4s
 YAML
+  guard 10250 FNHOST-KUBELET
   start_bg kubelet kubelet --config="$D/kubelet.yaml" --kubeconfig="$KUBECONFIG_FILE" \
-    --hostname-override="$NODE_NAME" --node-ip=127.0.0.1 --root-dir="$D/kubelet"
+    --hostname-override="$NODE_NAME" --node-ip="$BRIDGE_IP" --root-dir="$D/kubelet"
   start_bg kube-proxy kube-proxy --kubeconfig="$KUBECONFIG_FILE" --hostname-override="$NODE_NAME" \
     --cluster-cidr="$POD_CIDR" --proxy-mode=iptables --bind-address=127.0.0.1 \
     --metrics-bind-address=127.0.0.1:10249 --healthz-bind-address=127.0.0.1:10256 \
-    --conntrack-max-per-core=0 --conntrack-tcp-timeout-established=0 --conntrack-tcp-timeout-close-wait=0
+    --nodeport-addresses=127.0.0.0/8,$POD_CIDR --conntrack-max-per-core=0 --conntrack-tcp-timeout-established=0 --conntrack-tcp-timeout-close-wait=0
   cat > "$D/Corefile" <<CORE
 .:53 {
     bind $BRIDGE_IP
@@ -183,12 +190,14 @@ CORE
   start_bg coredns coredns -conf "$D/Corefile"
   wait_until "CoreDNS ready" 60 curl -fsS http://127.0.0.1:18181/ready || die "CoreDNS is not ready; see $D/logs/coredns.log"
   wait_until "node $NODE_NAME Ready" 180 node_ready || die "node $NODE_NAME is not Ready; see $D/logs/kubelet.log"
+  wait_until "node $NODE_NAME's InternalIP" 60 node_has_ip || die "node $NODE_NAME has no InternalIP $BRIDGE_IP; see $D/logs/kubelet.log"
   wait_until "the not-ready taint to clear" 120 node_untainted \
     || die "node $NODE_NAME still has taints: $(kc get node "$NODE_NAME" -o jsonpath='{.spec.taints}'); see $D/logs/kube-controller-manager.log"
   log "node $NODE_NAME Ready (containerd $CONTAINERD_SOCK, DNS $BRIDGE_IP)"
 }
 
 node_ready() { [ "$(kc get node "$NODE_NAME" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}')" = True ]; }
+node_has_ip() { [ "$(kc get node "$NODE_NAME" -o jsonpath='{.status.addresses[?(@.type=="InternalIP")].address}')" = "$BRIDGE_IP" ]; }
 node_untainted() { [ -z "$(kc get node "$NODE_NAME" -o jsonpath='{.spec.taints}')" ]; }
 
 case "$what" in
