@@ -56,6 +56,11 @@ if command -v iptables >/dev/null; then
   done
   for ipt in iptables ip6tables; do
     command -v $ipt >/dev/null || continue
+    # The kubelet's own chains (kube-proxy --cleanup leaves them).
+    while $ipt -w -D INPUT -j KUBE-FIREWALL 2>/dev/null; do :; done
+    while $ipt -w -D OUTPUT -j KUBE-FIREWALL 2>/dev/null; do :; done
+    $ipt -w -F KUBE-FIREWALL 2>/dev/null; $ipt -w -X KUBE-FIREWALL 2>/dev/null
+    for t in filter nat mangle; do $ipt -w -t $t -X KUBE-KUBELET-CANARY 2>/dev/null; done
     for g in 6443:FNHOST-APISERVER 10250:FNHOST-KUBELET; do
       while $ipt -w -D INPUT -p tcp --dport "${g%%:*}" -j "${g#*:}" 2>/dev/null; do :; done
       $ipt -w -F "${g#*:}" 2>/dev/null; $ipt -w -X "${g#*:}" 2>/dev/null
