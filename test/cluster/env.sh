@@ -12,8 +12,8 @@ if [ "${BASH_SOURCE[0]}" = "$0" ]; then
     printf '{"kubeconfig":"%s","kubectl":"%s","helm":"%s","stateDir":"%s","binDir":"%s","toolsBin":"%s","containerdSocket":"%s","nodeName":"%s","dnsServer":"%s","podCidr":"%s","serviceCidr":"%s"}\n' \
       "$KUBECONFIG_FILE" "$K8S_BIN/kubectl" "$TOOLS_BIN/helm" "$D" "$K8S_BIN" "$TOOLS_BIN" "$CONTAINERD_SOCK" "$NODE_NAME" "$BRIDGE_IP" "$POD_CIDR" "$SERVICE_CIDR"
   else
-    printf 'export KUBECONFIG=%q\nexport PATH=%q\nexport FNHOST_CLUSTER_DIR=%q FNHOST_K8S_BIN=%q FNHOST_TOOLS_BIN=%q FNHOST_CONTAINERD_SOCK=%q\n' \
-      "$KUBECONFIG_FILE" "$K8S_BIN:$TOOLS_BIN:\$PATH" "$D" "$K8S_BIN" "$TOOLS_BIN" "$CONTAINERD_SOCK"
+    printf 'export KUBECONFIG=%q\nexport PATH=%q:%q:"$PATH"\nexport FNHOST_CLUSTER_DIR=%q FNHOST_K8S_BIN=%q FNHOST_TOOLS_BIN=%q FNHOST_CONTAINERD_SOCK=%q\n' \
+      "$KUBECONFIG_FILE" "$K8S_BIN" "$TOOLS_BIN" "$D" "$K8S_BIN" "$TOOLS_BIN" "$CONTAINERD_SOCK"
   fi
 fi
 unset _fnhost_here

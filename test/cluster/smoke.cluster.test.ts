@@ -1,6 +1,9 @@
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { Resolver } from 'node:dns/promises';
+import { mkdtemp, mkdir, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { expect } from 'chai';
 import { ensureCluster } from './cluster.ts';
 import type { Cluster } from './cluster.ts';
@@ -205,6 +208,59 @@ describe('test cluster (real single-node Kubernetes)', function () {
         `http://${podIP}:8080/ 200 hello ${podName}`,
       ]);
     });
+  });
+
+  it('lets a pod reach the API server through the kubernetes Service with its service-account token', async () => {
+    // What an in-cluster operator does: CA and token from the projected volume.
+    const script = `const fs = require('fs'), https = require('https'); const d = '/var/run/secrets/kubernetes.io/serviceaccount/';
+      https.get({ host: process.env.KUBERNETES_SERVICE_HOST, port: process.env.KUBERNETES_SERVICE_PORT, path: '/version', ca: fs.readFileSync(d + 'ca.crt'), headers: { authorization: 'Bearer ' + fs.readFileSync(d + 'token', 'utf8') } },
+        (r) => { let b = ''; r.on('data', (c) => (b += c)); r.on('end', () => console.log(r.statusCode, JSON.parse(b).gitVersion)); }).on('error', (e) => { console.error(String(e)); process.exit(1); });`;
+    const pod = {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'apiclient', namespace: NS },
+      spec: { restartPolicy: 'Never', containers: [{ name: 'c', image: NODE_BASE, imagePullPolicy: 'Never', command: ['node', '-e', script], securityContext: restricted }] },
+    };
+    await ok(['apply', '-f', '-'], JSON.stringify(pod));
+    const phase = await waitFor('the API client pod to finish', async () => {
+      const p = (await getJson(['-n', NS, 'get', 'pod', 'apiclient'])).status.phase;
+      return p === 'Succeeded' || p === 'Failed' ? p : undefined;
+    });
+    const logs = await ok(['-n', NS, 'logs', 'apiclient']);
+    expect(phase, logs).to.equal('Succeeded');
+    expect(logs.trim()).to.equal('200 v1.37.2');
+  });
+
+  it('installs a Helm chart of a local image with --wait', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'fnhost-chart-'));
+    try {
+      await mkdir(join(dir, 'templates'));
+      await writeFile(join(dir, 'Chart.yaml'), 'apiVersion: v2\nname: smoke\nversion: 0.1.0\n');
+      const deployment = {
+        apiVersion: 'apps/v1',
+        kind: 'Deployment',
+        metadata: { name: '{{ .Release.Name }}' },
+        spec: {
+          replicas: 1,
+          selector: { matchLabels: { app: '{{ .Release.Name }}' } },
+          template: {
+            metadata: { labels: { app: '{{ .Release.Name }}' } },
+            spec: { containers: [{ name: 'web', image: '{{ .Values.image }}', imagePullPolicy: 'Never', command: ['node', '-e', SERVER], securityContext: restricted, readinessProbe: { httpGet: { path: '/', port: 8080 }, periodSeconds: 1 } }] },
+          },
+        },
+      };
+      await writeFile(join(dir, 'templates', 'deployment.yaml'), JSON.stringify(deployment));
+      const out = await new Promise<Run>((resolve) =>
+        execFile(cluster.helm, ['install', 'smoke', dir, '-n', NS, '--set', `image=${NODE_BASE}`, '--wait', '--timeout', '3m'], { env: { ...process.env, ...cluster.env }, timeout: 240_000 }, (err, stdout, stderr) =>
+          resolve({ code: err ? 1 : 0, stdout: String(stdout), stderr: String(stderr) }),
+        ),
+      );
+      expect(out.code, out.stderr).to.equal(0);
+      expect(out.stdout).to.include('STATUS: deployed');
+      expect((await getJson(['-n', NS, 'get', 'deployment', 'smoke'])).status.readyReplicas).to.equal(1);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 
   it('rejects an object that breaks a CEL rule of a CRD, with the rule message', async () => {
