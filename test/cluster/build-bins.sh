@@ -77,11 +77,11 @@ GO
   log "kubernetes $K8S_VERSION: built into $K8S_BIN"
 }
 
-go_install() { # name module@version
-  local name="$1" target="$2"
+go_install() { # name module@version [extra ldflags]
+  local name="$1" target="$2" extra="${3:-}"
   [ -x "$TOOLS_BIN/$name" ] && { log "$name: cached in $TOOLS_BIN"; return 0; }
   log "$name: go install $target"
-  GOBIN="$TOOLS_BIN" nice -n 10 go install -trimpath -ldflags "-s -w" "$target" >"$LOG_BUILD/$name.log" 2>&1 \
+  GOBIN="$TOOLS_BIN" nice -n 10 go install -trimpath -ldflags "-s -w $extra" "$target" >"$LOG_BUILD/$name.log" 2>&1 \
     || die "go install $target failed; see $LOG_BUILD/$name.log"
   log "$name: installed into $TOOLS_BIN"
 }
@@ -93,7 +93,8 @@ locked() { local name="$1"; shift; exec 8>"$FNHOST_CACHE/.build-$name.lock"; flo
 which="${1:-all}"
 case "$which" in
   kubernetes) locked kubernetes timed build-kubernetes build_k8s ;;
-  helm) locked helm timed build-helm go_install helm "helm.sh/helm/v3/cmd/helm@$HELM_VERSION" ;;
+  # (helm's own version string is "v3.22" unless set at link time)
+  helm) locked helm timed build-helm go_install helm "helm.sh/helm/v3/cmd/helm@$HELM_VERSION" "-X helm.sh/helm/v3/internal/version.version=$HELM_VERSION" ;;
   coredns) locked coredns timed build-coredns go_install coredns "github.com/coredns/coredns@$COREDNS_VERSION" ;;
   all)
     # Parallel but niced: kubernetes is the long pole; helm and CoreDNS share
