@@ -231,6 +231,20 @@ describe('test cluster (real single-node Kubernetes)', function () {
     expect(logs.trim()).to.equal('200 v1.37.2');
   });
 
+  it('keeps the anonymous kubelet API out of reach of pods', async () => {
+    const script = `const s = require('net').connect(10250, process.argv[1]); s.setTimeout(3000);
+      s.on('connect', () => { console.log('connected'); process.exit(0); }); s.on('timeout', () => { console.log('timeout'); process.exit(0); }); s.on('error', (e) => { console.log(e.code); process.exit(0); });`;
+    const pod = {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'kubeletprobe', namespace: NS },
+      spec: { restartPolicy: 'Never', automountServiceAccountToken: false, containers: [{ name: 'c', image: NODE_BASE, imagePullPolicy: 'Never', command: ['node', '-e', script, cluster.dnsServer], securityContext: restricted }] },
+    };
+    await ok(['apply', '-f', '-'], JSON.stringify(pod));
+    await waitFor('the probe pod to finish', async () => (await getJson(['-n', NS, 'get', 'pod', 'kubeletprobe'])).status.phase === 'Succeeded');
+    expect((await ok(['-n', NS, 'logs', 'kubeletprobe'])).trim()).to.equal('timeout');
+  });
+
   it('installs a Helm chart of a local image with --wait', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'fnhost-chart-'));
     try {
