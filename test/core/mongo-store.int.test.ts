@@ -173,26 +173,31 @@ describe('MongoDB store', function () {
         // Sending a batch again (the writer retrying) neither duplicates records nor counts them twice.
         await stores.logs.insert(batches[0]!);
         expect((await stores.logs.list(fnId, { status: 'all', limit: 1, page: 1 }, { type: 'none' }, t)).pagination.totalCount).to.equal(500);
-        expect(await db.collection('logs').countDocuments({ function_id: fnId, uncounted: { $exists: true } })).to.equal(0);
+        expect(await db.collection('log_pending').countDocuments({})).to.equal(0);
       } finally {
         await second.close();
       }
     });
 
-    it('a batch resent after its counts failed to apply is counted once: stored records still marked uncounted are counted, the rest not', async () => {
+    it('a batch resent after its counts failed to apply is counted once: stored records a pending note names are counted, the rest not', async () => {
       const fnId = randomUUID();
       const t = Date.UTC(2100, 0, 1);
       const stored = log(fnId, t, { status_code: 500 });
+      const counted = log(fnId, t + 2);
       const fresh = log(fnId, t + 1);
+      await stores.logs.insert([counted]);
       // As a first attempt leaves it when the server went away between storing the record and counting it.
-      await db.collection('logs').insertOne({ _id: stored.id as never, function_id: fnId, executed_at: new Date(t), minute: t, seq: 1, cls: 'e', status_code: 500, execution_time_ms: stored.execution_time_ms, error_message: stored.error_message, trigger: 'http', uncounted: true });
+      await db.collection('logs').insertOne({ _id: stored.id as never, function_id: fnId, executed_at: new Date(t), minute: t, seq: 1, cls: 'e', status_code: 500, execution_time_ms: stored.execution_time_ms, error_message: stored.error_message, trigger: 'http' });
+      await db.collection('log_pending').insertOne({ _id: 'batch_1' as never, ids: [stored.id] });
+      await stores.logs.insert([stored, fresh, counted]);
       await stores.logs.insert([stored, fresh]);
       const count = async (status: 'all' | 'error') => (await stores.logs.list(fnId, { status, limit: 10, page: 1 }, { type: 'none' }, t)).pagination.totalCount;
-      expect(await count('all')).to.equal(2);
+      expect(await count('all')).to.equal(3);
       expect(await count('error')).to.equal(1);
+      expect(await db.collection('log_pending').countDocuments({ ids: { $in: [stored.id, fresh.id, counted.id] } })).to.equal(0);
       await stores.logs.insert([stored, fresh]);
-      expect(await count('all')).to.equal(2);
-      expect((await stores.logs.list(fnId, { status: 'all', limit: 10, page: 1 }, { type: 'time', days: 1 }, t)).pagination.totalCount).to.equal(2);
+      expect(await count('all')).to.equal(3);
+      expect((await stores.logs.list(fnId, { status: 'all', limit: 10, page: 1 }, { type: 'time', days: 1 }, t)).pagination.totalCount).to.equal(3);
     });
 
   });

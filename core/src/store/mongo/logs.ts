@@ -50,8 +50,12 @@ export interface LogDoc {
   error_message: string | null;
   trigger: Trigger;
   expireAt?: Date;
-  /** Present until the record's counts are applied (see insert). */
-  uncounted?: true;
+}
+
+/** A batch whose records are (being) stored but whose counts are not applied yet (see insert). */
+interface PendingDoc {
+  _id: string;
+  ids: string[];
 }
 
 interface BucketDoc {
@@ -159,6 +163,7 @@ export class MongoLogStore implements LogStore {
   readonly #buckets: Collection<BucketDoc>;
   readonly #totals: Collection<TotalsDoc>;
   readonly #sequences: Collection<SequenceDoc>;
+  readonly #pending: Collection<PendingDoc>;
 
   constructor(db: Db, ctx: MongoContext) {
     this.#ctx = ctx;
@@ -166,6 +171,7 @@ export class MongoLogStore implements LogStore {
     this.#buckets = db.collection<BucketDoc>('log_buckets');
     this.#totals = db.collection<TotalsDoc>('log_totals');
     this.#sequences = db.collection<SequenceDoc>('sequences');
+    this.#pending = db.collection<PendingDoc>('log_pending');
   }
 
   async insert(records: StoredLog[]): Promise<void> {
@@ -189,17 +195,20 @@ export class MongoLogStore implements LogStore {
         execution_time_ms: record.execution_time_ms,
         error_message: record.error_message,
         trigger: record.trigger,
-        uncounted: true,
       };
       if (record.expires_at !== null) doc.expireAt = new Date(record.expires_at);
       return doc;
     });
 
     // Records and counts are separate writes (no transactions needed), so a
-    // batch sent again after a failure must count each record exactly once:
-    // records are stored marked `uncounted`, counted, then unmarked. A resent
-    // record that is already stored (duplicate _id) is counted only if it is
-    // still marked, i.e. its counts never got applied.
+    // batch sent again after a failure must count each record exactly once.
+    // The batch's ids are noted in `log_pending` first, and the note is removed
+    // once the counts are applied. A resent record that is already stored
+    // (duplicate _id) is counted only if a note still names it, i.e. its
+    // counts never got applied. The note costs two small writes per batch.
+    const ids = docs.map((d) => d._id);
+    const pendingId = `batch_${first}`;
+    await this.#ctx.run('log insert', true, () => this.#pending.replaceOne({ _id: pendingId }, { ids }, { upsert: true }));
     let toCount: LogDoc[] = docs;
     await this.#ctx.run('log insert', true, async () => {
       try {
@@ -208,16 +217,16 @@ export class MongoLogStore implements LogStore {
       } catch (err) {
         if (!(err instanceof MongoBulkWriteError && allDuplicates(err))) throw err;
         const duplicates = new Set(writeErrorIndexes(err));
-        const stillUncounted = new Set((await this.#logs
-          .find({ _id: { $in: docs.filter((_, i) => duplicates.has(i)).map((d) => d._id) }, uncounted: true }, { projection: { _id: 1 } })
-          .toArray()).map((d) => d._id));
-        toCount = docs.filter((d, i) => !duplicates.has(i) || stillUncounted.has(d._id));
+        const duplicateIds = docs.filter((_, i) => duplicates.has(i)).map((d) => d._id);
+        const noted = new Set<string>();
+        for (const note of await this.#pending.find({ _id: { $ne: pendingId }, ids: { $in: duplicateIds } }).toArray()) {
+          for (const id of note.ids) noted.add(id);
+        }
+        toCount = docs.filter((d, i) => !duplicates.has(i) || noted.has(d._id));
       }
     });
     await this.#addCounts(toCount, 1);
-    if (toCount.length > 0) {
-      await this.#ctx.run('log insert', true, () => this.#logs.updateMany({ _id: { $in: toCount.map((d) => d._id) } }, { $unset: { uncounted: '' } }));
-    }
+    await this.#ctx.run('log insert', true, () => this.#pending.deleteMany({ ids: { $in: ids } }));
   }
 
   /** Adds (sign 1) or removes (sign -1) documents from the bucket and total counts. */
@@ -446,6 +455,7 @@ export async function ensureLogIndexes(db: Db): Promise<void> {
     { key: { function_id: 1, cls: 1, executed_at: -1, seq: -1 }, name: 'fn_class_newest' },
     { key: { expireAt: 1 }, name: 'ttl_expireAt', expireAfterSeconds: 0 },
   ]);
+  await db.collection('log_pending').createIndexes([{ key: { ids: 1 }, name: 'ids' }]);
   await db.collection('log_buckets').createIndexes([
     { key: { function_id: 1, span: 1, start: -1 }, name: 'fn_span_start' },
     { key: { expireAt: 1 }, name: 'ttl_expireAt', expireAfterSeconds: 0 },
