@@ -19,6 +19,8 @@ export interface MongoStoreOptions {
   serverSelectionTimeoutMS?: number;
   /** Retry policy for operations that could not reach the server. */
   retry?: Partial<RetryOptions>;
+  /** Pages that start this many records from both ends or more are found through the count buckets (tests lower it). */
+  deepPageSeekFrom?: number;
   /** Extra driver options (TLS, auth source, pool size...). */
   clientOptions?: MongoClientOptions;
 }
@@ -49,7 +51,7 @@ export async function openMongoStores(options: MongoStoreOptions): Promise<Store
   const ctx = new MongoContext(retry);
   return {
     functions: new MongoFunctionStore(db, ctx),
-    logs: new MongoLogStore(db, ctx),
+    logs: new MongoLogStore(db, ctx, { seekFrom: options.deepPageSeekFrom }),
     counters: new MongoCounterStore(db, ctx),
     kv: new MongoKvStore(db, ctx),
     policies: new MongoPolicyStore(db, ctx),

@@ -32,6 +32,8 @@ const MINUTE = 60_000;
 const HOUR = 3_600_000;
 const DAY = 86_400_000;
 const SPANS = [MINUTE, HOUR, DAY] as const;
+/** Pages starting this far from both ends are found through the buckets instead of skipping. */
+export const DEFAULT_SEEK_FROM = 1_000;
 /** Records deleted per round trip in applyRetention. */
 const DELETE_CHUNK = 5_000;
 
@@ -164,9 +166,11 @@ export class MongoLogStore implements LogStore {
   readonly #totals: Collection<TotalsDoc>;
   readonly #sequences: Collection<SequenceDoc>;
   readonly #pending: Collection<PendingDoc>;
+  readonly #seekFrom: number;
 
-  constructor(db: Db, ctx: MongoContext) {
+  constructor(db: Db, ctx: MongoContext, options: { seekFrom?: number } = {}) {
     this.#ctx = ctx;
+    this.#seekFrom = options.seekFrom ?? DEFAULT_SEEK_FROM;
     this.#logs = db.collection<LogDoc>('logs');
     this.#buckets = db.collection<BucketDoc>('log_buckets');
     this.#totals = db.collection<TotalsDoc>('log_totals');
@@ -333,7 +337,7 @@ export class MongoLogStore implements LogStore {
     const { filter, total } = await this.#visible(functionId, query.status, retention, now);
     const plan = planPage(total, query.limit, query.page);
     let logs: ExecutionLog[] = [];
-    if (plan) {
+    if (plan && plan.skip < this.#seekFrom) {
       const direction = plan.reverse ? 1 : -1;
       const docs = await this.#ctx.run('log list', true, () => this.#logs
         .find(filter)
@@ -343,8 +347,46 @@ export class MongoLogStore implements LogStore {
         .toArray());
       if (plan.reverse) docs.reverse();
       logs = docs.map(toLog);
+    } else if (plan) {
+      // A deep page: the buckets say how many records lie after each day,
+      // hour and minute, so the page starts at most one minute of records
+      // after a known time instead of half a million index keys in.
+      const offset = (query.page - 1) * query.limit;
+      const { upper, counted } = await this.#seek(functionId, countField(query.status), offset);
+      const docs = await this.#ctx.run('log list', true, () => this.#logs
+        .find(upper === null ? filter : { ...filter, $and: [{ executed_at: { $lt: new Date(upper) } }] })
+        .sort({ executed_at: -1, seq: -1 })
+        .skip(offset - counted)
+        .limit(plan.take)
+        .toArray());
+      logs = docs.map(toLog);
     }
     return { logs, pagination: paginate(total, query.limit, query.page) };
+  }
+
+  /**
+   * The latest time `upper` such that the records at or after it (`counted`)
+   * are at most `offset`, walking day, then hour, then minute buckets from the
+   * newest. Only the newest end is walked, which no retention filter cuts, so
+   * the bucket counts equal the visible counts there.
+   */
+  async #seek(functionId: string, field: 'all' | 's' | 'e', offset: number): Promise<{ upper: number | null; counted: number }> {
+    let upper: number | null = null;
+    let counted = 0;
+    for (const span of [DAY, HOUR, MINUTE]) {
+      const buckets = await this.#ctx.run('log seek', true, () => this.#buckets
+        .find({ function_id: functionId, span, ...(upper === null ? {} : { start: { $lt: upper } }) }, { projection: { start: 1, [field]: 1 } })
+        .sort({ start: -1 })
+        .limit(span === DAY ? 100_000 : span === HOUR ? 24 : 60)
+        .toArray());
+      for (const bucket of buckets) {
+        const n = Math.max(0, bucket[field]);
+        if (counted + n > offset) break;
+        counted += n;
+        upper = bucket.start;
+      }
+    }
+    return { upper, counted };
   }
 
   async applyRetention(functionId: string, retention: RetentionPolicy, now: number): Promise<number> {
