@@ -284,12 +284,25 @@ export class MongoLogStore implements LogStore {
   /** The `n`-th newest record (1-based) of a function with `total` records, read from the nearer end. */
   async #nth(functionId: string, n: number, total: number): Promise<Cut | null> {
     const fromNewest = n <= total / 2;
-    const doc = await this.#ctx.run('log cutoff', true, () => this.#logs
-      .find({ function_id: functionId }, { projection: { executed_at: 1, seq: 1 } })
-      .sort(fromNewest ? { executed_at: -1, seq: -1 } : { executed_at: 1, seq: 1 })
-      .skip(fromNewest ? n - 1 : total - n)
-      .limit(1)
-      .next());
+    const skip = fromNewest ? n - 1 : total - n;
+    // Far from both ends: start from the buckets, as deep pages do.
+    const seek = skip >= this.#seekFrom ? await this.#seek(functionId, 'all', n - 1) : null;
+    const doc = await this.#ctx.run('log cutoff', true, () => {
+      if (seek) {
+        return this.#logs
+          .find({ function_id: functionId, ...(seek.upper === null ? {} : { executed_at: { $lt: new Date(seek.upper) } }) }, { projection: { executed_at: 1, seq: 1 } })
+          .sort({ executed_at: -1, seq: -1 })
+          .skip(n - 1 - seek.counted)
+          .limit(1)
+          .next();
+      }
+      return this.#logs
+        .find({ function_id: functionId }, { projection: { executed_at: 1, seq: 1 } })
+        .sort(fromNewest ? { executed_at: -1, seq: -1 } : { executed_at: 1, seq: 1 })
+        .skip(skip)
+        .limit(1)
+        .next();
+    });
     return doc ? { at: doc.executed_at, seq: doc.seq } : null;
   }
 
