@@ -7,8 +7,8 @@ import { ensureRecordIndexes, MongoCounterStore, MongoFunctionStore, MongoKvStor
 import { DEFAULT_RETRY, runWithRetry, type RetryOptions } from './retry.ts';
 
 // The cluster store: every seam of core/src/stores.ts on MongoDB with the
-// official driver. The gateway opens it when MONGODB_URL is set (see
-// docs/mongodb.md for the collections, indexes, retention and durability).
+// official driver, for MONGODB_URL (see docs/mongodb.md for the collections,
+// indexes, retention and durability).
 
 export interface MongoStoreOptions {
   /** A mongodb:// or mongodb+srv:// connection string (MONGODB_URL). */
