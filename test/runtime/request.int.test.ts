@@ -100,7 +100,7 @@ describe('runtime: req', function () {
   });
 
   describe('body', () => {
-    const post = (body: string | Uint8Array, type?: string) => call('/', { method: 'POST', body, headers: type === undefined ? {} : { 'content-type': type } });
+    const post = (body: string | Uint8Array<ArrayBuffer>, type?: string) => call('/', { method: 'POST', body, headers: type === undefined ? {} : { 'content-type': type } });
 
     it('arrives parsed when Content-Type is JSON: objects, arrays, strings, numbers, true, null', async () => {
       expect(await post('{"a":{"b":[1,2]}}', 'application/json')).to.include({ bodyType: 'object', isJson: 'application/json' }).and.to.have.deep.property('body', { a: { b: [1, 2] } });
