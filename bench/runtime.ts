@@ -1,6 +1,5 @@
 // P2b: the runtime answering directly vs a bare node:http hello world, side by side in one run;
 // also the runtime's idle RSS (P5: ≤ 50 MB). Run: npx node bench/runtime.ts [seconds] [connections]
-import autocannon from 'autocannon';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -8,6 +7,14 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { machineDescription } from './lib/stats.ts';
+
+// autocannon ships no types.
+const autocannon = (await import('autocannon' as string)).default as (opts: Record<string, unknown>) => Promise<{
+  requests: { average: number };
+  latency: { p50: number; p99: number };
+  errors: number;
+  non2xx: number;
+}>;
 
 const seconds = Number(process.argv[2] ?? 6);
 const connections = Number(process.argv[3] ?? 50);
