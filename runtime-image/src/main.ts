@@ -209,7 +209,11 @@ class Supervisor {
     }
     // A call ran out of time while the loop is blocked, or the loop has been blocked for a whole time limit
     // (deferred work after an early answer): only ending the thread frees it.
-    if (this.#ready && ((timedOut > 0 && stale > BLOCKED_AFTER_MS) || stale > this.#config.timeoutMs)) {
+    // The second rule only when no call is waiting on the worker: a waiting call's own deadline decides
+    // (the heartbeat may have stopped just before it arrived, so its stale time can exceed its own age).
+    let waiting = false;
+    if (timedOut === 0) for (const p of this.#pending.values()) if (p.sent) waiting = true;
+    if (this.#ready && ((timedOut > 0 && stale > BLOCKED_AFTER_MS) || (!waiting && stale > this.#config.timeoutMs))) {
       log('warn', 'function event loop blocked; ending the worker', { blocked_ms: Math.round(stale) });
       this.#end('crash', `the runtime restarted because the function blocked its event loop for over ${Math.round(stale)} ms while an invocation ran past its time limit`);
     }
