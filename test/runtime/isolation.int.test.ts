@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { startRuntime, type RunningRuntime } from './helpers/runtime.ts';
+import { eventually, startRuntime, type RunningRuntime } from './helpers/runtime.ts';
 
 // Failures of user code end the call (and at worst the worker thread), never the runtime.
 const CODE = `
@@ -7,6 +7,7 @@ export default async function handler(req, res) {
   switch (req.path) {
     case '/ok': return res.json({ ok: true, pid: process.pid });
     case '/spin': while (true) {}
+    case '/answer-then-spin': res.status(202).end(); while (true) {}
     case '/never': return; // answers nothing, keeps the loop free
     case '/oom': { const hog = []; while (true) hog.push(new Array(1e5).fill(hog.length)); }
     case '/exit': process.exit(7);
@@ -66,6 +67,15 @@ describe('runtime: failures of user code', function () {
     expect(kindOf(res).kind).to.equal('timeout');
     expect(kindOf(res).error).to.match(/time limit of 1000 ms/);
     expect(Date.now() - started).to.be.at.least(1000);
+    await expectServing();
+  });
+
+  it('deferred work that blocks the loop after an early answer is ended after one time limit', async () => {
+    const restarts = () => rt.lines.filter((l) => /function worker ended; starting a new one/.test(l)).length;
+    const before = restarts();
+    const res = await get('/answer-then-spin');
+    expect(res.status).to.equal(202);
+    await eventually(() => (restarts() > before ? true : undefined), 'the blocked worker to be replaced');
     await expectServing();
   });
 
