@@ -43,6 +43,7 @@ system-deps:
 
 typecheck: install
 	$(BIN)/tsc -p tsconfig.json
+	$(BIN)/tsc -p admin/tsconfig.json
 
 test-unit: install
 	$(NPM) run --silent test:unit
