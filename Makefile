@@ -15,7 +15,8 @@ TEST_SYSTEM_PACKAGES := tmux chromium
 # node_modules is rebuilt when a manifest or the lock file changes.
 node_modules/.installed: package.json package-lock.json core/package.json runtime-image/package.json gateway/package.json operator/package.json cli/package.json admin/package.json
 	@command -v $(NPM) >/dev/null || { echo "error: npm is required to install fnhost (any Node >= 18; fnhost itself runs on the Node 24 it installs)"; exit 1; }
-	$(NPM) ci --no-audit --no-fund
+	@# One install at a time: two make runs in one checkout would race inside node_modules.
+	flock .npm-install.lock $(NPM) ci --no-audit --no-fund --loglevel=error
 	@touch $@
 
 install: node_modules/.installed
@@ -51,7 +52,7 @@ test-unit: install
 test-integration: install admin system-deps
 	$(NPM) run --silent test:integration
 
-test: typecheck test-unit test-integration
+test: cluster-prebuild typecheck test-unit test-integration test-cluster-ci
 
 clean:
 	rm -rf node_modules */node_modules .fnhost test-output admin/dist

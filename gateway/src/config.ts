@@ -16,6 +16,8 @@ export interface GatewayConfig {
   trustProxy: boolean;
   /** Graceful shutdown bound for in-flight invocations. */
   shutdownGraceMs: number;
+  /** MONGODB_URL: when set, every store lives in MongoDB instead of the embedded SQLite file. */
+  mongodbUrl: string | undefined;
   /** Bench only (FNHOST_BENCH_DISABLE_RECORDING=1): no execution records, to measure what recording costs (P2). */
   benchDisableRecording: boolean;
 }
@@ -50,6 +52,9 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   if (token !== undefined && token.length < 16) throw new ConfigError('FNHOST_TOKEN is shorter than 16 characters; use a long random value');
   const trust = (env.FNHOST_TRUST_PROXY ?? '').toLowerCase();
   if (!['', '0', '1', 'true', 'false'].includes(trust)) throw new ConfigError(`FNHOST_TRUST_PROXY="${env.FNHOST_TRUST_PROXY}" must be 1, true, 0 or false`);
+  const mongodbUrl = env.MONGODB_URL?.trim() || undefined;
+  // The URL may hold a password: the message shows only its scheme.
+  if (mongodbUrl !== undefined && !/^mongodb(\+srv)?:\/\//.test(mongodbUrl)) throw new ConfigError(`MONGODB_URL must start with mongodb:// or mongodb+srv:// (it starts with "${mongodbUrl.split(':')[0]}:")`);
   return {
     port: intVar(env, 'PORT', 8080, 0, 65535),
     host: env.HOST?.trim() || '127.0.0.1',
@@ -59,6 +64,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     maxTimeoutSeconds: intVar(env, 'FNHOST_MAX_TIMEOUT_SECONDS', limits.MAX_TIMEOUT_SECONDS, 1, limits.MAX_TIMEOUT_SECONDS),
     trustProxy: trust === '1' || trust === 'true',
     shutdownGraceMs: intVar(env, 'FNHOST_SHUTDOWN_GRACE_MS', 10_000, 0, 600_000),
+    mongodbUrl,
     benchDisableRecording: env.FNHOST_BENCH_DISABLE_RECORDING === '1',
   };
 }

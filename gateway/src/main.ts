@@ -1,6 +1,9 @@
 import { mkdir } from 'node:fs/promises';
 import { join, relative } from 'node:path';
+import type { Stores } from '@fnhost/core';
+import { openMongoStores, redactUrl } from '@fnhost/core/store/mongo/index.ts';
 import { openSqliteStores } from '@fnhost/core/store/sqlite/index.ts';
+import type { GatewayConfig } from './config.ts';
 import { loadAdminToken } from './auth.ts';
 import { loadConfig } from './config.ts';
 import { startPlatform } from './app.ts';
@@ -14,9 +17,9 @@ async function main(): Promise<void> {
   const config = loadConfig();
   await mkdir(config.dataDir, { recursive: true, mode: 0o700 });
   const adminToken = await loadAdminToken(config.dataDir, config.token);
-  const stores = openSqliteStores({ path: join(config.dataDir, 'fnhost.db') });
+  const { stores, description } = await openStores(config);
   const platform = await startPlatform({ config, stores, adminToken, logger });
-  logger.info('gateway listening', { url: platform.url, data_dir: config.dataDir, token_source: adminToken.source, pid: process.pid });
+  logger.info('gateway listening', { url: platform.url, data_dir: config.dataDir, store: description, token_source: adminToken.source, pid: process.pid });
   if (process.stdout.isTTY || process.env.FNHOST_QUIET !== '1') {
     const tokenHint = adminToken.source === 'FNHOST_TOKEN' ? 'the token is the FNHOST_TOKEN you set' : `token: cat ${relative(process.cwd(), adminToken.file) || adminToken.file}`;
     process.stdout.write(
@@ -45,6 +48,18 @@ async function main(): Promise<void> {
   };
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));
+}
+
+// MongoDB when MONGODB_URL is set (a cluster, or one machine sharing a database),
+// otherwise the embedded SQLite file in the data directory. The data directory
+// is still used for the admin token and the runtimes' pid files.
+async function openStores(config: GatewayConfig): Promise<{ stores: Stores; description: string }> {
+  if (config.mongodbUrl !== undefined) {
+    const stores = await openMongoStores({ url: config.mongodbUrl });
+    return { stores, description: `mongodb ${redactUrl(config.mongodbUrl)}` };
+  }
+  const path = join(config.dataDir, 'fnhost.db');
+  return { stores: openSqliteStores({ path }), description: `sqlite ${path}` };
 }
 
 main().catch((err: unknown) => {

@@ -86,7 +86,9 @@ describe('gateway process (node gateway/src/main.ts)', function () {
         'the gateway to stop accepting',
         5_000,
       );
-      expect(fresh).to.equal('ECONNREFUSED');
+      // Refused once the listener is closed; a connection that raced into the
+      // kernel's accept queue just before is reset instead. Neither is served.
+      expect(['ECONNREFUSED', 'ECONNRESET']).to.include(fresh);
       expect(await inflight).to.deep.equal({ status: 200, body: { finished: true } });
       expect(await gw.stop()).to.equal(0);
       const again = await startGateway({ dataDir, token });

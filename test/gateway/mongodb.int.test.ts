@@ -1,0 +1,100 @@
+import { expect } from 'chai';
+import { startGateway } from '../helpers/platform.ts';
+import { startMongoServer, type MongoTestServer } from '../helpers/mongo-server.ts';
+
+// The gateway process with MONGODB_URL: functions, logs, counters and KV live
+// in MongoDB (the stand-in of test/README.md, or a real server from
+// MONGODB_URL), so a second gateway with an empty data directory sees them.
+
+const TOKEN = 'a-long-enough-admin-token-for-mongo';
+
+async function api(url: string, method: string, path: string, body?: unknown) {
+  const r = await fetch(url + path, { method, headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
+  const text = await r.text();
+  return { status: r.status, body: text === '' ? undefined : JSON.parse(text) };
+}
+
+async function waitFor<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 30_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+describe('gateway process on MongoDB (MONGODB_URL)', function () {
+  this.timeout(180_000);
+  let mongo: MongoTestServer;
+  // Each run gets a database of its own, so a real server given by MONGODB_URL is left as it was.
+  let url: string;
+
+  before(async () => {
+    mongo = await startMongoServer();
+    const database = `fnhost_gw_${process.pid}_${Date.now()}`;
+    const parsed = new URL(mongo.url);
+    parsed.pathname = `/${database}`;
+    url = parsed.toString();
+  });
+  after(async () => {
+    await mongo?.stop();
+  });
+
+  it('keeps functions, execution logs and counters in MongoDB: a second gateway with an empty data directory sees them', async () => {
+    const first = await startGateway({ token: TOKEN, env: { MONGODB_URL: url } });
+    let invocationUrl: string;
+    try {
+      expect(first.output()).to.match(/"store":"mongodb mongodb:\/\//);
+      const created = await api(first.url, 'POST', '/api/v1/functions', { name: 'in-mongo', code: 'export default (req, res) => req.query.fail ? res.status(500).send("no") : res.json({ n: Number(req.query.n) })' });
+      expect(created.status, JSON.stringify(created.body)).to.equal(201);
+      invocationUrl = created.body.invocation_url;
+      for (let i = 0; i < 4; i++) {
+        const r = await fetch(`${invocationUrl}?n=${i}`);
+        expect(r.status).to.equal(200);
+        expect(await r.json()).to.deep.equal({ n: i });
+      }
+      const failed = await fetch(`${invocationUrl}?fail=1`);
+      expect(failed.status).to.equal(500);
+      await failed.arrayBuffer();
+      await waitFor('5 records', async () => {
+        const logs = await api(first.url, 'GET', '/api/v1/functions/in-mongo/logs');
+        return logs.body.pagination.totalCount === 5 ? logs : undefined;
+      });
+    } finally {
+      expect(await first.stop()).to.equal(0);
+    }
+
+    // A new data directory: nothing of the first gateway but the database.
+    const second = await startGateway({ token: TOKEN, env: { MONGODB_URL: url } });
+    try {
+      const fn = await api(second.url, 'GET', '/api/v1/functions/in-mongo');
+      expect(fn.status).to.equal(200);
+      expect(fn.body.function_id).to.match(/^[0-9a-f-]{36}$/);
+      expect(fn.body.total_executions).to.equal(5);
+      const all = await api(second.url, 'GET', '/api/v1/functions/in-mongo/logs');
+      expect(all.body.pagination.totalCount).to.equal(5);
+      expect(all.body.logs[0].status_code).to.equal(500);
+      const errors = await api(second.url, 'GET', '/api/v1/functions/in-mongo/logs?status=error');
+      expect(errors.body.pagination.totalCount).to.equal(1);
+      // The function's runtime is started on demand by this gateway and answers.
+      const r = await fetch(`${second.url}/invoke/${fn.body.function_id}?n=7`);
+      expect(r.status).to.equal(200);
+      expect(await r.json()).to.deep.equal({ n: 7 });
+    } finally {
+      expect(await second.stop()).to.equal(0);
+    }
+  });
+
+  it('refuses a MONGODB_URL that is not a mongodb:// URL, naming the variable and never printing the rest of it', async () => {
+    let message = '';
+    try {
+      const gw = await startGateway({ token: TOKEN, env: { MONGODB_URL: 'postgres://user:s3cret-pass@db.example/fn' } });
+      await gw.stop();
+    } catch (err) {
+      message = (err as Error).message;
+    }
+    expect(message).to.include('MONGODB_URL must start with mongodb://');
+    expect(message).to.not.include('s3cret-pass');
+  });
+});
