@@ -2,18 +2,18 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import Koa, { type Context, type Next } from 'koa';
 import Router from '@koa/router';
-import { FnhostError, NotFoundError, type Stores } from '@fnhost/core';
+import { FnhostError, NotFoundError, type Executor, type FunctionStore, type Stores } from '@fnhost/core';
 import { UnauthorizedError, bearerToken, sameSecret, type AdminToken } from './auth.ts';
 import type { GatewayConfig } from './config.ts';
 import { LocalExecutor } from './executor/local.ts';
-import { FunctionService } from './functions/service.ts';
+import { FunctionService, type FunctionIndex, type ScheduleSink } from './functions/service.ts';
 import { adminPanel } from './admin/router.ts';
 import { functionRoutes } from './api/functions.ts';
 import { PolicyCache, policyRoutes } from './api/policy.ts';
-import { internalRoutes } from './internal/routes.ts';
+import { internalRoutes, type RuntimeTokenVerifier } from './internal/routes.ts';
 import { RuntimeTokens } from './internal/tokens.ts';
 import { errorBody } from './invoke/errors.ts';
-import { Invoker } from './invoke/proxy.ts';
+import { Invoker, type Diagnoser, type ExecutionRecorder } from './invoke/proxy.ts';
 import type { Logger } from './log.ts';
 import { LogWriter } from './logs/writer.ts';
 import { Metrics } from './metrics.ts';
@@ -21,7 +21,30 @@ import { LocalScheduler, systemClock, type Clock } from './scheduler/local.ts';
 
 // Assembles one gateway: stores, the function cache, the local executor, the
 // scheduler, the log writer, the Koa app (management API, internal API,
-// health) and the raw invocation path, on one node:http server.
+// health) and the raw invocation path, on one node:http server. In cluster
+// mode (gateway/src/cluster/start.ts) the same program runs with other parts
+// plugged into the same seams: functions from Function resources, pods as
+// upstreams, CronJobs instead of the local scheduler, derived tokens.
+
+/** What cluster mode plugs in instead of the one-machine parts. */
+export interface ClusterParts {
+  /** The watch-backed cache of Function resources, and the FunctionStore seam over them. */
+  index: FunctionIndex;
+  functionStore: FunctionStore;
+  executor: Executor & Diagnoser & { readonly running: number };
+  /** next_run_at of schedules that CronJobs fire (sync does nothing). */
+  schedules: ScheduleSink;
+  runtimeTokens: RuntimeTokenVerifier & { tokenFor(functionId: string): string };
+  scheduleToken(functionId: string, token: string): boolean;
+  newFunctionId(namespace: string, name: string): string;
+  defaultNamespace: string;
+  /** Every finished execution (status feedback). */
+  onExecution(functionId: string, statusCode: number): void;
+  /** Extra Prometheus lines (watches, held calls, status writes). */
+  metricsText(): string;
+  /** Stops watches and flushes status feedback. */
+  close(): Promise<void>;
+}
 
 export interface PlatformOptions {
   config: GatewayConfig;
@@ -35,15 +58,17 @@ export interface PlatformOptions {
   forwardRuntimeOutput?: boolean;
   /** Retention and KV sweep period. */
   sweepIntervalMs?: number;
+  /** Cluster mode: the parts that replace the local executor, scheduler, function store and tokens. */
+  cluster?: ClusterParts;
 }
 
-export interface Platform {
+export interface Platform<E extends Executor = LocalExecutor> {
   url: string;
   server: Server;
   app: Koa;
   routers: Router[];
   functions: FunctionService;
-  executor: LocalExecutor;
+  executor: E;
   scheduler: LocalScheduler;
   writer: LogWriter;
   invoker: Invoker;
@@ -81,8 +106,11 @@ export function adminAuth(token: AdminToken) {
   };
 }
 
-export async function startPlatform(options: PlatformOptions): Promise<Platform> {
-  const { config, stores, logger } = options;
+export function startPlatform(options: PlatformOptions & { cluster?: undefined }): Promise<Platform>;
+export function startPlatform(options: PlatformOptions & { cluster: ClusterParts }): Promise<Platform<Executor>>;
+export async function startPlatform(options: PlatformOptions): Promise<Platform<Executor>> {
+  const { config, logger, cluster } = options;
+  const stores: Stores = cluster === undefined ? options.stores : { ...options.stores, functions: cluster.functionStore };
   const clock = options.clock ?? systemClock;
   const now = () => clock.now();
   const metrics = new Metrics();
@@ -93,7 +121,7 @@ export async function startPlatform(options: PlatformOptions): Promise<Platform>
 
   // The invoker and the executor refer to each other through callbacks.
   let invoker!: Invoker;
-  const executor = new LocalExecutor({
+  const local = cluster !== undefined ? undefined : new LocalExecutor({
     dataDir: config.dataDir,
     gatewayUrl: () => listenUrl,
     tokens,
@@ -103,6 +131,7 @@ export async function startPlatform(options: PlatformOptions): Promise<Platform>
     metrics,
     onOriginGone: (origin) => invoker.originGone(origin),
   });
+  const executor: Executor & Diagnoser & { readonly running: number } = cluster?.executor ?? local!;
   let functions!: FunctionService;
   const scheduler = new LocalScheduler({
     clock,
@@ -114,14 +143,31 @@ export async function startPlatform(options: PlatformOptions): Promise<Platform>
     },
   });
   functions = new FunctionService({
-    stores, executor, scheduler, logger, now,
+    stores, executor, logger, now,
+    scheduler: cluster?.schedules ?? scheduler,
     pendingCount: (id) => writer.pendingCount(id),
     executionUrl,
     maxTimeoutSeconds: config.maxTimeoutSeconds,
+    index: cluster?.index,
+    defaultNamespace: cluster?.defaultNamespace,
+    multiNamespace: cluster !== undefined,
+    newFunctionId: cluster?.newFunctionId,
   });
   if (config.benchDisableRecording) logger.warn('FNHOST_BENCH_DISABLE_RECORDING=1: executions are NOT recorded (benchmarks only)');
-  const recorder = config.benchDisableRecording ? { record() {} } : writer;
-  invoker = new Invoker({ functions, executor, recorder, metrics, logger, trustProxy: config.trustProxy });
+  let recorder: ExecutionRecorder = config.benchDisableRecording ? { record() {} } : writer;
+  if (cluster !== undefined) {
+    const inner = recorder;
+    recorder = {
+      record(log, retention) {
+        cluster.onExecution(log.function_id, log.status_code);
+        return inner.record(log, retention);
+      },
+    };
+  }
+  invoker = new Invoker({
+    functions, executor, recorder, metrics, logger, trustProxy: config.trustProxy,
+    scheduleToken: cluster === undefined ? undefined : (id, token) => cluster.scheduleToken(id, token),
+  });
   const policies = new PolicyCache(stores.policies);
 
   let ready = false;
@@ -139,17 +185,18 @@ export async function startPlatform(options: PlatformOptions): Promise<Platform>
   });
   health.get('/metrics', (ctx) => {
     ctx.type = 'text/plain; version=0.0.4; charset=utf-8';
-    ctx.body = metrics.render({
-      logQueueDepth: writer.depth,
-      logRecordsDropped: writer.dropped,
-      logRecordsWritten: writer.written,
-      logWriteFailures: writer.failures,
-      runningRuntimes: executor.running,
-    });
+    ctx.body =
+      metrics.render({
+        logQueueDepth: writer.depth,
+        logRecordsDropped: writer.dropped,
+        logRecordsWritten: writer.written,
+        logWriteFailures: writer.failures,
+        runningRuntimes: executor.running,
+      }) + (cluster?.metricsText() ?? '');
   });
 
   const api = [functionRoutes({ functions, invoker, writer, stores, now }), policyRoutes({ policies, functions, now })];
-  const internal = internalRoutes({ tokens, functions, kv: stores.kv, policies, now });
+  const internal = internalRoutes({ tokens: cluster?.runtimeTokens ?? tokens, functions, kv: stores.kv, policies, now });
   const auth = adminAuth(options.adminToken);
   // The admin panel (/admin): its page and sign-in; its session cookie is the other way into /api/v1.
   const admin = adminPanel({ token: options.adminToken, now });
@@ -172,9 +219,10 @@ export async function startPlatform(options: PlatformOptions): Promise<Platform>
   });
   server.headersTimeout = 66_000;
 
-  await executor.reapStale();
+  if (local !== undefined) await local.reapStale();
   await functions.load();
-  for (const fn of functions.all()) scheduler.sync(fn, fn.function_id);
+  // In cluster mode CronJobs fire schedules: the local scheduler stays empty.
+  if (cluster === undefined) for (const fn of functions.all()) scheduler.sync(fn, fn.function_id);
 
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
@@ -220,6 +268,7 @@ export async function startPlatform(options: PlatformOptions): Promise<Platform>
       server.closeIdleConnections();
       await invoker.drain(config.shutdownGraceMs);
       await writer.close();
+      await cluster?.close();
       await executor.close();
       await invoker.close();
       server.closeAllConnections();
@@ -229,5 +278,5 @@ export async function startPlatform(options: PlatformOptions): Promise<Platform>
     return closing;
   };
 
-  return { url: listenUrl, server, app, routers: [health, admin.router, ...api, internal], functions, executor, scheduler, writer, invoker, metrics, runtimeToken: (id) => tokens.tokenFor(id), sweep, close };
+  return { url: listenUrl, server, app, routers: [health, admin.router, ...api, internal], functions, executor, scheduler, writer, invoker, metrics, runtimeToken: (id) => (cluster?.runtimeTokens ?? tokens).tokenFor(id), sweep, close };
 }

@@ -6,21 +6,36 @@ import { openSqliteStores } from '@fnhost/core/store/sqlite/index.ts';
 import type { GatewayConfig } from './config.ts';
 import { loadAdminToken } from './auth.ts';
 import { loadConfig } from './config.ts';
-import { startPlatform } from './app.ts';
+import { startPlatform, type Platform } from './app.ts';
+import { isClusterMode, loadClusterSettings } from './cluster/settings.ts';
 import { stdoutLogger as logger } from './log.ts';
 
 // `npm run start`: one gateway on this machine. Prints one JSON line
 // `{"msg":"gateway listening","url":...}` (the test helper reads it), then a
-// short quick start for people.
+// short quick start for people. With FNHOST_MODE=cluster the same program is
+// the gateway of a Kubernetes installation (docs/install.md): functions come
+// from Function resources, calls go to the functions' pods, and every store
+// is MongoDB.
 
 async function main(): Promise<void> {
   const config = loadConfig();
+  const clusterMode = isClusterMode(process.env);
+  // Parsed before anything starts, so a bad setting stops the start with its name.
+  const clusterSettings = clusterMode ? loadClusterSettings(process.env) : undefined;
   await mkdir(config.dataDir, { recursive: true, mode: 0o700 });
   const adminToken = await loadAdminToken(config.dataDir, config.token);
   const { stores, description } = await openStores(config);
-  const platform = await startPlatform({ config, stores, adminToken, logger });
-  logger.info('gateway listening', { url: platform.url, data_dir: config.dataDir, store: description, token_source: adminToken.source, pid: process.pid });
-  if (process.stdout.isTTY || process.env.FNHOST_QUIET !== '1') {
+  let platform: Platform<import('@fnhost/core').Executor>;
+  if (clusterSettings !== undefined) {
+    // Loaded only here: one machine never loads client-node.
+    const { startCluster } = await import('./cluster/start.ts');
+    const cluster = await startCluster({ settings: clusterSettings, logger });
+    platform = await startPlatform({ config, stores, adminToken, logger, cluster });
+  } else {
+    platform = await startPlatform({ config, stores, adminToken, logger });
+  }
+  logger.info('gateway listening', { url: platform.url, mode: clusterMode ? 'cluster' : 'local', data_dir: config.dataDir, store: description, token_source: adminToken.source, pid: process.pid });
+  if (!clusterMode && (process.stdout.isTTY || process.env.FNHOST_QUIET !== '1')) {
     const tokenHint = adminToken.source === 'FNHOST_TOKEN' ? 'the token is the FNHOST_TOKEN you set' : `token: cat ${relative(process.cwd(), adminToken.file) || adminToken.file}`;
     process.stdout.write(
       `\nfnhost gateway on ${platform.url} (${tokenHint})\n` +

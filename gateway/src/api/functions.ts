@@ -65,56 +65,66 @@ export function parseTestRequest(raw: unknown): { method: string; path: string; 
   return { method, path: fullPath, headers, body };
 }
 
+/** `?namespace=` of a management request (once at most); undefined means the gateway's default. */
+export function namespaceParam(ctx: { query: Record<string, string | string[] | undefined> }): string | undefined {
+  const raw = ctx.query.namespace;
+  if (Array.isArray(raw)) throw new ValidationError('namespace must be given once');
+  return raw;
+}
+
+const ns = namespaceParam;
+
 export function functionRoutes(deps: FunctionRoutesDeps): Router {
   const { functions, invoker, writer, stores } = deps;
   const router = new Router({ prefix: '/api/v1/functions' });
 
   router.get('/', async (ctx) => {
-    ctx.body = { functions: await Promise.all(functions.all().map((fn) => functions.toApi(fn, false))) };
+    // One machine: the default namespace is the only one, so this lists everything, as before namespaces.
+    ctx.body = { functions: await Promise.all(functions.all(ns(ctx)).map((fn) => functions.toApi(fn, false))) };
   });
 
   router.post('/', async (ctx) => {
-    const fn = await functions.create(await readJson(ctx, limits.MAX_API_BODY_BYTES));
+    const fn = await functions.create(await readJson(ctx, limits.MAX_API_BODY_BYTES), ns(ctx));
     ctx.status = 201;
     ctx.set('location', `/api/v1/functions/${fn.function_id}`);
     ctx.body = await functions.toApi(fn, true);
   });
 
   router.get('/:ref', async (ctx) => {
-    ctx.body = await functions.toApi(functions.resolve(ctx.params.ref!), true);
+    ctx.body = await functions.toApi(functions.resolve(ctx.params.ref!, ns(ctx)), true);
   });
 
   router.patch('/:ref', async (ctx) => {
-    ctx.body = await functions.toApi(await functions.update(ctx.params.ref!, await readJson(ctx, limits.MAX_API_BODY_BYTES)), true);
+    ctx.body = await functions.toApi(await functions.update(ctx.params.ref!, await readJson(ctx, limits.MAX_API_BODY_BYTES), ns(ctx)), true);
   });
 
   router.delete('/:ref', async (ctx) => {
-    await functions.delete(ctx.params.ref!);
+    await functions.delete(ctx.params.ref!, ns(ctx));
     ctx.status = 204;
   });
 
   router.post('/:ref/activate', async (ctx) => {
-    ctx.body = await functions.toApi(await functions.setActive(ctx.params.ref!, true), true);
+    ctx.body = await functions.toApi(await functions.setActive(ctx.params.ref!, true, ns(ctx)), true);
   });
 
   router.post('/:ref/deactivate', async (ctx) => {
-    ctx.body = await functions.toApi(await functions.setActive(ctx.params.ref!, false), true);
+    ctx.body = await functions.toApi(await functions.setActive(ctx.params.ref!, false, ns(ctx)), true);
   });
 
   router.put('/:ref/retention', async (ctx) => {
-    ctx.body = await functions.toApi(await functions.setRetention(ctx.params.ref!, await readJson(ctx, limits.MAX_API_BODY_BYTES)), true);
+    ctx.body = await functions.toApi(await functions.setRetention(ctx.params.ref!, await readJson(ctx, limits.MAX_API_BODY_BYTES), ns(ctx)), true);
   });
 
   router.put('/:ref/schedule', async (ctx) => {
-    ctx.body = await functions.toApi(await functions.setSchedule(ctx.params.ref!, await readJson(ctx, limits.MAX_API_BODY_BYTES)), true);
+    ctx.body = await functions.toApi(await functions.setSchedule(ctx.params.ref!, await readJson(ctx, limits.MAX_API_BODY_BYTES), ns(ctx)), true);
   });
 
   router.delete('/:ref/schedule', async (ctx) => {
-    ctx.body = await functions.toApi(await functions.disableSchedule(ctx.params.ref!), true);
+    ctx.body = await functions.toApi(await functions.disableSchedule(ctx.params.ref!, ns(ctx)), true);
   });
 
   router.post('/:ref/test', async (ctx) => {
-    const fn = functions.resolve(ctx.params.ref!);
+    const fn = functions.resolve(ctx.params.ref!, ns(ctx));
     const request = parseTestRequest(await readJson(ctx, limits.MAX_API_BODY_BYTES));
     const result = await invoker.run(fn, 'test', request);
     const type = result.headers['content-type'];
@@ -138,7 +148,7 @@ export function functionRoutes(deps: FunctionRoutesDeps): Router {
   });
 
   router.get('/:ref/logs', async (ctx) => {
-    const fn = functions.resolve(ctx.params.ref!);
+    const fn = functions.resolve(ctx.params.ref!, ns(ctx));
     const query = parseLogQuery({ status: ctx.query.status, limit: ctx.query.limit, page: ctx.query.page });
     // Read your own writes: what ran before this request is listed.
     await writer.flush();

@@ -3,6 +3,7 @@ import { limits, parsePositiveInt, type NetworkPolicy, type PolicyStore } from '
 import type { FunctionService } from '../functions/service.ts';
 import { validatePolicy } from '../policy/match.ts';
 import { readJson } from './body.ts';
+import { namespaceParam } from './functions.ts';
 
 // /api/v1/network-policy: administrator-set outbound rules, global and per function.
 
@@ -53,14 +54,14 @@ export function policyRoutes(deps: { policies: PolicyCache; functions: FunctionS
   });
 
   router.put('/functions/:ref', async (ctx) => {
-    const fn = functions.resolve(ctx.params.ref!);
+    const fn = functions.resolve(ctx.params.ref!, namespaceParam(ctx));
     const policy = validatePolicy(await readJson(ctx, limits.MAX_API_BODY_BYTES));
     await policies.set(fn.function_id, policy, actor(ctx), deps.now());
     ctx.body = policy;
   });
 
   router.delete('/functions/:ref', async (ctx) => {
-    const fn = functions.resolve(ctx.params.ref!);
+    const fn = functions.resolve(ctx.params.ref!, namespaceParam(ctx));
     await policies.set(fn.function_id, null, actor(ctx), deps.now());
     ctx.status = 204;
   });

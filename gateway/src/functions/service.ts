@@ -7,11 +7,59 @@ import {
 import type { Logger } from '../log.ts';
 
 // Functions as the management API sees them. Every write goes to the store
-// first, then to the in-memory cache the invocation path reads (no store
+// first, then to the in-memory index the invocation path reads (no store
 // query per call), then to the executor and the scheduler. Writes are
-// serialised so the cache never disagrees with the store.
+// serialised so the index never disagrees with the store. On one machine the
+// index is filled from the store at start and kept by these writes; in
+// cluster mode it is the watch-backed cache of Function resources
+// (gateway/src/cluster/functions.ts), which also follows kubectl's edits.
 
 export const NAMESPACE = 'default';
+
+const NAMESPACE_NAME = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+
+/** Where the invocation path and the management API find functions without a store query. */
+export interface FunctionIndex {
+  get(functionId: string): FunctionRecord | undefined;
+  getByName(namespace: string, name: string): FunctionRecord | undefined;
+  /** Sorted by name; every namespace when none is given. */
+  all(namespace?: string): FunctionRecord[];
+  /** After a write through the store (a cache that the store itself updates may ignore it). */
+  written(fn: FunctionRecord): void;
+  removed(fn: FunctionRecord): void;
+}
+
+/** One machine's index: kept by the service's own writes. */
+export class LocalFunctionIndex implements FunctionIndex {
+  readonly #byId = new Map<string, FunctionRecord>();
+  readonly #byName = new Map<string, string>();
+
+  get(functionId: string): FunctionRecord | undefined {
+    return this.#byId.get(functionId);
+  }
+
+  getByName(namespace: string, name: string): FunctionRecord | undefined {
+    return this.#byId.get(this.#byName.get(`${namespace}/${name}`) ?? '');
+  }
+
+  all(namespace?: string): FunctionRecord[] {
+    const out = [...this.#byId.values()].filter((fn) => namespace === undefined || fn.namespace === namespace);
+    return out.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  }
+
+  written(fn: FunctionRecord): void {
+    const old = this.#byId.get(fn.function_id);
+    if (old !== undefined && (old.name !== fn.name || old.namespace !== fn.namespace)) this.#byName.delete(`${old.namespace}/${old.name}`);
+    this.#byId.set(fn.function_id, fn);
+    this.#byName.set(`${fn.namespace}/${fn.name}`, fn.function_id);
+  }
+
+  removed(fn: FunctionRecord): void {
+    this.#byId.delete(fn.function_id);
+    const key = `${fn.namespace}/${fn.name}`;
+    if (this.#byName.get(key) === fn.function_id) this.#byName.delete(key);
+  }
+}
 
 export interface ScheduleSink {
   sync(fn: FunctionRecord | null, functionId: string): void;
@@ -35,6 +83,14 @@ export interface FunctionServiceOptions {
   maxTimeoutSeconds: number;
   now: () => number;
   logger: Logger;
+  /** Default: a LocalFunctionIndex kept by this service's writes. */
+  index?: FunctionIndex;
+  /** The namespace of requests that name none (one machine: `default`, the only one). */
+  defaultNamespace?: string;
+  /** Whether namespaces other than the default exist (cluster mode). */
+  multiNamespace?: boolean;
+  /** The id of a new function (one machine: a random UUID; cluster: derived from namespace and name). */
+  newFunctionId?: (namespace: string, name: string) => string;
 }
 
 const CREATE_FIELDS = new Set(['name', 'code', 'env', 'routes', 'timeout_seconds', 'memory_mib', 'active', 'retention', 'schedule']);
@@ -59,47 +115,54 @@ export function parseScheduleBody(raw: unknown): { cron: string; timezone: strin
 
 export class FunctionService {
   readonly #o: FunctionServiceOptions;
-  readonly #byId = new Map<string, FunctionRecord>();
-  readonly #byName = new Map<string, string>();
+  readonly #index: FunctionIndex;
+  readonly defaultNamespace: string;
   #writes: Promise<unknown> = Promise.resolve();
 
   constructor(options: FunctionServiceOptions) {
     this.#o = options;
+    this.#index = options.index ?? new LocalFunctionIndex();
+    this.defaultNamespace = options.defaultNamespace ?? NAMESPACE;
   }
 
-  /** Fills the cache from the store (at start). */
+  /** Fills the index from the store (at start; in cluster mode: waits for the first list of Functions). */
   async load(): Promise<FunctionRecord[]> {
-    const all = await this.#o.stores.functions.list(NAMESPACE);
-    for (const fn of all) this.#cache(fn);
+    const all = await this.#o.stores.functions.list();
+    for (const fn of all) this.#index.written(fn);
     return all;
   }
 
   byId(functionId: string): FunctionRecord | undefined {
-    return this.#byId.get(functionId);
+    return this.#index.get(functionId);
   }
 
-  all(): FunctionRecord[] {
-    return [...this.#byId.values()].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  /** Every function, or those of one namespace. */
+  all(namespace?: string): FunctionRecord[] {
+    return this.#index.all(namespace === undefined ? undefined : this.namespace(namespace));
   }
 
-  /** `{ref}` is a name or a UUID. */
-  resolve(ref: string): FunctionRecord {
-    const fn = isUuid(ref) ? (this.#byId.get(ref.toLowerCase()) ?? this.#byId.get(ref)) : undefined;
-    const found = fn ?? this.#byId.get(this.#byName.get(ref) ?? '');
-    if (found === undefined) throw new NotFoundError(`function "${ref.slice(0, 100)}" not found`);
+  /** The namespace a request means: the given one (checked) or the default. */
+  namespace(raw: unknown): string {
+    if (raw === undefined || raw === '') return this.defaultNamespace;
+    if (typeof raw !== 'string' || raw.length > 63 || !NAMESPACE_NAME.test(raw)) {
+      throw new ValidationError(`namespace ${JSON.stringify(typeof raw === 'string' ? raw.slice(0, 80) : raw)} is invalid: a DNS-1123 label of at most 63 characters`);
+    }
+    if (!this.#o.multiNamespace && raw !== this.defaultNamespace) {
+      throw new ValidationError(`namespace "${raw}" does not exist here: this gateway runs on one machine, where the only namespace is "${this.defaultNamespace}"`);
+    }
+    return raw;
+  }
+
+  /** `{ref}` is a name (in the namespace) or a UUID (in any namespace). */
+  resolve(ref: string, namespace?: string): FunctionRecord {
+    const ns = this.namespace(namespace);
+    const fn = isUuid(ref) ? (this.#index.get(ref.toLowerCase()) ?? this.#index.get(ref)) : undefined;
+    const found = fn ?? this.#index.getByName(ns, ref);
+    if (found === undefined) {
+      const where = this.#o.multiNamespace ? ` in namespace "${ns}"` : '';
+      throw new NotFoundError(`function "${ref.slice(0, 100)}" not found${where}`);
+    }
     return found;
-  }
-
-  #cache(fn: FunctionRecord): void {
-    const old = this.#byId.get(fn.function_id);
-    if (old !== undefined && old.name !== fn.name) this.#byName.delete(old.name);
-    this.#byId.set(fn.function_id, fn);
-    this.#byName.set(fn.name, fn.function_id);
-  }
-
-  #uncache(fn: FunctionRecord): void {
-    this.#byId.delete(fn.function_id);
-    if (this.#byName.get(fn.name) === fn.function_id) this.#byName.delete(fn.name);
   }
 
   #serial<T>(work: () => Promise<T>): Promise<T> {
@@ -121,7 +184,8 @@ export class FunctionService {
     };
   }
 
-  create(body: unknown): Promise<FunctionRecord> {
+  create(body: unknown, namespace?: string): Promise<FunctionRecord> {
+    const ns = this.namespace(namespace);
     const raw = checkFields(body, CREATE_FIELDS, 'create function');
     const name = validateFunctionName(raw.name);
     const code = validateCode(raw.code);
@@ -133,14 +197,14 @@ export class FunctionService {
     const retention: RetentionPolicy = raw.retention === undefined ? { type: 'none' } : validateRetention(raw.retention);
     const schedule: Schedule | null = raw.schedule === undefined || raw.schedule === null ? null : { ...parseScheduleBody(raw.schedule), enabled: true };
     return this.#serial(async () => {
-      if (this.#byName.has(name)) throw new ConflictError(`a function named "${name}" already exists`);
+      if (this.#index.getByName(ns, name) !== undefined) throw new ConflictError(`a function named "${name}" already exists${this.#o.multiNamespace ? ` in namespace "${ns}"` : ''}`);
       const now = isoTimestamp(this.#o.now());
       const fn: FunctionRecord = {
-        function_id: newFunctionId(), name, namespace: NAMESPACE, code, env, routes, timeout_seconds: timeout, memory_mib: memory,
+        function_id: this.#o.newFunctionId?.(ns, name) ?? newFunctionId(), name, namespace: ns, code, env, routes, timeout_seconds: timeout, memory_mib: memory,
         active: raw.active === undefined ? true : (raw.active as boolean), retention, schedule, created_at: now, updated_at: now,
       };
       await this.#o.stores.functions.create(fn);
-      this.#cache(fn);
+      this.#index.written(fn);
       this.#o.scheduler.sync(fn, fn.function_id);
       // Eager start, not awaited: the answer does not wait for the runtime, and the
       // first call waits for the same start (target P5, create → first 200).
@@ -150,14 +214,14 @@ export class FunctionService {
     });
   }
 
-  #replace(ref: string, change: (fn: FunctionRecord) => FunctionRecord | null, runtimeAffected: boolean): Promise<FunctionRecord> {
+  #replace(ref: string, namespace: string | undefined, change: (fn: FunctionRecord) => FunctionRecord | null, runtimeAffected: boolean): Promise<FunctionRecord> {
     return this.#serial(async () => {
-      const current = this.resolve(ref);
+      const current = this.resolve(ref, namespace);
       const updated = change(current);
       if (updated === null) return current;
       updated.updated_at = isoTimestamp(this.#o.now());
       await this.#o.stores.functions.update(updated);
-      this.#cache(updated);
+      this.#index.written(updated);
       this.#o.scheduler.sync(updated, updated.function_id);
       if (runtimeAffected) {
         // Stopping is awaited (a deactivated function has no runtime once this answers); starting is not.
@@ -174,7 +238,7 @@ export class FunctionService {
     });
   }
 
-  update(ref: string, body: unknown): Promise<FunctionRecord> {
+  update(ref: string, body: unknown, namespace?: string): Promise<FunctionRecord> {
     const raw = checkFields(body, PATCH_FIELDS, 'update function');
     const patch: Partial<FunctionRecord> = {};
     if (raw.code !== undefined) patch.code = validateCode(raw.code);
@@ -182,40 +246,40 @@ export class FunctionService {
     if (raw.routes !== undefined) patch.routes = validateRoutes(raw.routes);
     if (raw.timeout_seconds !== undefined) patch.timeout_seconds = validateTimeoutSeconds(raw.timeout_seconds, this.#o.maxTimeoutSeconds);
     if (raw.memory_mib !== undefined) patch.memory_mib = validateMemoryMiB(raw.memory_mib);
-    return this.#replace(ref, (fn) => ({ ...fn, ...patch }), true);
+    return this.#replace(ref, namespace, (fn) => ({ ...fn, ...patch }), true);
   }
 
-  setActive(ref: string, active: boolean): Promise<FunctionRecord> {
-    return this.#replace(ref, (fn) => (fn.active === active ? null : { ...fn, active }), true);
+  setActive(ref: string, active: boolean, namespace?: string): Promise<FunctionRecord> {
+    return this.#replace(ref, namespace, (fn) => (fn.active === active ? null : { ...fn, active }), true);
   }
 
-  setRetention(ref: string, body: unknown): Promise<FunctionRecord> {
+  setRetention(ref: string, body: unknown, namespace?: string): Promise<FunctionRecord> {
     const retention = validateRetention(body);
     return this.#serial(async () => {
-      const current = this.resolve(ref);
+      const current = this.resolve(ref, namespace);
       const updated: FunctionRecord = { ...current, retention, updated_at: isoTimestamp(this.#o.now()) };
       await this.#o.stores.functions.update(updated);
-      this.#cache(updated);
+      this.#index.written(updated);
       // Existing records follow the new policy at once (time: expires_at rewritten; count: extras deleted).
       await this.#o.stores.logs.applyRetention(updated.function_id, retention, this.#o.now());
       return updated;
     });
   }
 
-  setSchedule(ref: string, body: unknown): Promise<FunctionRecord> {
+  setSchedule(ref: string, body: unknown, namespace?: string): Promise<FunctionRecord> {
     const parsed = parseScheduleBody(body);
-    return this.#replace(ref, (fn) => ({ ...fn, schedule: { ...parsed, enabled: true } }), false);
+    return this.#replace(ref, namespace, (fn) => ({ ...fn, schedule: { ...parsed, enabled: true } }), false);
   }
 
-  disableSchedule(ref: string): Promise<FunctionRecord> {
-    return this.#replace(ref, (fn) => (fn.schedule === null || !fn.schedule.enabled ? null : { ...fn, schedule: { ...fn.schedule, enabled: false } }), false);
+  disableSchedule(ref: string, namespace?: string): Promise<FunctionRecord> {
+    return this.#replace(ref, namespace, (fn) => (fn.schedule === null || !fn.schedule.enabled ? null : { ...fn, schedule: { ...fn.schedule, enabled: false } }), false);
   }
 
-  delete(ref: string): Promise<FunctionRecord> {
+  delete(ref: string, namespace?: string): Promise<FunctionRecord> {
     return this.#serial(async () => {
-      const fn = this.resolve(ref);
+      const fn = this.resolve(ref, namespace);
       await this.#o.stores.functions.delete(fn.function_id);
-      this.#uncache(fn);
+      this.#index.removed(fn);
       this.#o.scheduler.sync(null, fn.function_id);
       await this.#o.executor.sync(fn.function_id, null);
       await this.#o.stores.logs.deleteFunction(fn.function_id);

@@ -7,13 +7,17 @@ import { PayloadTooLargeError } from '../invoke/errors.ts';
 import type { PolicyCache } from '../api/policy.ts';
 import { decide } from '../policy/match.ts';
 import { readJson } from '../api/body.ts';
-import type { RuntimeTokens } from './tokens.ts';
 
 // /internal/v1: what a runtime calls back (docs/internal-protocol.md), with
 // its per-function bearer token. The function's id is its KV namespace.
 
+/** Maps a runtime's credential to its function (one machine: random tokens; cluster: derived ones). */
+export interface RuntimeTokenVerifier {
+  verify(presented: string | undefined): string | undefined;
+}
+
 export interface InternalDeps {
-  tokens: RuntimeTokens;
+  tokens: RuntimeTokenVerifier;
   functions: FunctionService;
   kv: KvStore;
   policies: PolicyCache;

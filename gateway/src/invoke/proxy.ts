@@ -6,6 +6,7 @@ import {
   FnhostError, NotFoundError, isoTimestamp, limits,
   type ExecutionLog, type Executor, type FunctionRecord, type RecycleReason, type Trigger,
 } from '@fnhost/core';
+import { UnauthorizedError } from '../auth.ts';
 import type { Logger } from '../log.ts';
 import type { Metrics } from '../metrics.ts';
 import { FunctionInactiveError, FunctionOutOfMemoryError, FunctionTimeoutError, PayloadTooLargeError, writeError } from './errors.ts';
@@ -56,7 +57,16 @@ export interface InvokerOptions {
   logger: Logger;
   trustProxy: boolean;
   connectionsPerOrigin?: number;
+  /**
+   * Cluster mode: checks the `x-fnhost-schedule-token` a CronJob's pod sends.
+   * A valid token makes the call a scheduled run (trigger `schedule`); a wrong
+   * one is refused with 401. Unset (one machine): the header is dropped like
+   * any caller-sent `x-fnhost-*` header.
+   */
+  scheduleToken?: (functionId: string, token: string) => boolean;
 }
+
+export const SCHEDULE_TOKEN_HEADER = 'x-fnhost-schedule-token';
 
 export interface RunRequest {
   method: string;
@@ -174,13 +184,23 @@ export class Invoker {
       writeError(res, new FunctionInactiveError(fn.name));
       return;
     }
+    let trigger: Trigger = 'http';
+    const scheduleToken = req.headers[SCHEDULE_TOKEN_HEADER];
+    if (scheduleToken !== undefined && this.#o.scheduleToken !== undefined) {
+      if (typeof scheduleToken !== 'string' || !this.#o.scheduleToken(fn.function_id, scheduleToken)) {
+        drainRequest(req);
+        writeError(res, new UnauthorizedError('the scheduled-trigger token is wrong'), { 'www-authenticate': 'Bearer realm="fnhost"' });
+        return;
+      }
+      trigger = 'schedule';
+    }
     const declared = req.headers['content-length'];
     if (declared !== undefined && Number(declared) > limits.MAX_INVOKE_BODY_BYTES) {
       writeError(res, new PayloadTooLargeError(limits.MAX_INVOKE_BODY_BYTES), { connection: 'close' });
       req.destroy();
       return;
     }
-    const ex = this.#begin(fn, 'http', startedAt, executedAt);
+    const ex = this.#begin(fn, trigger, startedAt, executedAt);
     const hasBody = declared !== undefined ? declared !== '0' : req.headers['transfer-encoding'] !== undefined;
     if (!hasBody) {
       this.#forward(ex, req, res, path, null);

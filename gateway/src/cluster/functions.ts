@@ -1,0 +1,201 @@
+import { ConflictError, FnhostError, NotFoundError, ValidationError, type FunctionRecord, type FunctionStore } from '@fnhost/core';
+import type { FunctionIndex } from '../functions/service.ts';
+import { KubeApiError, paths, type KubeClient } from './kube.ts';
+import type { Change } from './reflector.ts';
+import { keyOf, recordFromResource, resourceForCreate, specPatch, type FunctionResource } from './resource.ts';
+
+// Functions in cluster mode. The truth is the Function resources in the API
+// server; the gateway holds them in a cache fed by a watch (Reflector), so an
+// invocation or a management read never asks the API server. Management
+// writes go to the API server (kubectl and the CLI edit the same objects), and
+// the server's answer is put in the cache at once, so a write is visible to
+// the next read on this gateway before its watch event arrives. An event
+// older than what the cache holds (by resourceVersion) is ignored, so a
+// delayed event never rolls back a newer write.
+
+interface Entry {
+  resource: FunctionResource;
+  /** null: being deleted (kept as a tombstone so an older event cannot revive it). */
+  record: FunctionRecord | null;
+}
+
+/** True when resourceVersion `a` is older than `b` (both etcd revisions; other shapes never count as older). */
+export function olderVersion(a: string | undefined, b: string | undefined): boolean {
+  if (a === undefined || b === undefined || !/^\d+$/.test(a) || !/^\d+$/.test(b)) return false;
+  return BigInt(a) < BigInt(b);
+}
+
+function byName(a: FunctionRecord, b: FunctionRecord): number {
+  return a.name < b.name ? -1 : a.name > b.name ? 1 : a.namespace < b.namespace ? -1 : a.namespace > b.namespace ? 1 : 0;
+}
+
+export class FunctionCache implements FunctionIndex {
+  readonly #byKey = new Map<string, Entry>();
+  readonly #idToKey = new Map<string, string>();
+  #sorted: FunctionRecord[] | undefined;
+  /** Grows with every change (runtime-token index rebuilds on change). */
+  version = 0;
+
+  /** A change from the watch. */
+  apply(change: Change<FunctionResource>): void {
+    if (change.object === undefined) {
+      const held = this.#byKey.get(change.key);
+      // A write of this gateway newer than the deletion (the name created again) stays.
+      if (held !== undefined && !olderVersion(change.resourceVersion, held.resource.metadata.resourceVersion)) this.#drop(change.key, held);
+      return;
+    }
+    this.put(change.object);
+  }
+
+  /** An object as the API server gave it (a write's answer or a watch event); older versions are ignored. */
+  put(resource: FunctionResource): void {
+    const key = keyOf(resource.metadata.namespace ?? 'default', resource.metadata.name);
+    const held = this.#byKey.get(key);
+    if (held !== undefined) {
+      // resourceVersions are etcd revisions, ordered across objects: an older one is stale even for another uid.
+      if (olderVersion(resource.metadata.resourceVersion, held.resource.metadata.resourceVersion)) return;
+      this.#drop(key, held);
+    }
+    const record = recordFromResource(resource);
+    this.#byKey.set(key, { resource, record });
+    if (record !== null) this.#idToKey.set(record.function_id, key);
+    this.#changed();
+  }
+
+  #drop(key: string, held: Entry): void {
+    this.#byKey.delete(key);
+    if (held.record !== null && this.#idToKey.get(held.record.function_id) === key) this.#idToKey.delete(held.record.function_id);
+    this.#changed();
+  }
+
+  #changed(): void {
+    this.version++;
+    this.#sorted = undefined;
+  }
+
+  get(functionId: string): FunctionRecord | undefined {
+    const key = this.#idToKey.get(functionId);
+    return key === undefined ? undefined : (this.#byKey.get(key)?.record ?? undefined);
+  }
+
+  getByName(namespace: string, name: string): FunctionRecord | undefined {
+    return this.#byKey.get(keyOf(namespace, name))?.record ?? undefined;
+  }
+
+  /** The resource behind a record (for patches and status). */
+  resource(functionId: string): FunctionResource | undefined {
+    const key = this.#idToKey.get(functionId);
+    return key === undefined ? undefined : this.#byKey.get(key)?.resource;
+  }
+
+  all(namespace?: string): FunctionRecord[] {
+    if (this.#sorted === undefined) {
+      const records: FunctionRecord[] = [];
+      for (const e of this.#byKey.values()) if (e.record !== null) records.push(e.record);
+      this.#sorted = records.sort(byName);
+    }
+    return namespace === undefined ? this.#sorted : this.#sorted.filter((fn) => fn.namespace === namespace);
+  }
+
+  /** The store already put the server's answer here. */
+  written(): void {}
+
+  removed(): void {}
+}
+
+/** How an API server refusal reads to a management-API caller. */
+export function apiErrorFor(err: unknown, what: string): unknown {
+  if (!(err instanceof KubeApiError)) return err;
+  const detail = err.message.replace(/^\S+ \S+: \d+ /, '');
+  switch (err.statusCode) {
+    case 409:
+      return err.reason === 'AlreadyExists' ? new ConflictError(`${what} already exists`) : new ConflictError(`${what} was changed at the same time; try again (${detail})`);
+    case 422:
+    case 400:
+      return new ValidationError(`the Kubernetes API server refused ${what}: ${detail}`);
+    case 404:
+      return new NotFoundError(`${what}: ${detail}`);
+    case 403:
+      return new FnhostError('forbidden', 403, `the gateway may not change ${what} (RBAC): ${detail}`);
+    default:
+      return err;
+  }
+}
+
+/**
+ * core's FunctionStore seam over Function resources. Reads come from the
+ * watch-backed cache (never an API request); writes go to the API server.
+ */
+export class KubeFunctionStore implements FunctionStore {
+  readonly #client: KubeClient;
+  readonly #cache: FunctionCache;
+  readonly #synced: Promise<void>;
+
+  constructor(client: KubeClient, cache: FunctionCache, synced: Promise<void>) {
+    this.#client = client;
+    this.#cache = cache;
+    this.#synced = synced;
+  }
+
+  async create(fn: FunctionRecord): Promise<void> {
+    let created: FunctionResource;
+    try {
+      created = await this.#client.request<FunctionResource>('POST', paths.functions(fn.namespace), { body: resourceForCreate(fn), query: { fieldManager: 'fnhost-gateway' } });
+    } catch (err) {
+      throw apiErrorFor(err, `function "${fn.name}" in namespace "${fn.namespace}"`);
+    }
+    this.#cache.put(created);
+  }
+
+  async get(functionId: string): Promise<FunctionRecord | null> {
+    return this.#cache.get(functionId) ?? null;
+  }
+
+  async getByName(namespace: string, name: string): Promise<FunctionRecord | null> {
+    return this.#cache.getByName(namespace, name) ?? null;
+  }
+
+  /** Waits for the first list of Functions, then answers from the cache. */
+  async list(namespace?: string): Promise<FunctionRecord[]> {
+    await this.#synced;
+    return this.#cache.all(namespace);
+  }
+
+  async update(fn: FunctionRecord): Promise<void> {
+    const current = this.#cache.get(fn.function_id);
+    const resource = this.#cache.resource(fn.function_id);
+    if (current === undefined || resource === undefined) throw new NotFoundError(`function "${fn.name}" not found`);
+    const patch = specPatch(current, fn, resource);
+    if (patch === null) return;
+    let updated: FunctionResource;
+    try {
+      updated = await this.#client.request<FunctionResource>('PATCH', paths.function(current.namespace, current.name), {
+        body: patch,
+        contentType: 'application/merge-patch+json',
+        query: { fieldManager: 'fnhost-gateway' },
+      });
+    } catch (err) {
+      throw apiErrorFor(err, `function "${current.name}" in namespace "${current.namespace}"`);
+    }
+    this.#cache.put(updated);
+  }
+
+  async delete(functionId: string): Promise<boolean> {
+    const current = this.#cache.get(functionId);
+    if (current === undefined) return false;
+    let answer: FunctionResource | { kind?: string };
+    try {
+      answer = await this.#client.request<FunctionResource | { kind?: string }>('DELETE', paths.function(current.namespace, current.name), {
+        body: { kind: 'DeleteOptions', apiVersion: 'v1', propagationPolicy: 'Background' },
+      });
+    } catch (err) {
+      if (err instanceof KubeApiError && err.statusCode === 404) return false;
+      throw apiErrorFor(err, `function "${current.name}" in namespace "${current.namespace}"`);
+    }
+    // With the operator's finalizer the answer is the object with deletionTimestamp (a tombstone here);
+    // without one it is a Status, and the object is gone.
+    if ((answer as FunctionResource).metadata?.deletionTimestamp !== undefined) this.#cache.put(answer as FunctionResource);
+    else this.#cache.apply({ key: keyOf(current.namespace, current.name), object: undefined });
+    return true;
+  }
+}

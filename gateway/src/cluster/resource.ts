@@ -1,0 +1,219 @@
+import { createHash, createHmac } from 'node:crypto';
+import { limits, isoTimestamp, type FunctionRecord, type RetentionPolicy, type Schedule } from '@fnhost/core';
+
+// The Function custom resource as the cluster-mode gateway reads and writes
+// it, and the pure mapping between it and core's FunctionRecord. The gateway
+// and the operator meet only through the API server, so the two derivations
+// they must agree on (the functionId and the per-function tokens) are written
+// here a second time; test/gateway/cluster/resource.unit.test.ts checks that
+// both sides give the same values.
+
+export const GROUP = 'fnhost.dev';
+export const VERSION = 'v1alpha1';
+export const API_VERSION = `${GROUP}/${VERSION}`;
+export const KIND = 'Function';
+/** Field manager of every write the gateway makes (spec edits, status feedback). */
+export const FIELD_MANAGER = 'fnhost-gateway';
+/** When the management API last changed the Function (FunctionRecord.updated_at). */
+export const ANNOTATION_UPDATED_AT = 'fnhost.dev/updated-at';
+
+export interface EnvEntry {
+  name: string;
+  value?: string;
+  valueFrom?: Record<string, unknown>;
+}
+
+export interface FunctionSpec {
+  code: string;
+  functionId?: string;
+  routes?: string[];
+  env?: EnvEntry[];
+  timeoutSeconds?: number;
+  memoryMiB?: number;
+  active?: boolean;
+  schedule?: { cron: string; timezone?: string; suspend?: boolean };
+  retention?: { type: 'time' | 'count' | 'none'; days?: number; count?: number };
+  replicas?: number;
+  scaleToZero?: { idleSeconds?: number };
+}
+
+export interface FunctionResource {
+  apiVersion?: string;
+  kind?: string;
+  metadata: {
+    name: string;
+    namespace?: string;
+    uid?: string;
+    resourceVersion?: string;
+    generation?: number;
+    creationTimestamp?: string;
+    deletionTimestamp?: string;
+    annotations?: Record<string, string>;
+    labels?: Record<string, string>;
+  };
+  spec: FunctionSpec;
+  status?: {
+    functionId?: string;
+    url?: string;
+    conditions?: Array<{ type: string; status: string; reason?: string; message?: string }>;
+    lastInvocationTime?: string;
+    errorRate?: string;
+    [field: string]: unknown;
+  };
+}
+
+// RFC 4122 name-based UUID (version 5, SHA-1) under fnhost's own namespace UUID,
+// the same as operator/src/names.ts: the same namespace/name always gives the same id.
+export const FUNCTION_ID_NAMESPACE = '5b0f2a7e-3c1d-5e8a-9f4b-6d2c1a0e7b93';
+
+export function uuidV5(name: string, namespaceUuid: string): string {
+  const ns = Buffer.from(namespaceUuid.replace(/-/g, ''), 'hex');
+  const bytes = createHash('sha1').update(ns).update(name, 'utf8').digest().subarray(0, 16);
+  bytes[6] = (bytes[6]! & 0x0f) | 0x50;
+  bytes[8] = (bytes[8]! & 0x3f) | 0x80;
+  const hex = bytes.toString('hex');
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+}
+
+export function derivedFunctionId(namespace: string, name: string): string {
+  return uuidV5(`${namespace}/${name}`, FUNCTION_ID_NAMESPACE);
+}
+
+/** spec.functionId (set once, for imported functions) wins over the derived id, as in the operator. */
+export function functionIdOf(res: FunctionResource): string {
+  return res.spec.functionId ?? derivedFunctionId(res.metadata.namespace ?? 'default', res.metadata.name);
+}
+
+export type TokenPurpose = 'runtime' | 'schedule';
+
+/** The per-function credential the operator puts in the function's Secret (operator/src/tokens.ts). */
+export function deriveToken(key: string, purpose: TokenPurpose, functionId: string): string {
+  return createHmac('sha256', key).update(`fnhost/${purpose}/${functionId}`).digest('base64url');
+}
+
+/** The Service the operator makes for a function; its EndpointSlices carry this name. */
+export function serviceNameOf(functionName: string): string {
+  return `fn-${functionName}`;
+}
+
+/** `namespace/name` */
+export function keyOf(namespace: string, name: string): string {
+  return `${namespace}/${name}`;
+}
+
+function retentionOf(spec: FunctionSpec): RetentionPolicy {
+  const r = spec.retention;
+  if (r?.type === 'time' && typeof r.days === 'number') return { type: 'time', days: r.days };
+  if (r?.type === 'count' && typeof r.count === 'number') return { type: 'count', count: r.count };
+  return { type: 'none' };
+}
+
+function scheduleOf(spec: FunctionSpec): Schedule | null {
+  const s = spec.schedule;
+  if (s === undefined || s === null || typeof s.cron !== 'string') return null;
+  return { cron: s.cron.trim(), timezone: s.timezone ?? 'UTC', enabled: s.suspend !== true };
+}
+
+function timestamp(raw: string | undefined, fallback: string): string {
+  if (raw === undefined) return fallback;
+  const ms = Date.parse(raw);
+  return Number.isFinite(ms) ? isoTimestamp(ms) : fallback;
+}
+
+/**
+ * The record the management API and the invocation path see. A Function being
+ * deleted (deletionTimestamp set, the operator's finalizer still on it) is no
+ * function any more: null. Env entries taken from Secrets or ConfigMaps
+ * (valueFrom) are resolved only in the pod and do not appear in `env`.
+ */
+export function recordFromResource(res: FunctionResource): FunctionRecord | null {
+  if (res.metadata.deletionTimestamp !== undefined) return null;
+  const spec = res.spec ?? ({} as FunctionSpec);
+  if (typeof spec.code !== 'string') return null;
+  const namespace = res.metadata.namespace ?? 'default';
+  const env: Record<string, string> = {};
+  for (const e of spec.env ?? []) if (e.valueFrom === undefined) env[e.name] = e.value ?? '';
+  const created = timestamp(res.metadata.creationTimestamp, isoTimestamp(0));
+  return {
+    function_id: functionIdOf(res),
+    name: res.metadata.name,
+    namespace,
+    code: spec.code,
+    env,
+    routes: spec.routes ?? [],
+    timeout_seconds: spec.timeoutSeconds ?? limits.DEFAULT_TIMEOUT_SECONDS,
+    memory_mib: spec.memoryMiB ?? limits.DEFAULT_MEMORY_MIB,
+    active: spec.active ?? true,
+    retention: retentionOf(spec),
+    schedule: scheduleOf(spec),
+    created_at: created,
+    updated_at: timestamp(res.metadata.annotations?.[ANNOTATION_UPDATED_AT], created),
+  };
+}
+
+function specRetention(r: RetentionPolicy): NonNullable<FunctionSpec['retention']> {
+  return r.type === 'time' ? { type: 'time', days: r.days } : r.type === 'count' ? { type: 'count', count: r.count } : { type: 'none' };
+}
+
+function specSchedule(s: Schedule): NonNullable<FunctionSpec['schedule']> {
+  return { cron: s.cron, timezone: s.timezone, suspend: !s.enabled };
+}
+
+function specEnv(env: Record<string, string>): EnvEntry[] {
+  return Object.entries(env).map(([name, value]) => ({ name, value }));
+}
+
+/** The Function a management-API create writes. The id is not written: it is derived from namespace and name. */
+export function resourceForCreate(fn: FunctionRecord): FunctionResource {
+  const spec: FunctionSpec = {
+    code: fn.code,
+    routes: fn.routes,
+    env: specEnv(fn.env),
+    timeoutSeconds: fn.timeout_seconds,
+    memoryMiB: fn.memory_mib,
+    active: fn.active,
+    retention: specRetention(fn.retention),
+  };
+  if (fn.schedule !== null) spec.schedule = specSchedule(fn.schedule);
+  return {
+    apiVersion: API_VERSION,
+    kind: KIND,
+    metadata: { name: fn.name, namespace: fn.namespace, annotations: { [ANNOTATION_UPDATED_AT]: fn.updated_at } },
+    spec,
+  };
+}
+
+function same(a: unknown, b: unknown): boolean {
+  return JSON.stringify(a) === JSON.stringify(b);
+}
+
+/**
+ * A JSON merge patch carrying only the fields that differ between `before`
+ * and `after`, so that a management-API edit never writes back fields it did
+ * not change (a concurrent kubectl edit of another field survives). Env
+ * entries from Secrets or ConfigMaps (valueFrom) are kept when env is
+ * replaced, unless the new env sets the same name. null when nothing changed.
+ */
+export function specPatch(before: FunctionRecord, after: FunctionRecord, current: FunctionResource): Record<string, unknown> | null {
+  const spec: Record<string, unknown> = {};
+  if (before.code !== after.code) spec.code = after.code;
+  if (!same(before.routes, after.routes)) spec.routes = after.routes;
+  if (!same(before.env, after.env)) {
+    const fromRefs = (current.spec.env ?? []).filter((e) => e.valueFrom !== undefined && !(e.name in after.env));
+    spec.env = [...specEnv(after.env), ...fromRefs];
+  }
+  if (before.timeout_seconds !== after.timeout_seconds) spec.timeoutSeconds = after.timeout_seconds;
+  if (before.memory_mib !== after.memory_mib) spec.memoryMiB = after.memory_mib;
+  if (before.active !== after.active) spec.active = after.active;
+  // A merge patch merges objects: null first clears days/count that the new type must not carry.
+  if (!same(before.retention, after.retention)) spec.retention = { days: null, count: null, ...specRetention(after.retention) };
+  if (!same(before.schedule, after.schedule)) spec.schedule = after.schedule === null ? null : specSchedule(after.schedule);
+  if (Object.keys(spec).length === 0) return null;
+  return { metadata: { annotations: { [ANNOTATION_UPDATED_AT]: after.updated_at } }, spec };
+}
+
+/** The Ready condition as kubectl shows it, for function:get in cluster mode. */
+export function readyOf(res: FunctionResource): { status: string; reason: string; message: string } | null {
+  const c = res.status?.conditions?.find((x) => x.type === 'Ready');
+  return c === undefined ? null : { status: c.status, reason: c.reason ?? '', message: c.message ?? '' };
+}

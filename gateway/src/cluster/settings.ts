@@ -1,0 +1,67 @@
+import { ConfigError } from '../config.ts';
+import { DEFAULT_HOLD_MS, DEFAULT_MAX_HELD, DEFAULT_MAX_HELD_PER_FUNCTION } from './executor.ts';
+import { DEFAULT_STATUS_INTERVAL_MS } from './status.ts';
+
+// Settings of cluster mode (FNHOST_MODE=cluster), read from the environment
+// once at start; a bad value stops the start with a message naming it.
+// The rest (port, public URL, MONGODB_URL, admin token) is gateway/src/config.ts.
+
+export interface ClusterSettings {
+  /** Key of the per-function runtime and schedule tokens; the operator has the same (FNHOST_TOKEN_KEY). */
+  tokenKey: string;
+  /** Namespace of management requests that name none. */
+  defaultNamespace: string;
+  /** Watch one namespace only (empty: every namespace the gateway may read). */
+  watchNamespace: string;
+  holdMs: number;
+  maxHeld: number;
+  maxHeldPerFunction: number;
+  statusIntervalMs: number;
+  /** API requests in flight at most (watches not counted). */
+  maxInFlight: number;
+}
+
+const LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+
+function int(env: Record<string, string | undefined>, name: string, fallback: number, min: number, max: number): number {
+  const raw = env[name]?.trim();
+  if (raw === undefined || raw === '') return fallback;
+  if (!/^\d+$/.test(raw) || Number(raw) < min || Number(raw) > max) throw new ConfigError(`${name}="${raw}" must be an integer from ${min} to ${max}`);
+  return Number(raw);
+}
+
+function namespace(env: Record<string, string | undefined>, name: string, fallback: string): string {
+  const raw = env[name]?.trim() || fallback;
+  if (raw !== '' && (raw.length > 63 || !LABEL.test(raw))) throw new ConfigError(`${name}="${raw.slice(0, 80)}" is not a namespace name (a DNS-1123 label)`);
+  return raw;
+}
+
+export function isClusterMode(env: Record<string, string | undefined>): boolean {
+  const mode = (env.FNHOST_MODE ?? '').trim().toLowerCase();
+  if (mode !== '' && mode !== 'local' && mode !== 'cluster') throw new ConfigError(`FNHOST_MODE="${env.FNHOST_MODE}" must be local or cluster`);
+  return mode === 'cluster';
+}
+
+export function loadClusterSettings(env: Record<string, string | undefined>): ClusterSettings {
+  const tokenKey = env.FNHOST_TOKEN_KEY ?? '';
+  // Never echoed: it is a secret.
+  if (Buffer.byteLength(tokenKey) < 32) throw new ConfigError('FNHOST_TOKEN_KEY must be set to a secret of at least 32 bytes in cluster mode (the same key as the operator\'s)');
+  if (env.MONGODB_URL === undefined || env.MONGODB_URL.trim() === '') throw new ConfigError('MONGODB_URL is required in cluster mode: logs, counters, KV and policies live in MongoDB');
+  // Every replica must accept the same admin token: a generated one would live in one pod's scratch directory.
+  if (env.FNHOST_TOKEN === undefined || env.FNHOST_TOKEN.trim() === '') throw new ConfigError('FNHOST_TOKEN is required in cluster mode (the chart fills it from the admin token Secret)');
+  const watchNamespace = namespace(env, 'FNHOST_WATCH_NAMESPACE', '');
+  const defaultNamespace = namespace(env, 'FNHOST_DEFAULT_NAMESPACE', watchNamespace || 'default');
+  if (watchNamespace !== '' && defaultNamespace !== watchNamespace) {
+    throw new ConfigError(`FNHOST_DEFAULT_NAMESPACE="${defaultNamespace}" differs from FNHOST_WATCH_NAMESPACE="${watchNamespace}", the only namespace this gateway watches`);
+  }
+  return {
+    tokenKey,
+    defaultNamespace,
+    watchNamespace,
+    holdMs: int(env, 'FNHOST_HOLD_TIMEOUT_SECONDS', DEFAULT_HOLD_MS / 1000, 0, 900) * 1000,
+    maxHeld: int(env, 'FNHOST_MAX_HELD_CALLS', DEFAULT_MAX_HELD, 0, 100_000),
+    maxHeldPerFunction: int(env, 'FNHOST_MAX_HELD_CALLS_PER_FUNCTION', DEFAULT_MAX_HELD_PER_FUNCTION, 0, 100_000),
+    statusIntervalMs: int(env, 'FNHOST_STATUS_INTERVAL_SECONDS', DEFAULT_STATUS_INTERVAL_MS / 1000, 1, 3600) * 1000,
+    maxInFlight: int(env, 'FNHOST_KUBE_MAX_INFLIGHT', 10, 1, 1000),
+  };
+}

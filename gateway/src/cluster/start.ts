@@ -1,0 +1,157 @@
+import { nextFireTime, type FunctionRecord } from '@fnhost/core';
+import type { ClusterParts } from '../app.ts';
+import type { Logger } from '../log.ts';
+import { systemClock, type Clock } from '../scheduler/local.ts';
+import { EndpointIndex, type EndpointSlice } from './endpoints.ts';
+import { ClusterExecutor } from './executor.ts';
+import { FunctionCache, KubeFunctionStore } from './functions.ts';
+import { KubeApiError, KubeClient, paths } from './kube.ts';
+import { Reflector } from './reflector.ts';
+import { derivedFunctionId, type FunctionResource } from './resource.ts';
+import type { ClusterSettings } from './settings.ts';
+import { StatusFeedback, type StatusFields } from './status.ts';
+import { DerivedTokens } from './tokens.ts';
+
+// Builds the cluster-mode parts of the gateway (ClusterParts in app.ts): two
+// watches (Functions; EndpointSlices of the operator's Services), the caches
+// they feed, the pod-picking executor with its hold queue, derived tokens and
+// the status feedback. Resolves once both watches have listed, so /readyz
+// turns 200 only when the gateway knows every function and its pods.
+
+/** Only the EndpointSlices of Services the operator made (the Service's labels are copied onto its slices). */
+export const ENDPOINT_SLICE_SELECTOR = 'app.kubernetes.io/managed-by=fnhost-operator';
+/** How long the server keeps one watch open (it then ends it and the reflector resumes). */
+const WATCH_TIMEOUT_SECONDS = 300;
+
+export interface ClusterStartOptions {
+  settings: ClusterSettings;
+  logger: Logger;
+  clock?: Clock;
+  /** A KubeConfig (tests); default: $KUBECONFIG, ~/.kube/config, or the pod's service account. */
+  kubeConfig?: import('@kubernetes/client-node').KubeConfig;
+}
+
+export interface StartedCluster extends ClusterParts {
+  client: KubeClient;
+  cache: FunctionCache;
+  endpoints: EndpointIndex;
+  feedback: StatusFeedback;
+  executorImpl: ClusterExecutor;
+}
+
+function watchQuery(labelSelector?: string): Record<string, string | undefined> {
+  return { allowWatchBookmarks: 'true', timeoutSeconds: String(WATCH_TIMEOUT_SECONDS), labelSelector };
+}
+
+export async function startCluster(options: ClusterStartOptions): Promise<StartedCluster> {
+  const { settings, logger } = options;
+  const clock = options.clock ?? systemClock;
+  let kc = options.kubeConfig;
+  if (kc === undefined) {
+    const { KubeConfig } = await import('@kubernetes/client-node');
+    kc = new KubeConfig();
+    kc.loadFromDefault();
+  }
+  const client = new KubeClient(kc, { maxInFlight: settings.maxInFlight });
+  const ns = settings.watchNamespace || undefined;
+
+  const cache = new FunctionCache();
+  const functionsWatch = new Reflector<FunctionResource>({
+    name: 'functions',
+    list: () => client.list<FunctionResource>(paths.functions(ns)),
+    watch: (rv, onEvent, signal) => client.watch(paths.functions(ns), { ...watchQuery(), resourceVersion: rv }, onEvent, signal),
+    onChange: (change) => cache.apply(change),
+    clock,
+    logger,
+  });
+  const endpoints = new EndpointIndex();
+  const slicesWatch = new Reflector<EndpointSlice>({
+    name: 'endpointslices',
+    list: () => client.list<EndpointSlice>(paths.endpointSlices(ns), { labelSelector: ENDPOINT_SLICE_SELECTOR }),
+    watch: (rv, onEvent, signal) => client.watch(paths.endpointSlices(ns), { ...watchQuery(ENDPOINT_SLICE_SELECTOR), resourceVersion: rv }, onEvent, signal),
+    onChange: (change) => endpoints.apply(change),
+    clock,
+    logger,
+  });
+
+  const feedback = new StatusFeedback({
+    clock,
+    logger,
+    intervalMs: settings.statusIntervalMs,
+    writer: {
+      async write(functionId: string, fields: StatusFields): Promise<boolean> {
+        const fn = cache.get(functionId);
+        if (fn === undefined) return false;
+        try {
+          await client.request('PATCH', paths.functionStatus(fn.namespace, fn.name), { body: { status: fields }, contentType: 'application/merge-patch+json', query: { fieldManager: 'fnhost-gateway' } });
+        } catch (err) {
+          if (err instanceof KubeApiError && err.statusCode === 404) return false;
+          throw err;
+        }
+        return true;
+      },
+    },
+  });
+  const executor = new ClusterExecutor({
+    endpoints,
+    clock,
+    wake: (fn) => feedback.wake(fn.function_id),
+    holdMs: settings.holdMs,
+    maxHeld: settings.maxHeld,
+    maxHeldPerFunction: settings.maxHeldPerFunction,
+  });
+  const tokens = new DerivedTokens(settings.tokenKey, cache);
+
+  functionsWatch.start();
+  slicesWatch.start();
+  await Promise.all([functionsWatch.synced, slicesWatch.synced]);
+  logger.info('cluster caches synced', { functions: functionsWatch.size, endpoint_slices: slicesWatch.size, namespace: ns ?? '(all)', server: client.server });
+
+  return {
+    client,
+    cache,
+    endpoints,
+    feedback,
+    executorImpl: executor,
+    index: cache,
+    functionStore: new KubeFunctionStore(client, cache, functionsWatch.synced),
+    executor,
+    schedules: {
+      sync() {},
+      nextRun(functionId: string): number | undefined {
+        const fn: FunctionRecord | undefined = cache.get(functionId);
+        if (fn?.schedule == null || !fn.schedule.enabled || !fn.active) return undefined;
+        try {
+          return nextFireTime(fn.schedule.cron, fn.schedule.timezone, clock.now());
+        } catch {
+          return undefined;
+        }
+      },
+    },
+    runtimeTokens: tokens,
+    scheduleToken: (functionId, token) => tokens.verifySchedule(functionId, token),
+    newFunctionId: derivedFunctionId,
+    defaultNamespace: settings.defaultNamespace,
+    onExecution: (functionId, statusCode) => feedback.record(functionId, statusCode),
+    metricsText(): string {
+      const lines: Array<[string, string, string, number]> = [
+        ['fnhost_cluster_functions', 'gauge', 'Function resources in the watch cache.', functionsWatch.size],
+        ['fnhost_cluster_watch_restarts_total', 'counter', 'Watches started again after a failure.', functionsWatch.restarts + slicesWatch.restarts],
+        ['fnhost_cluster_held_calls', 'gauge', 'Calls waiting for a function to have a ready pod.', executor.held],
+        ['fnhost_cluster_holds_total', 'counter', 'Calls that had to wait for a ready pod.', executor.holds],
+        ['fnhost_cluster_hold_timeouts_total', 'counter', 'Held calls that got no pod within their bound (503).', executor.holdTimeouts],
+        ['fnhost_cluster_hold_rejections_total', 'counter', 'Calls refused because too many were held (503).', executor.holdRejections],
+        ['fnhost_cluster_status_writes_total', 'counter', 'Function status writes (invocation feedback).', feedback.writes],
+        ['fnhost_cluster_api_requests_total', 'counter', 'Kubernetes API requests (not watches).', client.requests],
+        ['fnhost_cluster_api_throttled_total', 'counter', 'API requests answered 429 and retried.', client.throttled],
+      ];
+      return lines.map(([name, type, help, value]) => `# HELP ${name} ${help}\n# TYPE ${name} ${type}\n${name} ${value}\n`).join('');
+    },
+    async close(): Promise<void> {
+      functionsWatch.stop();
+      slicesWatch.stop();
+      await feedback.close();
+    },
+  };
+}
+

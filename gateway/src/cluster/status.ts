@@ -1,0 +1,171 @@
+import type { Clock } from '../scheduler/local.ts';
+import type { Logger } from '../log.ts';
+
+// Invocation feedback onto each Function's status: the last invocation time
+// and the error rate, shown by `kubectl get fn` as printer columns, and read
+// by the operator to scale an idle function to zero. Executions are counted in
+// memory on the request path (a map update); the API server sees at most one
+// status write per function per interval, and none for a function that was
+// not invoked since its last write. A call held for a function with no ready
+// pod asks for an early write (wake), still within the one-per-interval rule,
+// so that the operator scales it back up.
+
+export const DEFAULT_STATUS_INTERVAL_MS = 10_000;
+
+export interface Pending {
+  /** Executions since the last write. */
+  total: number;
+  errors: number;
+  /** ms of the newest execution (or wake request). */
+  last: number;
+  /** A held call waits for this function to scale up: write as soon as allowed. */
+  wake: boolean;
+}
+
+export interface StatusFields {
+  lastInvocationTime: string;
+  /** Errors (status ≥ 400) among the executions of the last interval that had any, as a percentage. */
+  errorRate?: string;
+}
+
+/** RFC 3339 to the second, as Kubernetes writes times. */
+export function rfc3339(ms: number): string {
+  return new Date(ms).toISOString().replace(/\.\d{3}Z$/, 'Z');
+}
+
+export function errorRate(errors: number, total: number): string {
+  if (total === 0) return '0%';
+  const pct = (errors / total) * 100;
+  return `${pct >= 10 || pct === 0 ? Math.round(pct) : pct.toFixed(1)}%`;
+}
+
+/** The status fields to write for what happened since the last write; null when nothing did. */
+export function statusFieldsFor(p: Pending | undefined): StatusFields | null {
+  if (p === undefined || (p.total === 0 && !p.wake)) return null;
+  const fields: StatusFields = { lastInvocationTime: rfc3339(p.last) };
+  if (p.total > 0) fields.errorRate = errorRate(p.errors, p.total);
+  return fields;
+}
+
+/** When a function's next write may happen: one per interval; a wake or due pending work as soon as allowed. */
+export function dueAt(lastWrite: number | undefined, intervalMs: number): number {
+  return lastWrite === undefined ? 0 : lastWrite + intervalMs;
+}
+
+export interface StatusWriter {
+  /** Writes the fields onto the function's status; false when the function is unknown (nothing to write). */
+  write(functionId: string, fields: StatusFields): Promise<boolean>;
+}
+
+export class StatusFeedback {
+  readonly #writer: StatusWriter;
+  readonly #clock: Clock;
+  readonly #intervalMs: number;
+  readonly #logger: Logger;
+  readonly #pending = new Map<string, Pending>();
+  readonly #lastWrite = new Map<string, number>();
+  #timer: unknown;
+  #timerAt = Infinity;
+  #writing: Promise<void> | undefined;
+  #stopped = false;
+  writes = 0;
+  failures = 0;
+
+  constructor(options: { writer: StatusWriter; clock: Clock; intervalMs?: number; logger: Logger }) {
+    this.#writer = options.writer;
+    this.#clock = options.clock;
+    this.#intervalMs = options.intervalMs ?? DEFAULT_STATUS_INTERVAL_MS;
+    this.#logger = options.logger;
+  }
+
+  /** One execution finished (cheap: the request path calls this). */
+  record(functionId: string, statusCode: number): void {
+    const now = this.#clock.now();
+    let p = this.#pending.get(functionId);
+    if (p === undefined) {
+      this.#pending.set(functionId, (p = { total: 0, errors: 0, last: now, wake: false }));
+      this.#arm(dueAt(this.#lastWrite.get(functionId), this.#intervalMs));
+    }
+    p.total++;
+    if (statusCode >= 400) p.errors++;
+    p.last = now;
+  }
+
+  /** A call is held until the function has a ready pod: tell the operator now (within the write rate). */
+  wake(functionId: string): void {
+    const now = this.#clock.now();
+    let p = this.#pending.get(functionId);
+    if (p === undefined) this.#pending.set(functionId, (p = { total: 0, errors: 0, last: now, wake: true }));
+    p.wake = true;
+    p.last = Math.max(p.last, now);
+    this.#arm(dueAt(this.#lastWrite.get(functionId), this.#intervalMs));
+  }
+
+  #arm(at: number): void {
+    if (this.#stopped || at >= this.#timerAt) return;
+    if (this.#timer !== undefined) this.#clock.clearTimeout(this.#timer);
+    this.#timerAt = at;
+    this.#timer = this.#clock.setTimeout(() => {
+      this.#timer = undefined;
+      this.#timerAt = Infinity;
+      void this.flush(false);
+    }, Math.max(0, at - this.#clock.now()));
+  }
+
+  /** Writes every function that is due (all of them with `all`, at shutdown). */
+  flush(all: boolean): Promise<void> {
+    if (this.#writing !== undefined) return this.#writing.then(() => this.flush(all));
+    this.#writing = this.#flush(all).finally(() => {
+      this.#writing = undefined;
+    });
+    return this.#writing;
+  }
+
+  async #flush(all: boolean): Promise<void> {
+    const now = this.#clock.now();
+    let nextDue = Infinity;
+    const due: Array<[string, Pending]> = [];
+    for (const [id, p] of this.#pending) {
+      const at = dueAt(this.#lastWrite.get(id), this.#intervalMs);
+      if (all || at <= now) due.push([id, p]);
+      else nextDue = Math.min(nextDue, at);
+    }
+    for (const [id, p] of due) {
+      this.#pending.delete(id);
+      const fields = statusFieldsFor(p);
+      if (fields === null) continue;
+      this.#lastWrite.set(id, now);
+      try {
+        if (await this.#writer.write(id, fields)) this.writes++;
+      } catch (err) {
+        this.failures++;
+        this.#logger.warn('writing invocation status failed; will retry', { function_id: id, error: (err as Error).message });
+        // Put it back (merged with what came meanwhile) for the next interval.
+        const again = this.#pending.get(id);
+        if (again === undefined) this.#pending.set(id, p);
+        else {
+          again.total += p.total;
+          again.errors += p.errors;
+          again.wake ||= p.wake;
+          again.last = Math.max(again.last, p.last);
+        }
+        nextDue = Math.min(nextDue, now + this.#intervalMs);
+      }
+    }
+    for (const [id] of this.#pending) nextDue = Math.min(nextDue, dueAt(this.#lastWrite.get(id), this.#intervalMs));
+    if (nextDue !== Infinity) this.#arm(nextDue);
+  }
+
+  /** Drops what a deleted function had pending. */
+  forget(functionId: string): void {
+    this.#pending.delete(functionId);
+    this.#lastWrite.delete(functionId);
+  }
+
+  async close(): Promise<void> {
+    this.#stopped = true;
+    if (this.#timer !== undefined) this.#clock.clearTimeout(this.#timer);
+    this.#timer = undefined;
+    await this.flush(true).catch(() => undefined);
+  }
+}
