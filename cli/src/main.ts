@@ -76,11 +76,11 @@ async function dispatch(argv: string[], io: Terminal): Promise<number> {
       client ??= (async () => {
         const [{ resolveConnection }, { ApiClient }] = await Promise.all([import('./config/connection.ts'), import('./api/client.ts')]);
         const connection = await resolveConnection({
-          flags: { url: parsed.options.url as string | undefined, token: parsed.options.token as string | undefined },
+          flags: { url: parsed.options.url as string | undefined, token: parsed.options.token as string | undefined, namespace: parsed.options.namespace as string | undefined },
           env: io.env,
           cwd: io.cwd,
         });
-        return new ApiClient({ url: connection.url, token: connection.token, tokenSource: connection.tokenSource, timeoutMs });
+        return new ApiClient({ url: connection.url, token: connection.token, tokenSource: connection.tokenSource, timeoutMs, namespace: connection.namespace });
       })();
       return client;
     },

@@ -32,6 +32,8 @@ export interface ClientOptions {
   /** Where the token came from, for the hint when the server rejects it. */
   tokenSource?: string;
   timeoutMs?: number;
+  /** Namespace of the functions (cluster mode); sent as `?namespace=` on function and policy requests. */
+  namespace?: string;
 }
 
 interface RawResponse {
@@ -57,8 +59,10 @@ export class ApiClient {
   readonly #token: string | undefined;
   readonly #tokenSource: string | undefined;
   readonly #timeoutMs: number;
+  readonly #namespace: string | undefined;
 
   constructor(options: ClientOptions) {
+    this.#namespace = options.namespace;
     this.url = options.url.replace(/\/+$/, '');
     this.#token = options.token;
     this.#tokenSource = options.tokenSource;
@@ -133,6 +137,7 @@ export class ApiClient {
     let target: URL;
     try {
       target = new URL(this.url + path);
+      if (this.#namespace !== undefined && /^\/api\/v1\/(functions|network-policy\/functions)(\/|$)/.test(target.pathname)) target.searchParams.set('namespace', this.#namespace);
     } catch (cause) {
       throw new ApiConnectionError(`the server URL "${this.url}" is not a valid URL`, { url: this.url, cause });
     }
@@ -205,7 +210,8 @@ export class ApiClient {
         );
       case 404:
         if (ref !== undefined && code === 'not_found') {
-          return new ApiNotFoundError(`function "${ref}" not found at ${this.url}`, { ...details, hint: 'run fnhost function:list to see the functions' });
+          const where = this.#namespace === undefined ? '' : ` in namespace ${this.#namespace}`;
+          return new ApiNotFoundError(`function "${ref}" not found${where} at ${this.url}`, { ...details, hint: 'run fnhost function:list to see the functions' });
         }
         return new ApiNotFoundError(`${method} ${target.pathname} not found at ${this.url} (${said})`, {
           ...details,

@@ -1,6 +1,6 @@
 import { Writable } from 'node:stream';
 import { ApiClient } from '../api/client.ts';
-import { normaliseUrl } from '../config/connection.ts';
+import { normaliseUrl, validateNamespace } from '../config/connection.ts';
 import { writeLogin } from '../config/login-file.ts';
 import { LOCAL_DEFAULT_URL, loginFilePath } from '../config/paths.ts';
 import { UsageError } from '../errors.ts';
@@ -38,10 +38,13 @@ export async function run(ctx: CommandContext): Promise<number> {
   const url = normaliseUrl(rawUrl, stringOption(ctx, 'url') !== undefined ? '--url' : ctx.io.env.FNHOST_URL ? 'FNHOST_URL' : 'URL');
   const token = (stringOption(ctx, 'token') ?? ctx.io.env.FNHOST_TOKEN ?? (await readTokenFromStdin(ctx))).trim();
   if (token === '') throw new UsageError('login needs a token: pass --token, set FNHOST_TOKEN, or give it on stdin');
-  // Verified before it is saved, so a typo is caught now rather than at the next command.
-  await new ApiClient({ url, token, tokenSource: 'login' }).listFunctions();
+  const rawNamespace = stringOption(ctx, 'namespace') ?? ctx.io.env.FNHOST_NAMESPACE;
+  const namespace = rawNamespace === undefined || rawNamespace.trim() === '' ? undefined : validateNamespace(rawNamespace.trim(), stringOption(ctx, 'namespace') !== undefined ? '--namespace' : 'FNHOST_NAMESPACE');
+  // Verified before it is saved, so a typo is caught now rather than at the next command
+  // (with a namespace: that the server knows it, through a listing in it).
+  await new ApiClient({ url, token, tokenSource: 'login', namespace }).listFunctions();
   const path = loginFilePath(ctx.io.env);
-  await writeLogin(path, { url, token });
-  printLines(ctx, [`${createPainter(ctx.color).green('✓')} Logged in to ${url}; saved to ${path}`]);
+  await writeLogin(path, namespace === undefined ? { url, token } : { url, token, namespace });
+  printLines(ctx, [`${createPainter(ctx.color).green('✓')} Logged in to ${url}${namespace === undefined ? '' : ` (namespace ${namespace})`}; saved to ${path}`]);
   return 0;
 }

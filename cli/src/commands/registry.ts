@@ -188,6 +188,7 @@ export const COMMANDS: CommandSpec[] = [
 export const CONNECTION_OPTIONS: Record<string, OptionSpec> = {
   url: { type: 'string', value: '<url>', description: 'server URL (else FNHOST_URL, the saved login, http://127.0.0.1:8080)' },
   token: { type: 'string', value: '<token>', description: 'admin token (else FNHOST_TOKEN, the saved login, ./.fnhost/token)' },
+  namespace: { type: 'string', short: 'n', value: '<namespace>', description: "namespace of the functions on a cluster (else FNHOST_NAMESPACE, the saved login's, the server's default)" },
 };
 
 export const OUTPUT_OPTION: OptionSpec = { type: 'string', short: 'o', value: 'json|text', description: 'output format (default text; json prints only the JSON)' };

@@ -8,16 +8,19 @@ import { LOCAL_DEFAULT_URL, localTokenPath, loginFilePath } from './paths.ts';
 // comes from --token, FNHOST_TOKEN, then (only for the URL it was saved or made
 // for, so a token never travels to another server) the saved login's token or
 // the local platform's token file ($FNHOST_DATA_DIR/token or ./.fnhost/token).
+// The namespace (functions on a cluster) comes from --namespace, FNHOST_NAMESPACE,
+// then the saved login's (for its URL only); none means the server's default.
 
 export interface Connection {
   url: string;
   urlSource: string;
   token: string | undefined;
   tokenSource: string | undefined;
+  namespace?: string;
 }
 
 export interface ConnectionInputs {
-  flags: { url?: string; token?: string };
+  flags: { url?: string; token?: string; namespace?: string };
   env: Record<string, string | undefined>;
   cwd: string;
   home?: string;
@@ -34,6 +37,14 @@ export function normaliseUrl(raw: string, source: string): string {
     throw new UsageError(`${source} "${raw}" must start with http:// or https://`);
   }
   return url.toString().replace(/\/+$/, '');
+}
+
+/** A Kubernetes namespace name: a DNS-1123 label of at most 63 characters. */
+export function validateNamespace(raw: string, source: string): string {
+  if (raw.length > 63 || !/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(raw)) {
+    throw new UsageError(`${source} "${raw.slice(0, 80)}" is not a namespace name: lowercase letters, digits and "-", at most 63 characters`);
+  }
+  return raw;
 }
 
 function nonEmpty(value: string | undefined): string | undefined {
@@ -55,6 +66,18 @@ function isLoopback(url: string): boolean {
 }
 
 export async function resolveConnection(inputs: ConnectionInputs): Promise<Connection> {
+  const connection = await resolveServer(inputs);
+  const flagNs = nonEmpty(inputs.flags.namespace);
+  const envNs = nonEmpty(inputs.env.FNHOST_NAMESPACE);
+  if (flagNs !== undefined) return { ...connection, namespace: validateNamespace(flagNs, '--namespace') };
+  if (envNs !== undefined) return { ...connection, namespace: validateNamespace(envNs, 'FNHOST_NAMESPACE') };
+  const loginPath = loginFilePath(inputs.env, inputs.home);
+  const login = connection.tokenSource === loginPath ? await readLogin(loginPath) : undefined;
+  if (login?.namespace !== undefined) return { ...connection, namespace: validateNamespace(login.namespace, `the namespace in ${loginPath}`) };
+  return connection;
+}
+
+async function resolveServer(inputs: ConnectionInputs): Promise<Connection> {
   const { flags, env } = inputs;
   const loginPath = loginFilePath(env, inputs.home);
   const flagUrl = nonEmpty(flags.url);

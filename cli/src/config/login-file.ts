@@ -7,6 +7,8 @@ import { LocalIoError } from '../errors.ts';
 export interface SavedLogin {
   url: string;
   token: string;
+  /** Default namespace of the functions on a cluster (`fnhost login --namespace`). */
+  namespace?: string;
 }
 
 /** The saved login, or undefined when there is none; a damaged file is an error that names it. */
@@ -20,7 +22,9 @@ export async function readLogin(path: string): Promise<SavedLogin | undefined> {
   }
   try {
     const parsed = JSON.parse(text) as Partial<SavedLogin>;
-    if (typeof parsed.url === 'string' && typeof parsed.token === 'string') return { url: parsed.url, token: parsed.token };
+    if (typeof parsed.url === 'string' && typeof parsed.token === 'string') {
+      return typeof parsed.namespace === 'string' ? { url: parsed.url, token: parsed.token, namespace: parsed.namespace } : { url: parsed.url, token: parsed.token };
+    }
   } catch (cause) {
     throw new LocalIoError(`the login file ${path} is not valid JSON`, { cause, hint: 'run fnhost login again to rewrite it' });
   }
@@ -32,7 +36,8 @@ export async function writeLogin(path: string, login: SavedLogin): Promise<void>
   try {
     await mkdir(dirname(path), { recursive: true, mode: 0o700 });
     const temp = `${path}.${process.pid}.tmp`;
-    await writeFile(temp, JSON.stringify({ url: login.url, token: login.token }, null, 2) + '\n', { mode: 0o600 });
+    const saved = login.namespace === undefined ? { url: login.url, token: login.token } : { url: login.url, token: login.token, namespace: login.namespace };
+    await writeFile(temp, JSON.stringify(saved, null, 2) + '\n', { mode: 0o600 });
     await chmod(temp, 0o600);
     await rename(temp, path);
   } catch (err) {
