@@ -86,6 +86,39 @@ describe('gateway process on MongoDB (MONGODB_URL)', function () {
     }
   });
 
+  it('keeps serving invocations while MongoDB is unreachable, logs the retries, and writes the waiting records once it is back', async () => {
+    // A stand-in of its own (even when MONGODB_URL is set), so it can be stopped and restarted on the same port.
+    let own = await startMongoServer({ useEnv: false });
+    const port = own.port!;
+    const gw = await startGateway({ token: TOKEN, env: { MONGODB_URL: own.url } });
+    const metric = async (name: string) => {
+      const text = await (await fetch(`${gw.url}/metrics`)).text();
+      const line = text.split('\n').find((l) => l.startsWith(name + ' '));
+      return Number(line?.split(' ')[1]);
+    };
+    try {
+      const created = await api(gw.url, 'POST', '/api/v1/functions', { name: 'outage', code: 'export default (req, res) => res.json({ ok: true })' });
+      expect(created.status).to.equal(201);
+      expect((await fetch(created.body.invocation_url)).status).to.equal(200);
+      await waitFor('the first record written', async () => ((await metric('fnhost_log_records_written_total')) === 1 ? true : undefined));
+      await own.stop();
+      for (let i = 0; i < 3; i++) {
+        const r = await fetch(created.body.invocation_url);
+        expect(r.status, 'served from the in-memory function cache while the database is away').to.equal(200);
+        expect(await r.json()).to.deep.equal({ ok: true });
+      }
+      await waitFor('the writer to report the unreachable server', async () => (/could not reach the server/.test(gw.output()) ? true : undefined), 60_000);
+      expect(await metric('fnhost_log_records_written_total')).to.equal(1);
+      own = await startMongoServer({ useEnv: false, port });
+      await waitFor('the waiting records written', async () => ((await metric('fnhost_log_records_written_total')) === 4 ? true : undefined), 90_000);
+      expect(await metric('fnhost_log_records_dropped_total')).to.equal(0);
+      expect(gw.output()).to.not.include(TOKEN);
+    } finally {
+      expect(await gw.stop()).to.equal(0);
+      await own.stop();
+    }
+  });
+
   it('refuses a MONGODB_URL that is not a mongodb:// URL, naming the variable and never printing the rest of it', async () => {
     let message = '';
     try {
