@@ -1,5 +1,10 @@
 import { BlockList, isIP } from 'node:net';
-import { ValidationError, limits, type NetworkPolicy } from '@fnhost/core';
+import type { NetworkPolicy } from '@fnhost/core';
+import { normaliseHostText as normaliseHost } from '@fnhost/core/netpattern.ts';
+
+// Validation of patterns and policies is core's (core/src/netpattern.ts), shared
+// with the admin panel so that the form and the server apply the same rules.
+export { validateHostPattern as validatePattern, validateNetworkPolicy as validatePolicy } from '@fnhost/core/netpattern.ts';
 
 // Pure network-policy matching, used by the internal check endpoint that the
 // runtime calls before each outbound fetch.
@@ -19,7 +24,6 @@ export interface PolicyDecision {
   scope: 'global' | 'function';
 }
 
-const HOST_LABEL = /^(?!-)[a-z0-9-]{1,63}(?<!-)$/;
 const CATCH_ALL = new Set(['*', '0.0.0.0/0', '::/0']);
 const PROTECTED_NAMES = new Set(['metadata.google.internal', 'metadata.google.internal.', 'metadata']);
 
@@ -28,60 +32,12 @@ protectedAddresses.addSubnet('169.254.0.0', 16, 'ipv4');
 protectedAddresses.addSubnet('fe80::', 10, 'ipv6');
 protectedAddresses.addAddress('fd00:ec2::254', 'ipv6');
 
-/** Lower-cases, strips brackets of an IPv6 literal and a trailing dot. */
-export function normaliseHost(host: string): string {
-  let h = host.trim().toLowerCase();
-  if (h.startsWith('[') && h.endsWith(']')) h = h.slice(1, -1);
-  if (h.endsWith('.') && isIP(h) === 0) h = h.slice(0, -1);
-  // IPv4-mapped IPv6 (::ffff:169.254.169.254) is checked as the IPv4 address.
-  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/.exec(h);
-  if (mapped) h = mapped[1]!;
-  return h;
-}
-
 export function isProtectedHost(host: string): boolean {
   const h = normaliseHost(host);
   const family = isIP(h);
   if (family === 4) return protectedAddresses.check(h, 'ipv4');
   if (family === 6) return protectedAddresses.check(h, 'ipv6');
   return PROTECTED_NAMES.has(h);
-}
-
-/** Throws ValidationError naming the pattern when it is not one of the accepted forms. */
-export function validatePattern(raw: unknown): string {
-  if (typeof raw !== 'string' || raw.trim() === '') throw new ValidationError(`network policy pattern ${JSON.stringify(raw)} is invalid: use a host (example.com), a wildcard (*.example.com), an IP or a CIDR (10.0.0.0/8)`);
-  const p = normaliseHost(raw);
-  if (p === '*') return p;
-  const slash = p.indexOf('/');
-  if (slash >= 0) {
-    const addr = p.slice(0, slash);
-    const bits = p.slice(slash + 1);
-    const family = isIP(addr);
-    const max = family === 4 ? 32 : 128;
-    if (family === 0 || !/^\d{1,3}$/.test(bits) || Number(bits) > max) throw new ValidationError(`network policy pattern "${raw}" is not a valid CIDR such as 10.0.0.0/8 or fd00::/8`);
-    return p;
-  }
-  if (isIP(p) !== 0) return p;
-  const name = p.startsWith('*.') ? p.slice(2) : p;
-  if (name.length > 253 || !name.split('.').every((label) => HOST_LABEL.test(label))) {
-    throw new ValidationError(`network policy pattern "${raw}" is invalid: use a host (example.com), a wildcard (*.example.com), an IP or a CIDR (10.0.0.0/8)`);
-  }
-  return p;
-}
-
-export function validatePolicy(raw: unknown): NetworkPolicy {
-  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) throw new ValidationError('network policy must be an object {default: "allow"|"deny", allow: [...], deny: [...]}');
-  const { default: def, allow, deny, ...rest } = raw as Record<string, unknown>;
-  const extra = Object.keys(rest);
-  if (extra.length > 0) throw new ValidationError(`network policy has unknown field "${extra[0]}"; the fields are default, allow, deny`);
-  if (def !== 'allow' && def !== 'deny') throw new ValidationError(`network policy default must be "allow" or "deny", got ${JSON.stringify(def)}`);
-  const list = (value: unknown, what: string): string[] => {
-    if (value === undefined) return [];
-    if (!Array.isArray(value)) throw new ValidationError(`network policy ${what} must be an array of patterns`);
-    if (value.length > limits.MAX_POLICY_PATTERNS) throw new ValidationError(`network policy ${what} has ${value.length} patterns; at most ${limits.MAX_POLICY_PATTERNS} are allowed`);
-    return value.map(validatePattern);
-  };
-  return { default: def, allow: list(allow, 'allow'), deny: list(deny, 'deny') };
 }
 
 /** Does one (validated) pattern match the host (a name or an IP)? */
