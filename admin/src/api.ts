@@ -3,7 +3,13 @@
 // token lives in this module's memory only (never localStorage), and is
 // fetched again from /admin/api/session after a reload.
 
-import type { NetworkPolicy } from '@fnhost/core/model.ts';
+import type { ApiFunction, ApiTestResult } from '@fnhost/core/api.ts';
+import type { ExecutionLog, LogPage, NetworkPolicy } from '@fnhost/core/model.ts';
+
+// Wire shapes shared with the CLI (core/src/api.ts, core/src/model.ts).
+export type { ApiFunction, LogPage };
+export type LogRecord = ExecutionLog;
+export type TestResult = ApiTestResult;
 
 export const CSRF_HEADER = 'x-fnhost-csrf';
 
@@ -79,39 +85,6 @@ export async function signOut(): Promise<void> {
   }
 }
 
-export interface ApiFunction {
-  function_id: string;
-  name: string;
-  namespace: string;
-  code?: string;
-  env: Record<string, string>;
-  routes: string[];
-  timeout_seconds: number;
-  memory_mib: number;
-  active: boolean;
-  retention: { type: 'none' } | { type: 'time'; days: number } | { type: 'count'; count: number };
-  schedule: { cron: string; timezone: string; enabled: boolean; next_run_at: string | null } | null;
-  total_executions: number;
-  invocation_url: string;
-  created_at: string;
-  updated_at: string;
-}
-
-export interface LogRecord {
-  id: string;
-  function_id: string;
-  status_code: number;
-  execution_time_ms: number;
-  error_message: string | null;
-  executed_at: string;
-  trigger: string;
-}
-
-export interface LogPage {
-  logs: LogRecord[];
-  pagination: { currentPage: number; totalPages: number; totalCount: number; hasNextPage: boolean; hasPrevPage: boolean };
-}
-
 export interface PolicyChange {
   id: string;
   scope: string;
@@ -119,14 +92,6 @@ export interface PolicyChange {
   at: string;
   before: NetworkPolicy | null;
   after: NetworkPolicy | null;
-}
-
-export interface TestResult {
-  log_id: string;
-  status_code: number;
-  execution_time_ms: number;
-  error_message: string | null;
-  body: unknown;
 }
 
 const fnPath = (ref: string) => `/api/v1/functions/${encodeURIComponent(ref)}`;

@@ -1,31 +1,9 @@
 import type { ExecutionLog, LogPage, RetentionPolicy } from '@fnhost/core/model.ts';
 
-// The management API's shapes as the CLI receives them (docs/api-outline.md).
+// The management API's shapes the CLI sends and receives (docs/api-outline.md);
+// what it receives is core's (core/src/api.ts), shared with the admin panel.
 
-export interface ApiSchedule {
-  cron: string;
-  timezone: string;
-  enabled: boolean;
-  next_run_at?: string | null;
-}
-
-export interface ApiFunction {
-  function_id: string;
-  name: string;
-  namespace: string;
-  code?: string;
-  env: Record<string, string>;
-  routes: string[];
-  timeout_seconds: number;
-  memory_mib: number;
-  active: boolean;
-  retention: RetentionPolicy;
-  schedule: ApiSchedule | null;
-  total_executions: number;
-  invocation_url: string;
-  created_at: string;
-  updated_at: string;
-}
+export type { ApiFunction, ApiSchedule } from '@fnhost/core/api.ts';
 
 export interface CreateFunctionBody {
   name: string;
@@ -53,13 +31,6 @@ export interface TestRequest {
   body?: unknown;
 }
 
-export interface TestResult {
-  log_id: string;
-  status_code: number;
-  execution_time_ms: number;
-  error_message: string | null;
-  headers: Record<string, string>;
-  body: unknown;
-}
+export type { ApiTestResult as TestResult } from '@fnhost/core/api.ts';
 
 export type { ExecutionLog, LogPage, RetentionPolicy };

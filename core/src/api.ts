@@ -1,0 +1,42 @@
+import type { RetentionPolicy } from './model.ts';
+
+// The management API's wire shapes (gateway/openapi.yaml), as its clients
+// receive them: the CLI and the admin panel import these instead of each
+// keeping a copy. Records the gateway stores are in model.ts.
+
+export interface ApiSchedule {
+  cron: string;
+  timezone: string;
+  enabled: boolean;
+  /** ISO 8601 UTC; null when disabled or when the expression never fires. */
+  next_run_at?: string | null;
+}
+
+/** A function as `GET /api/v1/functions/{ref}` returns it. */
+export interface ApiFunction {
+  function_id: string;
+  name: string;
+  namespace: string;
+  code?: string;
+  env: Record<string, string>;
+  routes: string[];
+  timeout_seconds: number;
+  memory_mib: number;
+  active: boolean;
+  retention: RetentionPolicy;
+  schedule: ApiSchedule | null;
+  total_executions: number;
+  invocation_url: string;
+  created_at: string;
+  updated_at: string;
+}
+
+/** `POST /api/v1/functions/{ref}/test`. */
+export interface ApiTestResult {
+  log_id: string;
+  status_code: number;
+  execution_time_ms: number;
+  error_message: string | null;
+  headers: Record<string, string>;
+  body: unknown;
+}
