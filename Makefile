@@ -59,3 +59,4 @@ clean:
 
 # Area fragments (targets of the cluster harness and others) live beside their code.
 -include test/cluster/cluster.mk
+-include charts/charts.mk

@@ -1,0 +1,145 @@
+{{/* Names, labels and shared fragments of the fnhost chart. */}}
+
+{{- define "fnhost.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/* <release>-fnhost, or the release name when it already says fnhost; at most 40 characters so that suffixes fit. */}}
+{{- define "fnhost.fullname" -}}
+{{- if .Values.fullnameOverride -}}
+{{- .Values.fullnameOverride | trunc 40 | trimSuffix "-" -}}
+{{- else -}}
+{{- $name := default .Chart.Name .Values.nameOverride -}}
+{{- if contains $name .Release.Name -}}
+{{- .Release.Name | trunc 40 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name $name | trunc 40 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "fnhost.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/* Labels of every object; pass (dict "ctx" $ "component" "gateway"). */}}
+{{- define "fnhost.labels" -}}
+helm.sh/chart: {{ include "fnhost.chart" .ctx }}
+{{ include "fnhost.selectorLabels" . }}
+app.kubernetes.io/version: {{ .ctx.Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .ctx.Release.Service }}
+app.kubernetes.io/part-of: fnhost
+{{- with .ctx.Values.commonLabels }}
+{{ toYaml . }}
+{{- end }}
+{{- end -}}
+
+{{- define "fnhost.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "fnhost.name" .ctx }}
+app.kubernetes.io/instance: {{ .ctx.Release.Name }}
+{{- if .component }}
+app.kubernetes.io/component: {{ .component }}
+{{- end }}
+{{- end -}}
+
+{{- define "fnhost.gateway.name" -}}{{ include "fnhost.fullname" . }}-gateway{{- end -}}
+{{- define "fnhost.operator.name" -}}{{ include "fnhost.fullname" . }}-operator{{- end -}}
+{{- define "fnhost.mongodb.name" -}}{{ include "fnhost.fullname" . }}-mongodb{{- end -}}
+
+{{- define "fnhost.image" -}}
+{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) -}}
+{{- end -}}
+
+{{- define "fnhost.runtimeImage" -}}
+{{- printf "%s:%s" .Values.runtimeImage.repository (default .Chart.AppVersion .Values.runtimeImage.tag) -}}
+{{- end -}}
+
+{{/* The gateway as pods reach it (KV, policy checks, scheduled runs). */}}
+{{- define "fnhost.gateway.internalUrl" -}}
+{{- printf "http://%s.%s.svc.%s:%v" (include "fnhost.gateway.name" .) .Release.Namespace .Values.clusterDomain .Values.gateway.service.port -}}
+{{- end -}}
+
+{{/* The base of invocation URLs. */}}
+{{- define "fnhost.publicUrl" -}}
+{{- if .Values.gateway.publicUrl -}}
+{{- .Values.gateway.publicUrl | trimSuffix "/" -}}
+{{- else if and .Values.ingress.enabled .Values.ingress.host -}}
+{{- printf "%s://%s" (ternary "https" "http" (ne .Values.ingress.tlsSecretName "")) .Values.ingress.host -}}
+{{- else -}}
+{{- include "fnhost.gateway.internalUrl" . -}}
+{{- end -}}
+{{- end -}}
+
+{{/* Secrets: names and keys (the chart's own, or the existing ones named in values). */}}
+{{- define "fnhost.adminSecret" -}}{{ default (printf "%s-admin" (include "fnhost.fullname" .)) .Values.adminToken.existingSecret }}{{- end -}}
+{{- define "fnhost.tokenKeySecret" -}}{{ default (printf "%s-token-key" (include "fnhost.fullname" .)) .Values.platform.existingTokenKeySecret }}{{- end -}}
+{{- define "fnhost.mongodbSecret" -}}{{ default (printf "%s-mongodb" (include "fnhost.fullname" .)) .Values.mongodb.existingSecret }}{{- end -}}
+
+{{/* The namespace Functions are watched in ("" = all) and the default namespace of the management API. */}}
+{{- define "fnhost.watchNamespace" -}}{{ .Values.functions.watchNamespace }}{{- end -}}
+{{- define "fnhost.defaultNamespace" -}}{{ default .Values.gateway.defaultNamespace .Values.functions.watchNamespace }}{{- end -}}
+
+{{/* Pod and container hardening shared by the gateway and the operator. */}}
+{{- define "fnhost.podSecurityContext" -}}
+runAsNonRoot: true
+runAsUser: 1000
+runAsGroup: 1000
+fsGroup: 1000
+seccompProfile:
+  type: RuntimeDefault
+{{- end -}}
+
+{{- define "fnhost.containerSecurityContext" -}}
+allowPrivilegeEscalation: false
+readOnlyRootFilesystem: true
+capabilities:
+  drop: [ALL]
+{{- end -}}
+
+{{/* A value that must be set: fails the render with a message naming it. */}}
+{{- define "fnhost.validate" -}}
+{{- if and .Values.mongodb.internal.enabled (or .Values.mongodb.url .Values.mongodb.existingSecret) -}}
+{{- fail "mongodb.internal.enabled=true conflicts with mongodb.url / mongodb.existingSecret: use one MongoDB" -}}
+{{- end -}}
+{{- if and .Values.ingress.enabled (not .Values.ingress.host) -}}
+{{- fail "ingress.enabled=true needs ingress.host" -}}
+{{- end -}}
+{{- end -}}
+
+{{/* What the gateway may do: read Functions and EndpointSlices, write Functions (the management API) and their status (invocation feedback). Nothing else: no Secrets, no pods, no workloads. */}}
+{{- define "fnhost.gateway.rules" -}}
+- apiGroups: ["fnhost.dev"]
+  resources: ["functions"]
+  verbs: ["get", "list", "watch", "create", "patch", "delete"]
+- apiGroups: ["fnhost.dev"]
+  resources: ["functions/status"]
+  verbs: ["patch"]
+- apiGroups: ["discovery.k8s.io"]
+  resources: ["endpointslices"]
+  verbs: ["list", "watch"]
+{{- end -}}
+
+{{/* What the operator may do (docs/operator.md, operator/deploy/rbac.yaml): only what it owns. */}}
+{{- define "fnhost.operator.rules" -}}
+- apiGroups: ["fnhost.dev"]
+  resources: ["functions"]
+  verbs: ["get", "list", "watch", "patch"]
+- apiGroups: ["fnhost.dev"]
+  resources: ["functions/status"]
+  verbs: ["patch"]
+- apiGroups: ["fnhost.dev"]
+  resources: ["functions/finalizers"]
+  verbs: ["update"]
+- apiGroups: [""]
+  resources: ["configmaps", "secrets", "services"]
+  verbs: ["get", "create", "patch"]
+- apiGroups: ["apps"]
+  resources: ["deployments"]
+  verbs: ["get", "list", "watch", "create", "patch"]
+- apiGroups: ["batch"]
+  resources: ["cronjobs"]
+  verbs: ["get", "list", "watch", "create", "patch", "delete"]
+- apiGroups: [""]
+  resources: ["pods"]
+  verbs: ["list"]
+{{- end -}}

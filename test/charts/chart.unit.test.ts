@@ -1,0 +1,52 @@
+import { expect } from 'chai';
+import { readFile } from 'node:fs/promises';
+import { fileURLToPath } from 'node:url';
+
+// What can be checked of the chart without helm: the CRD copy, the values'
+// documentation, and that the schema knows every value. Rendering, the API
+// server's acceptance and RBAC are checked on the test cluster
+// (test/charts/chart.cluster.test.ts).
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+
+describe('chart: charts/fnhost without helm', () => {
+  it('carries exactly the CRD of crds/ (run `make chart-crd` after changing it)', async () => {
+    const source = await readFile(`${ROOT}crds/fnhost.dev_functions.yaml`, 'utf8');
+    const copy = await readFile(`${ROOT}charts/fnhost/crds/fnhost.dev_functions.yaml`, 'utf8');
+    expect(copy === source, 'charts/fnhost/crds/fnhost.dev_functions.yaml differs from crds/fnhost.dev_functions.yaml: run make chart-crd').to.equal(true);
+  });
+
+  it('documents every setting of values.yaml with a comment above it (free-form Kubernetes blocks aside)', async () => {
+    const lines = (await readFile(`${ROOT}charts/fnhost/values.yaml`, 'utf8')).split('\n');
+    const freeForm = new Set(['resources', 'probes', 'image']);
+    const parents: Array<{ indent: number; key: string }> = [];
+    const undocumented: string[] = [];
+    lines.forEach((line, i) => {
+      const m = /^(\s*)([A-Za-z][\w]*):/.exec(line);
+      if (m === null) return;
+      const indent = m[1]!.length;
+      while (parents.length > 0 && parents[parents.length - 1]!.indent >= indent) parents.pop();
+      const path = [...parents.map((p) => p.key), m[2]!].join('.');
+      const inFreeForm = parents.some((p) => freeForm.has(p.key));
+      parents.push({ indent, key: m[2]! });
+      if (inFreeForm) return;
+      let j = i - 1;
+      while (j >= 0 && lines[j]!.trim() === '') j--;
+      if (j < 0 || !lines[j]!.trim().startsWith('#')) undocumented.push(`${path} (line ${i + 1})`);
+    });
+    expect(undocumented).to.deep.equal([]);
+  });
+
+  it('has a schema that names every top-level and component value, and refuses unknown ones', async () => {
+    const schema = JSON.parse(await readFile(`${ROOT}charts/fnhost/values.schema.json`, 'utf8'));
+    const yaml = (await import('js-yaml')) as unknown as { load(text: string): unknown };
+    const values = yaml.load(await readFile(`${ROOT}charts/fnhost/values.yaml`, 'utf8')) as Record<string, unknown>;
+    expect(schema.additionalProperties).to.equal(false);
+    for (const [key, value] of Object.entries(values)) {
+      expect(schema.properties, `schema of ${key}`).to.have.property(key);
+      if (value !== null && typeof value === 'object' && !Array.isArray(value) && schema.properties[key].properties) {
+        for (const sub of Object.keys(value)) expect(schema.properties[key].properties, `schema of ${key}.${sub}`).to.have.property(sub);
+      }
+    }
+  });
+});
