@@ -195,6 +195,9 @@ function statusSchema() {
       url: { type: 'string', description: 'Where the function is invoked.' },
       observedGeneration: { type: 'integer', format: 'int64' },
       conditions: { type: 'array', 'x-kubernetes-list-type': 'map', 'x-kubernetes-list-map-keys': ['type'], items: condition },
+      // Written by the gateway (field manager fnhost-gateway), at most once per function per interval.
+      lastInvocationTime: { type: 'string', format: 'date-time', description: 'When the function was last invoked (written by the gateway, batched).' },
+      errorRate: { type: 'string', maxLength: 16, description: 'Share of executions with status >= 400 in the last interval that had any, such as 5% (written by the gateway).' },
     },
   };
 }
@@ -224,6 +227,8 @@ export function functionCrd() {
             { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },
             { name: 'Reason', type: 'string', priority: 1, jsonPath: '.status.conditions[?(@.type=="Ready")].reason' },
             { name: 'Function ID', type: 'string', priority: 1, jsonPath: '.status.functionId' },
+            { name: 'Last Invocation', type: 'date', priority: 1, jsonPath: '.status.lastInvocationTime' },
+            { name: 'Errors', type: 'string', priority: 1, jsonPath: '.status.errorRate' },
           ],
           schema: {
             openAPIV3Schema: {

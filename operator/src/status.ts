@@ -27,6 +27,9 @@ export function desiredStatus(
   };
   const others = (current?.conditions ?? []).filter((c) => c.type !== 'Ready');
   return {
+    // Fields other writers own (the gateway's lastInvocationTime and errorRate) are kept,
+    // so that they never make the status look changed to the operator.
+    ...current,
     functionId: next.functionId,
     url: next.url,
     observedGeneration: next.generation,

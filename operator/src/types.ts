@@ -89,6 +89,9 @@ export interface FunctionStatus {
   url?: string;
   observedGeneration?: number;
   conditions?: Condition[];
+  /** Written by the gateway (invocation feedback). */
+  lastInvocationTime?: string;
+  errorRate?: string;
 }
 
 export interface FunctionResource {
