@@ -14,6 +14,10 @@ export const FINALIZER = 'fnhost.dev/execution-logs';
 export const MANAGED_BY = 'fnhost-operator';
 export const LABEL_FUNCTION = 'fnhost.dev/function';
 export const LABEL_FUNCTION_ID = 'fnhost.dev/function-id';
+/** Which pods of a Function: `runtime` (the Deployment's) or `schedule` (the CronJob's job pods). */
+export const LABEL_ROLE = 'fnhost.dev/role';
+export const ROLE_RUNTIME = 'runtime';
+export const ROLE_SCHEDULE = 'schedule';
 export const ANNOTATION_CONFIG_HASH = 'fnhost.dev/config-hash';
 export const MAX_CRONJOB_NAME_LENGTH = 52;
 
@@ -92,4 +96,14 @@ export function labelsFor(fn: FunctionResource): Record<string, string> {
 /** The Deployment's selector: only the name, because a selector cannot change later. */
 export function selectorFor(fn: FunctionResource): Record<string, string> {
   return { 'app.kubernetes.io/managed-by': MANAGED_BY, [LABEL_FUNCTION]: fn.metadata.name };
+}
+
+/**
+ * The Service's selector: the runtime pods only. The CronJob's job pods carry
+ * the same name labels (they match selectorFor, though no ReplicaSet adopts
+ * them: a Job owns them), and a running job pod is Ready, so without the role
+ * the Service (and its EndpointSlices) would send invocations to it.
+ */
+export function runtimePodSelector(fn: FunctionResource): Record<string, string> {
+  return { ...selectorFor(fn), [LABEL_ROLE]: ROLE_RUNTIME };
 }

@@ -3,7 +3,7 @@ import type { Clock } from './clock.ts';
 import { KubeApiError, KubeClient, paths } from './kube.ts';
 import type { LogCleaner } from './logcleaner.ts';
 import type { Logger } from './log.ts';
-import { FIELD_MANAGER, FINALIZER, LABEL_FUNCTION, functionIdOf, ownedNames, splitKey } from './names.ts';
+import { FIELD_MANAGER, FINALIZER, LABEL_FUNCTION, LABEL_ROLE, ROLE_RUNTIME, functionIdOf, ownedNames, splitKey } from './names.ts';
 import { desiredStatus, statusChanged } from './status.ts';
 import type { ReadyInput } from './status.ts';
 import type { FunctionResource, KubeObject, Settings } from './types.ts';
@@ -171,7 +171,7 @@ export class Reconciler {
   /** The most telling reason a runtime pod is not ready: a missing image, a crash, a code load error. */
   async #podProblem(fn: FunctionResource): Promise<ReadyInput | null> {
     const ns = fn.metadata.namespace!;
-    const pods = await this.#d.client.request<{ items: any[] }>('GET', paths.pods(ns), { query: { labelSelector: `${LABEL_FUNCTION}=${fn.metadata.name}` } });
+    const pods = await this.#d.client.request<{ items: any[] }>('GET', paths.pods(ns), { query: { labelSelector: `${LABEL_FUNCTION}=${fn.metadata.name},${LABEL_ROLE}=${ROLE_RUNTIME}` } });
     for (const pod of pods.items ?? []) {
       for (const cs of pod.status?.containerStatuses ?? []) {
         const waiting = cs.state?.waiting;

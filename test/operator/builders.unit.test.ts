@@ -114,8 +114,21 @@ describe('operator builders', () => {
 
   it('the Service selects the runtime pods on port 80 → the named port http', () => {
     const svc: any = serviceFor(fnResource());
-    expect(svc.spec.selector).to.deep.equal({ 'app.kubernetes.io/managed-by': 'fnhost-operator', 'fnhost.dev/function': 'hello' });
+    expect(svc.spec.selector).to.deep.equal({ 'app.kubernetes.io/managed-by': 'fnhost-operator', 'fnhost.dev/function': 'hello', 'fnhost.dev/role': 'runtime' });
     expect(svc.spec.ports).to.deep.equal([{ name: 'http', port: 80, targetPort: 'http', protocol: 'TCP' }]);
+  });
+
+  it('the Service selects the runtime pods and never the CronJob job pods', () => {
+    const fn = fnResource({ schedule: { cron: '* * * * *' } });
+    const selector: Record<string, string> = (serviceFor(fn) as any).spec.selector;
+    const matches = (labels: Record<string, string>) => Object.entries(selector).every(([k, v]) => labels[k] === v);
+    const runtimeLabels = (deploymentFor(fn, settings) as any).spec.template.metadata.labels;
+    const jobLabels = (cronJobFor(fn, settings) as any).spec.jobTemplate.spec.template.metadata.labels;
+    expect(matches(runtimeLabels)).to.equal(true);
+    expect(matches(jobLabels)).to.equal(false);
+    // The Deployment's selector (immutable) still matches its own pods.
+    const depSelector: Record<string, string> = (deploymentFor(fn, settings) as any).spec.selector.matchLabels;
+    expect(Object.entries(depSelector).every(([k, v]) => runtimeLabels[k] === v)).to.equal(true);
   });
 
   it('no schedule: no CronJob', () => {

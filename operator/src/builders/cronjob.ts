@@ -1,4 +1,4 @@
-import { ownedNames } from '../names.ts';
+import { LABEL_ROLE, ownedNames, ROLE_SCHEDULE } from '../names.ts';
 import type { FunctionResource, KubeObject, Settings } from '../types.ts';
 import { containerSecurityContext, effectiveSpec, ownedMeta, podSecurityContext } from './common.ts';
 import { SCHEDULE_TOKEN_KEY } from './secret.ts';
@@ -46,7 +46,7 @@ export function cronJobFor(fn: FunctionResource, settings: Settings): KubeObject
           activeDeadlineSeconds: e.timeoutSeconds + 60,
           ttlSecondsAfterFinished: 3600,
           template: {
-            metadata: { labels: { ...ownedMeta(fn, names.cronJob).labels, 'fnhost.dev/role': 'schedule' } },
+            metadata: { labels: { ...ownedMeta(fn, names.cronJob).labels, [LABEL_ROLE]: ROLE_SCHEDULE } },
             spec: {
               restartPolicy: 'Never',
               automountServiceAccountToken: false,

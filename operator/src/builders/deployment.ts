@@ -1,4 +1,4 @@
-import { ownedNames, selectorFor, ANNOTATION_CONFIG_HASH } from '../names.ts';
+import { ownedNames, selectorFor, ANNOTATION_CONFIG_HASH, LABEL_ROLE, ROLE_RUNTIME } from '../names.ts';
 import type { FunctionResource, KubeObject, Settings } from '../types.ts';
 import { configHash, containerSecurityContext, effectiveSpec, ownedMeta, podSecurityContext } from './common.ts';
 import { CODE_FILE_NAME } from './configmap.ts';
@@ -49,7 +49,7 @@ export function deploymentFor(fn: FunctionResource, settings: Settings): KubeObj
       strategy: { type: 'RollingUpdate', rollingUpdate: { maxUnavailable: 0, maxSurge: 1 } },
       template: {
         metadata: {
-          labels: meta.labels,
+          labels: { ...meta.labels, [LABEL_ROLE]: ROLE_RUNTIME },
           annotations: { [ANNOTATION_CONFIG_HASH]: configHash(fn, settings) },
         },
         spec: {

@@ -1,4 +1,4 @@
-import { ownedNames, selectorFor } from '../names.ts';
+import { ownedNames, runtimePodSelector } from '../names.ts';
 import type { FunctionResource, KubeObject } from '../types.ts';
 import { ownedMeta } from './common.ts';
 
@@ -11,7 +11,7 @@ export function serviceFor(fn: FunctionResource): KubeObject {
     metadata: ownedMeta(fn, ownedNames(fn.metadata.name).service),
     spec: {
       type: 'ClusterIP',
-      selector: selectorFor(fn),
+      selector: runtimePodSelector(fn),
       ports: [{ name: 'http', port: SERVICE_PORT, targetPort: 'http', protocol: 'TCP' }],
     },
   };
