@@ -6,7 +6,10 @@ import { startHttpServer } from './http.ts';
 import { KubeClient } from './kube.ts';
 import { LeaderElector } from './leader.ts';
 import { jsonLogger } from './log.ts';
-import { NoopLogCleaner } from './logcleaner.ts';
+import { openMongoStores } from '@fnhost/core/store/mongo/index.ts';
+import type { Stores } from '@fnhost/core';
+import { NoopLogCleaner, StoreLogCleaner } from './logcleaner.ts';
+import type { LogCleaner } from './logcleaner.ts';
 import { Metrics } from './metrics.ts';
 import { Reconciler } from './reconciler.ts';
 import { SettingsError, loadSettings } from './settings.ts';
@@ -38,7 +41,15 @@ async function main(): Promise<void> {
     },
   });
   metrics.gauge('fnhost_operator_api_inflight', 'API requests in flight.', () => client.inFlight);
-  const logCleaner = new NoopLogCleaner();
+  // The finalizer's cleanup: a deleted Function's execution logs and counter
+  // in the platform's MongoDB (the gateway's MONGODB_URL); without it, nothing
+  // outside the cluster is cleaned (NoopLogCleaner, for clusters without a store).
+  let stores: Stores | undefined;
+  let logCleaner: LogCleaner = new NoopLogCleaner();
+  if (process.env.MONGODB_URL) {
+    stores = await openMongoStores({ url: process.env.MONGODB_URL });
+    logCleaner = new StoreLogCleaner(stores.logs, stores.counters);
+  }
   const reconciler = new Reconciler({ client, settings, codeChecker: makeCodeChecker(), logCleaner, clock: systemClock, log });
   const controller = new Controller({ client, reconciler, clock: systemClock, log, metrics, workers: settings.workers, watchNamespace: settings.watchNamespace });
   const elector = new LeaderElector(
@@ -74,6 +85,7 @@ async function main(): Promise<void> {
     log.info('stopping', { signal });
     await controller.stop().catch(() => {});
     await elector.release();
+    await stores?.close().catch(() => {});
     server.close();
     process.exit(code);
   };
