@@ -1,11 +1,17 @@
 import { expect } from 'chai';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { derivedFunctionId } from '../../operator/src/names.ts';
 import { getCluster, makeKubectl, metric, ROOT, startOperator, uniqueName, waitFor } from './harness.ts';
 import type { ClusterAccess, OperatorProcess } from './harness.ts';
 
 // The CRD and the operator against a real API server. Each run works in a
 // namespace of its own, with its own Lease, and watches only that namespace.
+// The operators run with exactly the permissions of operator/deploy/rbac.yaml
+// (its rules bound to a ServiceAccount of the test's namespace), so a change
+// that needs a new permission fails here, not in a user's cluster;
+// FNHOST_TEST_OPERATOR_KUBECONFIG runs them with other credentials instead.
 
 const TOKEN_KEY = 'cluster-test-token-key-0123456789abcdef';
 const CODE_V1 = 'export default async function (req, res) { res.json({ v: 1, greeting: process.env.GREETING }) }\n';
@@ -20,6 +26,9 @@ describe('Function CRD and operator (real API server)', function () {
   let leaseNs: string;
   const operators: OperatorProcess[] = [];
   let hasControllers = false;
+  let operatorKubeconfig = '';
+  let rbacDir = '';
+  const clusterScoped: string[] = [];
 
   const getJson = async (args: string[]) => {
     const r = await kubectl([...args, '-n', ns, '-o', 'json']);
@@ -44,6 +53,7 @@ describe('Function CRD and operator (real API server)', function () {
     FNHOST_PUBLIC_URL: 'https://fn.test.example',
     FNHOST_MAX_TIMEOUT_SECONDS: '120',
     FNHOST_IMAGE_PULL_POLICY: 'IfNotPresent',
+    KUBECONFIG: operatorKubeconfig,
     ...extra,
   });
   const launch = (extra: Record<string, string> = {}) => {
@@ -60,14 +70,57 @@ describe('Function CRD and operator (real API server)', function () {
     expect(crd.code, crd.stderr).to.equal(0);
     await waitFor('the CRD to be established', async () => (await kubectl(['wait', '--for=condition=Established', '--timeout=30s', 'crd/functions.fnhost.dev'])).code === 0, 60_000);
     ns = uniqueName('fnop');
-    // With FNHOST_TEST_LEASE_NAMESPACE the Lease is the one operator/deploy/rbac.yaml allows.
+    // The Lease operator/deploy/rbac.yaml allows (by name), in the test's namespace
+    // or in FNHOST_TEST_LEASE_NAMESPACE for the credentials given from outside.
     leaseNs = process.env.FNHOST_TEST_LEASE_NAMESPACE || ns;
-    leaseName = process.env.FNHOST_TEST_LEASE_NAMESPACE ? 'fnhost-operator' : uniqueName('lease');
+    leaseName = 'fnhost-operator';
     const created = await kubectl(['create', 'namespace', ns]);
     expect(created.code, created.stderr).to.equal(0);
+    operatorKubeconfig = process.env.FNHOST_TEST_OPERATOR_KUBECONFIG || (await leastPrivilegeKubeconfig());
     // The namespace's default ServiceAccount appears only with kube-controller-manager.
     hasControllers = (await waitFor('the default service account', async () => (await kubectl(['get', 'sa', 'default', '-n', ns])).code === 0, 8_000).catch(() => false)) === true;
   });
+
+  /** A kubeconfig with the token of a ServiceAccount bound to the rules of operator/deploy/rbac.yaml, moved to the test's namespace. */
+  async function leastPrivilegeKubeconfig(): Promise<string> {
+    const parsed = await kubectl(['create', '--dry-run=client', '-o', 'json', '-f', `${ROOT}operator/deploy/rbac.yaml`]);
+    expect(parsed.code, parsed.stderr).to.equal(0);
+    // One pretty-printed object per document: each starts with "{" and ends with "}" on a line of its own.
+    const items: any[] = parsed.stdout.split(/^}$/m).filter((t) => t.trim()).map((t) => JSON.parse(`${t}}`));
+    const clusterName = `fnhost-operator-${ns}`;
+    for (const o of items) {
+      if (o.kind === 'ClusterRole' || o.kind === 'ClusterRoleBinding') {
+        o.metadata.name = clusterName;
+        clusterScoped.push(`${o.kind.toLowerCase()}/${clusterName}`);
+      } else {
+        o.metadata.namespace = ns;
+      }
+      if (o.roleRef?.kind === 'ClusterRole') o.roleRef.name = clusterName;
+      for (const subject of o.subjects ?? []) subject.namespace = ns;
+    }
+    expect(items.map((o) => o.kind).sort()).to.deep.equal(['ClusterRole', 'ClusterRoleBinding', 'Role', 'RoleBinding', 'ServiceAccount']);
+    const applied = await kubectl(['apply', '-f', '-'], JSON.stringify({ apiVersion: 'v1', kind: 'List', items }));
+    expect(applied.code, applied.stderr).to.equal(0);
+    const sa = items.find((o) => o.kind === 'ServiceAccount').metadata.name;
+    const token = await kubectl(['create', 'token', sa, '-n', ns, '--duration=2h']);
+    expect(token.code, token.stderr).to.equal(0);
+    const view = JSON.parse((await kubectl(['config', 'view', '--raw', '--minify', '-o', 'json'])).stdout);
+    const config = {
+      apiVersion: 'v1',
+      kind: 'Config',
+      clusters: view.clusters,
+      users: [{ name: sa, user: { token: token.stdout.trim() } }],
+      contexts: [{ name: sa, context: { cluster: view.clusters[0].name, user: sa, namespace: ns } }],
+      'current-context': sa,
+    };
+    rbacDir = mkdtempSync(join(tmpdir(), 'fnhost-rbac-'));
+    const path = join(rbacDir, 'kubeconfig');
+    writeFileSync(path, JSON.stringify(config), { mode: 0o600 });
+    // The token works and is what rbac.yaml allows: it may not list Secrets, for example.
+    const canI = await kubectl(['--kubeconfig', path, 'auth', 'can-i', 'list', 'secrets', '-n', ns]);
+    expect(canI.stdout.trim()).to.equal('no');
+    return path;
+  }
 
   after(async () => {
     await Promise.all(operators.map((op) => op.stop()));
@@ -79,6 +132,8 @@ describe('Function CRD and operator (real API server)', function () {
       }
       await kubectl(['delete', 'namespace', ns, '--wait=false']);
     }
+    for (const obj of clusterScoped) await kubectl(['delete', obj, '--ignore-not-found']);
+    if (rbacDir) rmSync(rbacDir, { recursive: true, force: true });
   });
 
   describe('schema validation (no operator involved)', () => {
@@ -311,7 +366,9 @@ describe('Function CRD and operator (real API server)', function () {
       expect(op.logs.some((l) => l.msg === 'execution logs cleaned' && l.function === `${ns}/${name}`)).to.equal(true);
       if (hasControllers) {
         await waitFor('owned objects to be garbage collected', async () => {
-          const left = await Promise.all([tryGet('configmap', `fn-${name}-code`), tryGet('deployment', `fn-${name}`), tryGet('cronjob', `fn-${name}-cron`), tryGet('service', `fn-${name}`)]);
+          const left = await Promise.all([
+            tryGet('configmap', `fn-${name}-code`), tryGet('secret', `fn-${name}-tokens`), tryGet('deployment', `fn-${name}`), tryGet('cronjob', `fn-${name}-cron`), tryGet('service', `fn-${name}`),
+          ]);
           return left.every((o) => o === null);
         }, 60_000);
       }

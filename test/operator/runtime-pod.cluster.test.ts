@@ -7,16 +7,33 @@ import { getCluster, makeKubectl, ROOT, startOperator, uniqueName, waitFor } fro
 import type { ClusterAccess, OperatorProcess } from './harness.ts';
 
 // The operator's objects running on the node: the runtime pod answers over
-// its Service, an env edit reaches the running pod, and the CronJob's job pod
-// calls the gateway's invocation path with the schedule token. Needs a Ready
-// node with the runtime image (localhost/fnhost-runtime:dev) imported, which
-// the cluster harness provides. Pods reach this test's stand-in gateway on the
-// host at the CNI bridge's address (the harness's dnsServer, or FNHOST_TEST_HOST_IP).
+// its Service; a timeout or a heap exhaustion does not restart its container;
+// a kernel OOM kill shows as OOMKilled in the pod status; edits of code, env
+// and active reach the running pods; and the CronJob's job pod calls the
+// gateway's invocation path with the schedule token. Needs a Ready node with
+// the runtime image (localhost/fnhost-runtime:dev) imported, which the cluster
+// harness provides. Pods reach this test's stand-in gateway on the host at
+// the CNI bridge's address (the harness's dnsServer, or FNHOST_TEST_HOST_IP).
+//
+// The scheduled Function is created first, in before(): its CronJob fires at
+// the next minute boundary while the other tests run, and the last test only
+// checks what the job did (one CronJob wait for the whole file).
 
 const TOKEN_KEY = 'runtime-pod-test-token-key-0123456789abcdef';
-/** The harness imports the runtime image under this name; another Node image serves for the CronJob test alone. */
+/** The harness imports the runtime image under this name. */
 const RUNTIME_IMAGE = process.env.FNHOST_TEST_RUNTIME_IMAGE ?? 'localhost/fnhost-runtime:dev';
-const CODE = 'export default async function (req, res) { res.json({ greeting: process.env.GREETING, path: req.path }) }\n';
+/** The issue's bound: after a timeout or a heap exhaustion the pod serves again within a second. */
+const SERVES_AGAIN_MS = 1000;
+
+const codeOf = (version: number) => `
+export default async function (req, res) {
+  if (req.path === '/spin') { for (;;) {} }
+  if (req.path === '/heap') { const keep = []; for (;;) keep.push(new Array(100000).fill(keep.length)); }
+  if (req.path === '/rss') { const keep = []; for (;;) { keep.push(Buffer.alloc(8 << 20, 1)); await new Promise((r) => setTimeout(r, 5)); } }
+  res.json({ version: ${version}, greeting: process.env.GREETING, path: req.path });
+}
+`;
+const TICKER_CODE = 'export default async function (req, res) { res.json({ ok: true }) }\n';
 
 describe('Function pods on the node (real cluster)', function () {
   this.timeout(300_000);
@@ -25,14 +42,46 @@ describe('Function pods on the node (real cluster)', function () {
   let ns: string;
   let op: OperatorProcess;
   let gateway: Server;
-  const invocations: Array<{ method: string; url: string; headers: IncomingHttpHeaders }> = [];
+  let scheduleToken = '';
+  const invocations: Array<{ method: string; url: string; headers: IncomingHttpHeaders; at: number }> = [];
 
   const getJson = async (args: string[]) => {
     const r = await kubectl([...args, '-n', ns, '-o', 'json']);
     if (r.code !== 0) throw new Error(r.stderr);
     return JSON.parse(r.stdout);
   };
+  const patchFn = async (name: string, spec: object) => {
+    const r = await kubectl(['patch', 'fn', name, '-n', ns, '--type=merge', '-p', JSON.stringify({ spec })]);
+    expect(r.code, r.stderr).to.equal(0);
+  };
   const readyOf = (fn: any) => (fn?.status?.conditions ?? []).find((c: any) => c.type === 'Ready');
+  const runningPods = async (fn: string) =>
+    (await getJson(['get', 'pods', '-l', `fnhost.dev/function=${fn}`])).items.filter((p: any) => p.status.phase === 'Running' && !p.metadata.deletionTimestamp);
+  const waitReady = async (name: string, timeoutMs = 180_000) =>
+    waitFor(`${name} Ready=True at its generation`, async () => {
+      const f = await getJson(['get', 'fn', name]);
+      return readyOf(f)?.status === 'True' && f.status.observedGeneration === f.metadata.generation ? f : null;
+    }, timeoutMs, 1000).catch(async (err) => {
+      const f = await getJson(['get', 'fn', name]).catch(() => null);
+      throw new Error(`${(err as Error).message}; Ready is ${JSON.stringify(readyOf(f))}`);
+    });
+
+  let clusterIp = '';
+  const call = async (path: string, timeoutMs = 10_000) => {
+    const res = await fetch(`http://${clusterIp}:80${path}`, { signal: AbortSignal.timeout(timeoutMs) });
+    const text = await res.text();
+    let body: any = text;
+    try {
+      body = JSON.parse(text);
+    } catch {}
+    return { status: res.status, kind: res.headers.get('x-fnhost-error-kind'), body };
+  };
+  /** Calls /hi until it answers 200; returns how long that took. */
+  const msUntilServing = async () => {
+    const t0 = performance.now();
+    await waitFor('an answer 200', async () => (await call('/hi', 5000).catch(() => null))?.status === 200, 30_000, 20);
+    return performance.now() - t0;
+  };
 
   before(async () => {
     cluster = await getCluster();
@@ -45,7 +94,7 @@ describe('Function pods on the node (real cluster)', function () {
     ns = uniqueName('fnpod');
     expect((await kubectl(['create', 'namespace', ns])).code).to.equal(0);
     gateway = createServer((req, res) => {
-      invocations.push({ method: req.method ?? '', url: req.url ?? '', headers: req.headers });
+      invocations.push({ method: req.method ?? '', url: req.url ?? '', headers: req.headers, at: Date.now() });
       req.resume();
       res.writeHead(200, { 'content-type': 'application/json' }).end('{"ok":true}');
     });
@@ -59,6 +108,15 @@ describe('Function pods on the node (real cluster)', function () {
       FNHOST_RUNTIME_IMAGE: RUNTIME_IMAGE,
     });
     await op.port;
+    // The scheduled Function first: its CronJob fires during the other tests.
+    const ticker = {
+      apiVersion: 'fnhost.dev/v1alpha1',
+      kind: 'Function',
+      metadata: { name: 'ticker', namespace: ns },
+      spec: { code: TICKER_CODE, timeoutSeconds: 5, memoryMiB: 64, replicas: 0, schedule: { cron: '* * * * *' } },
+    };
+    const applied = await kubectl(['apply', '-f', '-'], JSON.stringify(ticker));
+    expect(applied.code, applied.stderr).to.equal(0);
   });
 
   after(async () => {
@@ -69,17 +127,98 @@ describe('Function pods on the node (real cluster)', function () {
     if (kubectl && ns) await kubectl(['delete', 'namespace', ns, '--wait=false']);
   });
 
-  it('a scheduled function\'s CronJob fires a job pod that calls the gateway with the schedule token', async () => {
+  it('runs the runtime image non-root with a read-only root filesystem and answers over its Service', async () => {
     const manifest = {
       apiVersion: 'fnhost.dev/v1alpha1',
       kind: 'Function',
-      metadata: { name: 'ticker', namespace: ns },
-      spec: { code: CODE, timeoutSeconds: 5, memoryMiB: 64, replicas: 0, schedule: { cron: '* * * * *' } },
+      metadata: { name: 'greeter', namespace: ns },
+      spec: { code: codeOf(1), env: [{ name: 'GREETING', value: 'hello' }], timeoutSeconds: 2, memoryMiB: 64 },
     };
-    expect((await kubectl(['apply', '-f', '-'], JSON.stringify(manifest))).code).to.equal(0);
-    const secret = await waitFor('the token Secret', async () => (await kubectl(['get', 'secret', 'fn-ticker-tokens', '-n', ns, '-o', 'json'])).stdout || null);
-    const scheduleToken = Buffer.from(JSON.parse(secret).data['schedule-token'], 'base64').toString();
-    // The next minute boundary plus the job pod's start.
+    const r = await kubectl(['apply', '-f', '-'], JSON.stringify(manifest));
+    expect(r.code, r.stderr).to.equal(0);
+    const fn = await waitReady('greeter');
+    expect(readyOf(fn).reason).to.equal('Available');
+
+    const [pod] = await runningPods('greeter');
+    expect(pod.spec.containers[0].image).to.equal(RUNTIME_IMAGE);
+    expect(pod.status.containerStatuses[0].ready).to.equal(true);
+    expect(pod.spec.securityContext.runAsNonRoot).to.equal(true);
+    expect(pod.spec.containers[0].securityContext.readOnlyRootFilesystem).to.equal(true);
+    expect(pod.spec.containers[0].resources.limits.memory).to.equal('160Mi');
+
+    clusterIp = (await getJson(['get', 'service', 'fn-greeter'])).spec.clusterIP;
+    const first = await waitFor('an answer over the Service', () => call('/hi').catch(() => null), 60_000, 500);
+    expect(first.status).to.equal(200);
+    expect(first.body).to.deep.equal({ version: 1, greeting: 'hello', path: '/hi' });
+  });
+
+  it('a timeout and a heap exhaustion do not restart the container: the pod stays Running and serves again within a second', async () => {
+    const [before] = await runningPods('greeter');
+    const restartsBefore = before.status.containerStatuses[0].restartCount;
+
+    const spin = await call('/spin');
+    expect(spin.status).to.equal(504);
+    expect(spin.kind).to.equal('timeout');
+    const afterTimeout = await msUntilServing();
+
+    const heap = await call('/heap', 30_000);
+    expect(heap.status).to.equal(502);
+    expect(heap.kind).to.equal('out_of_memory');
+    const afterOom = await msUntilServing();
+    console.log(`      serving again ${Math.round(afterTimeout)} ms after a timeout, ${Math.round(afterOom)} ms after a heap exhaustion`);
+    expect(afterTimeout).to.be.below(SERVES_AGAIN_MS);
+    expect(afterOom).to.be.below(SERVES_AGAIN_MS);
+
+    const [pod] = await runningPods('greeter');
+    expect(pod.metadata.name).to.equal(before.metadata.name);
+    const cs = pod.status.containerStatuses[0];
+    expect(cs.restartCount, JSON.stringify(cs.lastState)).to.equal(restartsBefore);
+    expect(cs.state.running).to.be.an('object');
+    expect(cs.ready).to.equal(true);
+    expect(readyOf(await getJson(['get', 'fn', 'greeter'])).status).to.equal('True');
+  });
+
+  it('memory outside the heap past the container limit is OOMKilled by the kernel, shown in the pod status, and the pod serves again', async () => {
+    const [before] = await runningPods('greeter');
+    const restartsBefore = before.status.containerStatuses[0].restartCount;
+    // The connection drops when the kernel kills the container.
+    const res = await call('/rss', 60_000).catch((err: Error) => err);
+    expect(res instanceof Error || res.status >= 500, JSON.stringify(res)).to.equal(true);
+    const killed = await waitFor('OOMKilled in the pod status', async () => {
+      const p = (await getJson(['get', 'pod', before.metadata.name])).status.containerStatuses[0];
+      return p.restartCount > restartsBefore && p.lastState?.terminated?.reason === 'OOMKilled' ? p : null;
+    }, 60_000, 500);
+    expect(killed.lastState.terminated.exitCode).to.equal(137);
+    await waitFor('the restarted container to serve', async () => (await call('/hi', 5000).catch(() => null))?.status === 200, 120_000, 500);
+    await waitReady('greeter', 120_000);
+  });
+
+  it('edits of code, env and active with kubectl reach the running pods', async () => {
+    await patchFn('greeter', { code: codeOf(2) });
+    await waitFor('the rolled pod to answer with the new code', async () => (await call('/hi', 5000).catch(() => null))?.body?.version === 2, 180_000, 1000);
+
+    await patchFn('greeter', { env: [{ name: 'GREETING', value: 'bonjour' }] });
+    await waitFor('the rolled pod to answer with the new env', async () => (await call('/hi', 5000).catch(() => null))?.body?.greeting === 'bonjour', 180_000, 1000);
+    await waitReady('greeter');
+
+    await patchFn('greeter', { active: false });
+    await waitFor('no runtime pod left', async () => (await getJson(['get', 'pods', '-l', 'fnhost.dev/function=greeter'])).items.length === 0, 120_000, 1000);
+    const inactive = await waitReady('greeter');
+    expect(readyOf(inactive).reason).to.equal('Inactive');
+    expect((await getJson(['get', 'deployment', 'fn-greeter'])).spec.replicas).to.equal(0);
+    expect(await call('/hi', 2000).catch(() => null)).to.equal(null);
+
+    await patchFn('greeter', { active: true });
+    const active = await waitReady('greeter');
+    expect(readyOf(active).reason).to.equal('Available');
+    const back = await waitFor('an answer after reactivation', () => call('/hi', 5000).catch(() => null), 60_000, 500);
+    expect(back.body).to.deep.equal({ version: 2, greeting: 'bonjour', path: '/hi' });
+  });
+
+  it("a scheduled function's CronJob fires a job pod that calls the gateway with the schedule token", async () => {
+    const secret = await getJson(['get', 'secret', 'fn-ticker-tokens']);
+    scheduleToken = Buffer.from(secret.data['schedule-token'], 'base64').toString();
+    // Created in before(): the next minute boundary has usually passed by now.
     const hit = await waitFor('the CronJob job to call the gateway', async () => invocations.find((i) => i.url === `/invoke/${derivedFunctionId(ns, 'ticker')}`), 150_000, 1000);
     expect(hit.headers['x-fnhost-schedule-token']).to.equal(scheduleToken);
     expect(hit.method).to.equal('POST');
@@ -87,44 +226,17 @@ describe('Function pods on the node (real cluster)', function () {
       const jobs = await getJson(['get', 'jobs', '-l', 'fnhost.dev/function=ticker']);
       return jobs.items.some((j: any) => (j.status.succeeded ?? 0) >= 1);
     }, 60_000, 1000);
-    await kubectl(['patch', 'fn', 'ticker', '-n', ns, '--type=merge', '-p', '{"spec":{"schedule":{"cron":"* * * * *","suspend":true}}}']);
-  });
-
-  it('runs the runtime image, answers over its Service and follows an env edit', async () => {
-    const manifest = {
-      apiVersion: 'fnhost.dev/v1alpha1',
-      kind: 'Function',
-      metadata: { name: 'greeter', namespace: ns },
-      spec: { code: CODE, env: [{ name: 'GREETING', value: 'hello' }], timeoutSeconds: 5, memoryMiB: 64 },
-    };
-    expect((await kubectl(['apply', '-f', '-'], JSON.stringify(manifest))).code).to.equal(0);
-    const fn = await waitFor('Ready=True', async () => {
-      const f = await getJson(['get', 'fn', 'greeter']);
-      return readyOf(f)?.status === 'True' ? f : null;
-    }, 180_000, 1000).catch(async (err) => {
-      const f = await getJson(['get', 'fn', 'greeter']);
-      throw new Error(`${(err as Error).message}; Ready is ${JSON.stringify(readyOf(f))}`);
-    });
-    expect(readyOf(fn).reason).to.equal('Available');
-
-    const pods = await getJson(['get', 'pods', '-l', 'fnhost.dev/function=greeter']);
-    const pod = pods.items.find((p: any) => p.status.phase === 'Running');
-    expect(pod.spec.containers[0].image).to.equal(RUNTIME_IMAGE);
-    expect(pod.status.containerStatuses[0].ready).to.equal(true);
-
-    const svc = await getJson(['get', 'service', 'fn-greeter']);
-    const call = async () => {
-      const res = await fetch(`http://${svc.spec.clusterIP}:80/hi`, { signal: AbortSignal.timeout(5000) });
-      return { status: res.status, body: await res.json() };
-    };
-    const first = await waitFor('an answer over the Service', call, 60_000, 500);
-    expect(first.status).to.equal(200);
-    expect(first.body.greeting).to.equal('hello');
-
-    expect((await kubectl(['patch', 'fn', 'greeter', '-n', ns, '--type=merge', '-p', '{"spec":{"env":[{"name":"GREETING","value":"bonjour"}]}}'])).code).to.equal(0);
-    await waitFor('the rolled pod to answer with the new env', async () => {
-      const r = await call().catch(() => null);
-      return r?.body.greeting === 'bonjour';
-    }, 180_000, 1000);
+    const jobPods = await getJson(['get', 'pods', '-l', 'fnhost.dev/function=ticker']);
+    const jobPod = jobPods.items.find((p: any) => p.status.phase === 'Succeeded');
+    expect(jobPod, 'a Succeeded job pod').to.be.an('object');
+    expect(jobPod.spec.securityContext.runAsNonRoot).to.equal(true);
+    expect(jobPod.spec.automountServiceAccountToken).to.equal(false);
+    // The Service never selects a job pod (it is Ready while it runs): only the runtime pods.
+    const selector = (await getJson(['get', 'service', 'fn-ticker'])).spec.selector as Record<string, string>;
+    const selected = await getJson(['get', 'pods', '-l', Object.entries(selector).map(([k, v]) => `${k}=${v}`).join(',')]);
+    expect(selected.items.map((p: any) => p.metadata.name)).to.not.include(jobPod.metadata.name);
+    // Suspending keeps the CronJob and stops the runs.
+    await patchFn('ticker', { schedule: { cron: '* * * * *', suspend: true } });
+    await waitFor('the CronJob suspended', async () => (await getJson(['get', 'cronjob', 'fn-ticker-cron'])).spec.suspend === true);
   });
 });
