@@ -52,7 +52,7 @@ import (
 	_ "k8s.io/kubernetes/cmd/kubelet"
 )
 GO
-    (cd "$mod" && GOFLAGS=-mod=mod nice go mod tidy) >"$LOG_BUILD/go-mod-tidy.log" 2>&1 \
+    (cd "$mod" && GOFLAGS=-mod=mod timed k8s-go-mod-tidy nice go mod tidy) >"$LOG_BUILD/go-mod-tidy.log" 2>&1 \
       || die "go mod tidy failed; see $LOG_BUILD/go-mod-tidy.log"
     touch "$mod/.tidy-ok"
   fi
@@ -66,7 +66,7 @@ GO
     if [ "$b" = etcd ]; then pkgs+=(go.etcd.io/etcd/server/v3); else pkgs+=("k8s.io/kubernetes/cmd/$b"); fi
   done
   local out="$K8S_CACHE/out"; rm -rf "$out"; mkdir -p "$out"
-  (cd "$mod" && GOFLAGS=-mod=mod nice -n 10 go build -trimpath -ldflags "-s -w $ld" -o "$out/" "${pkgs[@]}") \
+  (cd "$mod" && GOFLAGS=-mod=mod timed k8s-go-build nice -n 10 go build -trimpath -ldflags "-s -w $ld" -o "$out/" "${pkgs[@]}") \
     >"$LOG_BUILD/kubernetes.log" 2>&1 || die "go build of kubernetes failed; see $LOG_BUILD/kubernetes.log"
   # go.etcd.io/etcd/server/v3 builds as "v3" (or "server"): name it etcd.
   for n in v3 server; do [ -f "$out/$n" ] && mv "$out/$n" "$out/etcd"; done

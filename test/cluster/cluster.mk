@@ -1,9 +1,11 @@
 # The real single-node Kubernetes test cluster (test/cluster/README.md).
-# Included by the root Makefile. Cluster tests are *.cluster.test.ts and run
-# only through `make test-cluster`, never in the default `make test`.
+# Included by the root Makefile. Cluster tests are *.cluster.test.ts; `make
+# test` runs them through cluster-prebuild (first: cold builds start in the
+# background and overlap the other suites) and test-cluster-ci (last: one
+# cluster for every cluster test, taken down again if make test started it).
 CLUSTER_DIR := test/cluster
 
-.PHONY: cluster-deps cluster-build cluster-up cluster-control-plane cluster-down cluster-status cluster-images test-cluster
+.PHONY: cluster-deps cluster-build cluster-up cluster-control-plane cluster-down cluster-status cluster-images test-cluster cluster-prebuild test-cluster-ci
 
 cluster-deps:
 	@$(CLUSTER_DIR)/system-deps.sh
@@ -29,5 +31,13 @@ cluster-status:
 cluster-down:
 	@$(CLUSTER_DIR)/down.sh
 
+# Developer loop: the cluster stays up afterwards (make cluster-down ends it).
 test-cluster: install cluster-up
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/mocha --config $(CLUSTER_DIR)/mocharc.cluster.json
+
+# make test: $$PPID is make itself; the background builds end if make ends first.
+cluster-prebuild:
+	@$(CLUSTER_DIR)/prebuild.sh $$PPID
+
+test-cluster-ci: install
+	@$(CLUSTER_DIR)/run-tests.sh

@@ -2,6 +2,7 @@
 # Images of the test cluster, built with buildah (no Docker engine, no
 # registry) and imported into the harness's containerd (namespace k8s.io).
 #   images.sh pause        localhost/pause:1 (the sandbox image)
+#   images.sh rootfs       only the Debian minbase rootfs of the node base (no containerd needed)
 #   images.sh node-base    localhost/node-base:24-slim (node:24-slim equivalent)
 #   images.sh runtime      localhost/fnhost-runtime:dev from runtime-image/Dockerfile
 #   images.sh all          node-base and runtime (when the Dockerfile exists)
@@ -55,6 +56,30 @@ build_pause() {
   log "image localhost/pause:1 ready"
 }
 
+# The Debian minbase rootfs of the node base (debootstrap, once per machine).
+# Needs neither containerd nor node_modules, so make test starts it early
+# (prebuild.sh); a lock keeps two callers from bootstrapping at once.
+build_rootfs() {
+  local rootfs="$IMAGE_CACHE/bookworm-minbase"
+  mkdir -p "$IMAGE_CACHE" "$LOG_BUILD"
+  exec 7>"$FNHOST_CACHE/.build-rootfs.lock"; flock 7
+  if [ ! -f "$rootfs/.done" ]; then
+    log "debootstrap --variant=minbase bookworm (once; ~1-3 min)"
+    # A debootstrap ended half-way (prebuild.sh ends it when make stops) may
+    # leave /proc or /sys mounted inside: unmount, and never cross into a mount.
+    local m
+    for m in $(awk -v d="$rootfs" 'index($5, d "/") == 1 {print $5}' /proc/self/mountinfo | sort -r); do
+      umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || true
+    done
+    rm -rf --one-file-system "$rootfs"
+    nice debootstrap --variant=minbase bookworm "$rootfs" http://deb.debian.org/debian >"$LOG_BUILD/debootstrap.log" 2>&1 \
+      || die "debootstrap failed; see $LOG_BUILD/debootstrap.log"
+    rm -rf "$rootfs"/var/cache/apt/archives/*.deb "$rootfs"/var/lib/apt/lists/*
+    touch "$rootfs/.done"
+  fi
+  flock -u 7; exec 7>&-
+}
+
 build_node_base() {
   local nodebin; nodebin="$(node_binary)"
   [ -x "$nodebin" ] || die "no node binary at $REPO/node_modules/node/bin/node (run make install)"
@@ -62,14 +87,7 @@ build_node_base() {
   local archive="$IMAGE_CACHE/node-base-24-slim-$key.oci.tar"
   if [ ! -f "$archive" ]; then
     local rootfs="$IMAGE_CACHE/bookworm-minbase"
-    if [ ! -f "$rootfs/.done" ]; then
-      log "debootstrap --variant=minbase bookworm (once; ~1 min)"
-      rm -rf "$rootfs"
-      nice debootstrap --variant=minbase bookworm "$rootfs" http://deb.debian.org/debian >"$LOG_BUILD/debootstrap.log" 2>&1 \
-        || die "debootstrap failed; see $LOG_BUILD/debootstrap.log"
-      rm -rf "$rootfs"/var/cache/apt/archives/*.deb "$rootfs"/var/lib/apt/lists/*
-      touch "$rootfs/.done"
-    fi
+    build_rootfs
     local c; c="$(buildah from scratch)"
     buildah copy -q "$c" "$rootfs/" / >/dev/null
     buildah copy -q --chmod 0755 "$c" "$nodebin" /usr/local/bin/node >/dev/null
@@ -105,9 +123,23 @@ build_image() {
   log "image $name built from $dir and imported"
 }
 
+# A hash of a directory's files (names and contents) and of the node base.
+sources_hash() {
+  (cd "$1" && find . -type f ! -path './node_modules/*' -print0 | LC_ALL=C sort -z | xargs -0 sha256sum
+   buildah inspect --type image --format '{{.FromImageID}}' "$NODE_BASE" 2>/dev/null) | sha256sum | cut -c1-16
+}
+
 build_runtime() {
   if [ -f "$REPO/runtime-image/Dockerfile" ]; then
+    # Built again only when its sources (or the base) changed since the image
+    # in containerd was built: ensureCluster() then costs seconds, not ~20 s.
+    local stamp="$D/images/fnhost-runtime.hash" h
+    h="$(sources_hash "$REPO/runtime-image")"
+    if imported localhost/fnhost-runtime:dev && [ "$(cat "$stamp" 2>/dev/null)" = "$h" ]; then
+      log "image localhost/fnhost-runtime:dev up to date"; return 0
+    fi
     build_image "$REPO/runtime-image" localhost/fnhost-runtime:dev
+    mkdir -p "$D/images"; echo "$h" > "$stamp"
   else
     log "runtime-image/Dockerfile does not exist yet: localhost/fnhost-runtime:dev not built"
   fi
@@ -116,10 +148,11 @@ build_runtime() {
 if [ "${BASH_SOURCE[0]}" = "$0" ]; then
   case "${1:-all}" in
     pause) timed image-pause build_pause ;;
+    rootfs) timed image-rootfs build_rootfs ;;
     node-base) timed image-node-base build_node_base ;;
     runtime) timed image-runtime build_runtime ;;
     build) [ $# -eq 3 ] || die "usage: images.sh build DIR NAME:TAG"; timed "image-$3" build_image "$2" "$3" ;;
     all) timed image-node-base build_node_base; timed image-runtime build_runtime ;;
-    *) die "usage: images.sh [pause|node-base|runtime|all|build DIR NAME:TAG]" ;;
+    *) die "usage: images.sh [pause|rootfs|node-base|runtime|all|build DIR NAME:TAG]" ;;
   esac
 fi
