@@ -1,8 +1,20 @@
 // P2b: the runtime answering directly vs a bare node:http hello world, side by side in one run;
-// also the runtime's idle RSS (P5: ≤ 50 MB). Run: npx node bench/runtime.ts [seconds] [connections]
+// and P5's second half, the runtime's idle RSS (≤ 50 MB), beside what Node itself costs.
+//
+//   node bench/runtime.ts [seconds] [connections] [rss rounds]
+//
+// Idle RSS is read from /proc/<pid>/status (VmRSS, split into RssAnon and RssFile: file-backed
+// pages are mostly the node binary's, shared by every Node process on the machine) 1.5 s after
+// the first answer, for each of these, in interleaved rounds (medians):
+//   node -e            an idle `node -e 'setInterval(…)'`
+//   node:http          a bare node:http hello world
+//   + worker thread    the same with one idle worker thread: the floor of a runtime that runs user code in a worker
+//   runtime, warm cache  a runtime for a hello function with NODE_COMPILE_CACHE already filled (how the local executor starts them after the first)
+//   runtime, cold cache  the same with an empty compile cache (the first start on a machine, or a fresh pod)
+// Then the V8 heap of each thread of a runtime (warm cache), reported by a preloaded script.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
@@ -18,13 +30,35 @@ const autocannon = (await import('autocannon' as string)).default as (opts: Reco
 
 const seconds = Number(process.argv[2] ?? 6);
 const connections = Number(process.argv[3] ?? 50);
+const rssRounds = Number(process.argv[4] ?? 5);
 const RUNTIME_MAIN = fileURLToPath(new URL('../runtime-image/src/main.ts', import.meta.url));
 
-const BARE = `require('node:http').createServer((req, res) => { res.writeHead(200, { 'content-type': 'application/json' }); res.end('{"hello":"world"}'); }).listen(0, '127.0.0.1', function () { console.log(JSON.stringify({ port: this.address().port })); });`;
+const PRINT_PORT = `function () { console.log(JSON.stringify({ port: this.address().port })); }`;
+const BARE = `require('node:http').createServer((req, res) => { res.writeHead(200, { 'content-type': 'application/json' }); res.end('{"hello":"world"}'); }).listen(0, '127.0.0.1', ${PRINT_PORT});`;
+const BARE_WORKER = `${BARE} new (require('node:worker_threads').Worker)('setInterval(() => {}, 60000)', { eval: true });`;
+// Prints port 0: nothing to call.
+const IDLE = `setInterval(() => {}, 60000); console.log(JSON.stringify({ port: 0 }));`;
 const HANDLER = `export default (req, res) => res.json({ hello: 'world' });`;
+// Preloaded into every thread of a runtime: its V8 heap, once it has settled.
+const HEAP_REPORT = `
+const { getHeapSpaceStatistics, getHeapStatistics } = require('node:v8');
+const { isMainThread } = require('node:worker_threads');
+setTimeout(() => {
+  const h = getHeapStatistics();
+  const space = Object.fromEntries(getHeapSpaceStatistics().map((s) => [s.space_name, s.physical_space_size]));
+  process.stderr.write('HEAP ' + JSON.stringify({ thread: isMainThread ? 'main' : 'worker', physical: h.total_physical_size, used: h.used_heap_size, external: h.external_memory, new: space.new_space, old: space.old_space, code: space.code_space, trusted: space.trusted_space }) + '\\n');
+}, 1500).unref();`;
 
-async function start(args: string[], env: Record<string, string>): Promise<{ child: ChildProcess; port: number }> {
-  const child = spawn(process.execPath, args, { env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
+interface Started {
+  child: ChildProcess;
+  port: number;
+  stderr: string[];
+}
+
+async function start(args: string[], env: Record<string, string>): Promise<Started> {
+  const child = spawn(process.execPath, args, { env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const stderr: string[] = [];
+  createInterface({ input: child.stderr! }).on('line', (l) => stderr.push(l));
   const port = await new Promise<number>((resolve, reject) => {
     createInterface({ input: child.stdout! }).on('line', (l) => {
       try {
@@ -34,9 +68,15 @@ async function start(args: string[], env: Record<string, string>): Promise<{ chi
         // other output
       }
     });
-    child.once('exit', () => reject(new Error('exited before listening')));
+    child.once('exit', () => reject(new Error(`exited before listening: ${stderr.join('\n')}`)));
   });
-  return { child, port };
+  return { child, port, stderr };
+}
+
+async function stop(s: Started): Promise<void> {
+  const exited = new Promise((r) => s.child.once('exit', r));
+  s.child.kill('SIGTERM');
+  await exited;
 }
 
 async function load(port: number, path = '/'): Promise<{ rps: number; p50: number; p99: number; errors: number }> {
@@ -44,37 +84,100 @@ async function load(port: number, path = '/'): Promise<{ rps: number; p50: numbe
   return { rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, errors: r.errors + r.non2xx };
 }
 
-async function rssMiB(pid: number): Promise<number> {
-  const status = await readFile(`/proc/${pid}/status`, 'utf8');
-  return Number(/VmRSS:\s+(\d+)/.exec(status)![1]) / 1024;
+interface Rss {
+  rss: number;
+  anon: number;
+  file: number;
 }
 
+async function rssOf(pid: number): Promise<Rss> {
+  const status = await readFile(`/proc/${pid}/status`, 'utf8');
+  const kb = (field: string) => Number(new RegExp(`${field}:\\s+(\\d+)`).exec(status)![1]) / 1024;
+  return { rss: kb('VmRSS'), anon: kb('RssAnon'), file: kb('RssFile') };
+}
+
+function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.floor(s.length / 2)]!;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const dir = await mkdtemp(join(tmpdir(), 'fnhost-bench-rt-'));
 const file = join(dir, 'hello.mjs');
 await writeFile(file, HANDLER);
+const preload = join(dir, 'heap-report.cjs');
+await writeFile(preload, HEAP_REPORT);
+const warmCache = join(dir, 'compile-cache');
+const fnEnv = (cache: string) => ({ PORT: '0', HOST: '127.0.0.1', FNHOST_FUNCTION_FILE: file, FNHOST_FUNCTION_NAME: 'hello', NODE_COMPILE_CACHE: cache });
+const load0 = loadavg();
+
+// Idle RSS.
+const variants: Array<[string, () => Promise<Started>]> = [
+  ['node -e (idle)', () => start(['-e', IDLE], {})],
+  ['node:http hello', () => start(['-e', BARE], {})],
+  ['node:http hello + 1 idle worker thread', () => start(['-e', BARE_WORKER], {})],
+  ['runtime, warm compile cache', () => start([RUNTIME_MAIN], fnEnv(warmCache))],
+  ['runtime, cold compile cache', async () => start([RUNTIME_MAIN], fnEnv(join(await mkdtemp(join(dir, 'cold-')), 'cache')))],
+];
+// Fill the warm cache once (the runtime writes it once loaded).
+{
+  const first = await start([RUNTIME_MAIN], fnEnv(warmCache));
+  await fetch(`http://127.0.0.1:${first.port}/`).then((r) => r.text());
+  await stop(first);
+}
+const samples = variants.map(() => [] as Rss[]);
+for (let round = 0; round < rssRounds; round++) {
+  for (const [i, [, launch]] of variants.entries()) {
+    const s = await launch();
+    if (s.port !== 0) await fetch(`http://127.0.0.1:${s.port}/`).then((r) => r.text());
+    await sleep(1500);
+    samples[i]!.push(await rssOf(s.child.pid!));
+    await stop(s);
+  }
+}
+
+// The heap of each thread of a runtime.
+const probe = await start(['--require', preload, RUNTIME_MAIN], fnEnv(warmCache));
+await fetch(`http://127.0.0.1:${probe.port}/`).then((r) => r.text());
+await sleep(2000);
+const heaps = probe.stderr.filter((l) => l.startsWith('HEAP ')).map((l) => JSON.parse(l.slice(5)) as Record<string, number | string>);
+await stop(probe);
+
+// P2b.
 const bare = await start(['-e', BARE], {});
-const rt = await start([RUNTIME_MAIN], { PORT: '0', HOST: '127.0.0.1', FNHOST_FUNCTION_FILE: file, FNHOST_FUNCTION_NAME: 'hello' });
+const rt = await start([RUNTIME_MAIN], fnEnv(warmCache));
 try {
-  // Idle: loaded, one call served (so the worker is up), then left alone for a moment.
   await fetch(`http://127.0.0.1:${rt.port}/`).then((r) => r.text());
-  await new Promise((r) => setTimeout(r, 1000));
-  const idle = await rssMiB(rt.child.pid!);
   await load(bare.port); // warm-up both
   await load(rt.port);
   const b = await load(bare.port);
   const r = await load(rt.port);
   const b2 = await load(bare.port);
   const r2 = await load(rt.port);
+  const afterLoad = await rssOf(rt.child.pid!);
   const bareRps = (b.rps + b2.rps) / 2;
   const rtRps = (r.rps + r2.rps) / 2;
-  console.log(`machine: ${machineDescription()}; node ${process.version}; ${new Date().toISOString()}`);
-  console.log(`autocannon ${connections} connections, ${seconds} s per run, two alternating runs each`);
+  const mib = (n: number) => n.toFixed(1);
+  console.log(`machine: ${machineDescription()}; ${new Date().toISOString()}; load average ${load0.map((l) => l.toFixed(2)).join(' ')} → ${loadavg().map((l) => l.toFixed(2)).join(' ')}`);
+  console.log(`\nidle RSS, MiB, medians of ${rssRounds} interleaved rounds (1.5 s after the first answer):`);
+  console.log('| process | RSS | anon | file |');
+  console.log('|---|---|---|---|');
+  for (const [i, [name]] of variants.entries()) {
+    const s = samples[i]!;
+    console.log(`| ${name} | ${mib(median(s.map((x) => x.rss)))} | ${mib(median(s.map((x) => x.anon)))} | ${mib(median(s.map((x) => x.file)))} |`);
+  }
+  console.log('\nV8 heap per thread of a runtime (warm cache), MiB: physical (used) / new / old / code+trusted / external');
+  for (const h of heaps) {
+    const m = (k: string) => mib(Number(h[k]) / 2 ** 20);
+    console.log(`  ${h.thread}: ${m('physical')} (${m('used')}) / ${m('new')} / ${m('old')} / ${mib((Number(h.code) + Number(h.trusted)) / 2 ** 20)} / ${m('external')}`);
+  }
+  console.log(`\nautocannon ${connections} connections, ${seconds} s per run, two alternating runs each`);
   console.log(`bare node:http hello : ${Math.round(b.rps)} / ${Math.round(b2.rps)} req/s (p50 ${b.p50} ms, p99 ${b.p99} ms, errors ${b.errors + b2.errors})`);
   console.log(`fnhost runtime hello : ${Math.round(r.rps)} / ${Math.round(r2.rps)} req/s (p50 ${r.p50} ms, p99 ${r.p99} ms, errors ${r.errors + r2.errors})`);
   console.log(`P2b ratio runtime/bare: ${(rtRps / bareRps).toFixed(2)}x (target >= 0.7x)`);
-  console.log(`runtime idle RSS (main + worker thread): ${idle.toFixed(1)} MiB (target <= 50 MB); after load: ${(await rssMiB(rt.child.pid!)).toFixed(1)} MiB`);
+  console.log(`runtime RSS after the load: ${mib(afterLoad.rss)} MiB (anon ${mib(afterLoad.anon)})`);
 } finally {
-  bare.child.kill();
-  rt.child.kill();
+  await stop(bare);
+  await stop(rt);
   await rm(dir, { recursive: true, force: true });
 }

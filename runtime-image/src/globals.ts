@@ -1,7 +1,6 @@
 // The globals a handler sees besides Node's own: a tagged console, a policed fetch and kv.
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { Console } from 'node:console';
-import { lookup } from 'node:dns/promises';
 import { isIP } from 'node:net';
 import * as limits from './limits.ts';
 
@@ -221,6 +220,8 @@ export async function assertAllowed(url: URL, check: PolicyCheck, resolve: (host
 }
 
 async function defaultResolve(host: string): Promise<string[]> {
+  // Loaded on the first fetch: most functions never resolve a name.
+  const { lookup } = process.getBuiltinModule('node:dns/promises');
   return (await lookup(host, { all: true })).map((a) => a.address);
 }
 

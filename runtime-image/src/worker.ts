@@ -134,6 +134,8 @@ try {
     }
   });
   port.postMessage({ t: W_READY } satisfies FromWorker);
+  // This thread's modules (and the function's) into NODE_COMPILE_CACHE now, not only at exit (see main.ts).
+  process.getBuiltinModule('node:module').flushCompileCache();
 } catch (err) {
   port.postMessage({ t: W_LOAD_ERROR, e: (err as Error).message } satisfies FromWorker);
 }
