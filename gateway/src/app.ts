@@ -213,7 +213,11 @@ export async function startPlatform(options: PlatformOptions): Promise<Platform<
   app.use(internal.routes());
   const koa = app.callback();
 
+  let shuttingDown = false;
   const server = createServer({ keepAliveTimeout: 65_000 }, (req, res) => {
+    // While shutting down, calls still arriving on open keep-alive connections are
+    // served (and recorded) with Connection: close, so each connection ends after it.
+    if (shuttingDown) res.setHeader('connection', 'close');
     if (req.url!.startsWith('/invoke/')) invoker.handleHttp(req, res);
     else void koa(req, res);
   });
@@ -264,15 +268,29 @@ export async function startPlatform(options: PlatformOptions): Promise<Platform<
       clearInterval(sweeper);
       clearTimeout(firstSweep);
       scheduler.stop();
-      const stopped = new Promise<void>((resolve) => server.close(() => resolve()));
+      // Stop accepting; connections end as they fall idle (a caller's keep-alive connection
+      // may still bring calls: they run and are recorded). Only once no connection is left,
+      // or the grace period is over, is the log queue flushed for the last time: a record
+      // queued after that flush would be lost.
+      shuttingDown = true;
+      const deadline = Date.now() + config.shutdownGraceMs;
+      let allClosed = false;
+      const stopped = new Promise<void>((resolve) => server.close(() => resolve())).then(() => {
+        allClosed = true;
+      });
       server.closeIdleConnections();
-      await invoker.drain(config.shutdownGraceMs);
+      const idleCloser = setInterval(() => server.closeIdleConnections(), 100);
+      await Promise.race([stopped, new Promise((resolve) => setTimeout(resolve, Math.max(0, deadline - Date.now())).unref())]);
+      await invoker.drain(Math.max(0, deadline - Date.now()));
+      clearInterval(idleCloser);
+      if (!allClosed) server.closeAllConnections();
+      await stopped;
+      // Executions whose connection was cut just now finish (and queue their record) first.
+      await invoker.drain(1000);
       await writer.close();
       await cluster?.close();
       await executor.close();
       await invoker.close();
-      server.closeAllConnections();
-      await stopped;
       await stores.close();
     })();
     return closing;

@@ -81,7 +81,13 @@ export class LogWriter {
   /** Queues one record (and its counter increment). Resolves once queued or dropped. */
   record(log: ExecutionLog, retention: RetentionPolicy): void | Promise<void> {
     const stored: StoredLog = { ...log, expires_at: expiresAt(retention, Date.parse(log.executed_at)) };
-    if (this.#queue.length < this.#maxQueue && !this.#closed) {
+    if (this.#closed) {
+      // After the last flush nothing would write it: say so, never lose it silently.
+      this.dropped++;
+      this.#logger?.error('execution log dropped: it arrived after the shutdown flush', { function_id: stored.function_id, log_id: stored.id });
+      return;
+    }
+    if (this.#queue.length < this.#maxQueue) {
       this.#enqueue(stored);
       return;
     }

@@ -1,0 +1,98 @@
+import { execFile } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { createServer, connect, type Server, type Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+// Helpers of the end-to-end tests on the test cluster: images built the way a
+// user builds them (gateway/image-context.sh + gateway/Dockerfile, and
+// runtime-image/Dockerfile) with the harness's buildah, helm and the CLI run
+// as processes, and a TCP relay that lets pods reach a server of the test on
+// the host's bridge address.
+
+export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+export const NODE = process.execPath;
+
+export interface Run {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+export function run(cmd: string, args: string[], options: { env?: Record<string, string | undefined>; timeoutMs?: number; input?: string; cwd?: string } = {}): Promise<Run> {
+  return new Promise((resolve) => {
+    const child = execFile(
+      cmd,
+      args,
+      { env: { ...process.env, ...options.env }, maxBuffer: 64 * 1024 * 1024, timeout: options.timeoutMs ?? 120_000, cwd: options.cwd },
+      (err, stdout, stderr) => resolve({ code: err ? (typeof (err as { code?: unknown }).code === 'number' ? ((err as { code: number }).code) : 1) : 0, stdout: String(stdout), stderr: String(stderr) }),
+    );
+    if (options.input !== undefined) child.stdin!.end(options.input);
+  });
+}
+
+/** Builds the platform image from a fresh context (the way docs/install.md says) and imports it into the cluster. */
+export async function buildPlatformImage(name: string): Promise<void> {
+  const dir = await mkdtemp(join(tmpdir(), 'fnhost-platform-ctx-'));
+  try {
+    const ctx = await run(`${ROOT}gateway/image-context.sh`, [dir], { timeoutMs: 600_000, env: { PATH: `${ROOT}node_modules/.bin:${process.env.PATH}` } });
+    if (ctx.code !== 0) throw new Error(`gateway/image-context.sh failed: ${ctx.stderr}`);
+    const { buildImage } = (await import(new URL('../cluster/cluster.ts', import.meta.url).href)) as { buildImage(dir: string, name: string): Promise<void> };
+    await buildImage(dir, name);
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+export async function buildRuntimeImage(name: string): Promise<void> {
+  const { buildImage } = (await import(new URL('../cluster/cluster.ts', import.meta.url).href)) as { buildImage(dir: string, name: string): Promise<void> };
+  await buildImage(`${ROOT}runtime-image`, name);
+}
+
+/** Forwards TCP connections from host:0 (the bridge address, which pods reach) to 127.0.0.1:targetPort. */
+export async function startRelay(host: string, targetPort: number): Promise<{ port: number; close(): Promise<void> }> {
+  const sockets = new Set<Socket>();
+  const server: Server = createServer((inbound) => {
+    const outbound = connect(targetPort, '127.0.0.1');
+    sockets.add(inbound).add(outbound);
+    const drop = () => {
+      inbound.destroy();
+      outbound.destroy();
+      sockets.delete(inbound);
+      sockets.delete(outbound);
+    };
+    inbound.on('error', drop).on('close', drop);
+    outbound.on('error', drop).on('close', drop);
+    inbound.pipe(outbound);
+    outbound.pipe(inbound);
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(0, host, () => resolve());
+  });
+  const port = (server.address() as { port: number }).port;
+  return {
+    port,
+    close: () =>
+      new Promise<void>((resolve) => {
+        for (const s of sockets) s.destroy();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+export async function waitFor<T>(what: string, check: () => Promise<T | undefined | null | false>, timeoutMs = 60_000, intervalMs = 500): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  for (;;) {
+    try {
+      const value = await check();
+      if (value) return value;
+    } catch (err) {
+      last = err;
+    }
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last ? `: ${(last as Error).message}` : ''}`);
+    await new Promise((r) => setTimeout(r, intervalMs));
+  }
+}

@@ -1,0 +1,340 @@
+import { expect } from 'chai';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { MongoClient } from 'mongodb';
+import { derivedFunctionId } from '../../gateway/src/cluster/resource.ts';
+import { startMongoServer, type MongoTestServer } from '../helpers/mongo-server.ts';
+import { getCluster, makeKubectl, uniqueName, type ClusterAccess } from '../operator/harness.ts';
+import { NODE, ROOT, buildPlatformImage, buildRuntimeImage, run, startRelay, waitFor } from './helpers.ts';
+
+// The issue's "Done means", end to end on the test cluster, the way a user runs
+// fnhost: images built from the Dockerfiles, the chart installed with helm
+// (MongoDB: the test's wire-protocol server on the host, reached by the pods
+// through the bridge address), Functions applied with kubectl and managed with
+// the CLI, calls through the gateway's Service from the host and from a pod,
+// a scheduled run from the CronJob, a timeout and an out-of-memory, helm
+// upgrade and helm uninstall. One CronJob wait; function time limits of 2-5 s.
+
+const PLATFORM_IMAGE = 'localhost/fnhost-platform:e2e';
+const RUNTIME_IMAGE = 'localhost/fnhost-runtime:e2e';
+const HELLO = `export default async function handler(req, res) {
+  res.json({ message: \`\${process.env.GREETING ?? 'Hello'}, \${req.params.name ?? 'world'}!\`, trigger: req.headers['x-fnhost-trigger'] ?? null });
+}
+`;
+
+describe('fnhost on Kubernetes, end to end (helm chart on the test cluster)', function () {
+  this.timeout(600_000);
+  let cluster: ClusterAccess;
+  let kubectl: ReturnType<typeof makeKubectl>;
+  let helm: string;
+  let mongo: MongoTestServer;
+  let relay: { port: number; close(): Promise<void> };
+  let relNs: string;
+  let nsA: string;
+  let nsB: string;
+  let tmp: string;
+  let valuesFile: string;
+  let gatewayUrl: string;
+  let token: string;
+  const release = 'e2e';
+  const dbName = `fnhost_e2e_${Date.now()}`;
+
+  const helmRun = (args: string[], timeoutMs = 600_000) => run(helm, args, { env: { KUBECONFIG: cluster.kubeconfig }, timeoutMs });
+  const cli = (args: string[]) =>
+    run(NODE, [`${ROOT}cli/bin/fnhost.js`, ...args, '--url', gatewayUrl, '--token', token], {
+      env: { HOME: tmp, XDG_CONFIG_HOME: join(tmp, 'config'), FNHOST_URL: undefined, FNHOST_TOKEN: undefined, FNHOST_NAMESPACE: undefined, NO_COLOR: '1' },
+      timeoutMs: 60_000,
+      cwd: tmp,
+    });
+  const getJson = async (args: string[]) => {
+    const r = await kubectl([...args, '-o', 'json']);
+    if (r.code !== 0) throw new Error(r.stderr);
+    return JSON.parse(r.stdout);
+  };
+  const applyFunction = async (ns: string, name: string, spec: Record<string, unknown>) => {
+    const r = await kubectl(['apply', '-f', '-'], JSON.stringify({ apiVersion: 'fnhost.dev/v1alpha1', kind: 'Function', metadata: { name, namespace: ns }, spec }));
+    expect(r.code, r.stderr).to.equal(0);
+  };
+  const readyFunction = (ns: string, name: string, timeoutMs = 180_000) =>
+    waitFor(`Function ${ns}/${name} Ready`, async () => {
+      const r = await kubectl(['get', 'fn', name, '-n', ns, '-o', 'json']);
+      if (r.code !== 0) return null;
+      const fn = JSON.parse(r.stdout);
+      const ready = (fn.status?.conditions ?? []).find((c: { type: string }) => c.type === 'Ready');
+      return ready?.status === 'True' && ready.reason === 'Available' ? fn : null;
+    }, timeoutMs, 1000);
+  const invoke = (ns: string, name: string, path = '', init?: RequestInit) => fetch(`${gatewayUrl}/invoke/${derivedFunctionId(ns, name)}${path}`, init);
+  const logsOf = async (ns: string, name: string, query = '') => {
+    const r = await cli(['function:logs', name, '--namespace', ns, '--output', 'json', ...query.split(' ').filter(Boolean)]);
+    expect(r.code, r.stderr).to.equal(0);
+    return JSON.parse(r.stdout) as { logs: Array<Record<string, unknown>>; pagination: { totalCount: number } };
+  };
+
+  before(async function () {
+    this.timeout(1_800_000);
+    cluster = await getCluster();
+    kubectl = makeKubectl(cluster);
+    const env = JSON.parse((await run(`${ROOT}test/cluster/env.sh`, ['--json'])).stdout) as { helm: string };
+    helm = env.helm;
+    tmp = await mkdtemp(join(tmpdir(), 'fnhost-e2e-'));
+    const suffix = uniqueName('x').slice(2);
+    relNs = `fnhost-e2e-${suffix}`;
+    nsA = `e2e-a-${suffix}`;
+    nsB = `e2e-b-${suffix}`;
+    // Built as a user would (in parallel: they are independent).
+    await Promise.all([buildPlatformImage(PLATFORM_IMAGE), buildRuntimeImage(RUNTIME_IMAGE)]);
+    mongo = await startMongoServer({ useEnv: false });
+    relay = await startRelay(cluster.hostIp ?? '10.244.0.1', mongo.port!);
+    for (const ns of [nsA, nsB]) expect((await kubectl(['create', 'namespace', ns])).code).to.equal(0);
+    valuesFile = join(tmp, 'values.json');
+    await writeFile(
+      valuesFile,
+      JSON.stringify({
+        image: { repository: 'localhost/fnhost-platform', tag: 'e2e', pullPolicy: 'Never' },
+        runtimeImage: { repository: 'localhost/fnhost-runtime', tag: 'e2e', pullPolicy: 'Never' },
+        mongodb: { url: `mongodb://${cluster.hostIp ?? '10.244.0.1'}:${relay.port}/${dbName}` },
+        gateway: {
+          replicas: 2,
+          defaultNamespace: nsA,
+          statusIntervalSeconds: 2,
+          preStopSleepSeconds: 2,
+          resources: { requests: { cpu: '50m', memory: '128Mi' }, limits: { memory: '512Mi' } },
+        },
+        operator: { resources: { requests: { cpu: '20m', memory: '96Mi' }, limits: { memory: '512Mi' } }, functionCpuRequest: '10m' },
+        networkPolicy: { namespaces: [nsA, nsB] },
+      }),
+    );
+    const installed = await helmRun(['install', release, `${ROOT}charts/fnhost`, '-n', relNs, '--create-namespace', '-f', valuesFile, '--wait', '--timeout', '8m']);
+    expect(installed.code, installed.stderr + installed.stdout).to.equal(0);
+    expect(installed.stdout).to.contain('Log in with the CLI');
+    const svc = await getJson(['get', 'svc', `${release}-fnhost-gateway`, '-n', relNs]);
+    gatewayUrl = `http://${svc.spec.clusterIP}:8080`;
+    const secret = await getJson(['get', 'secret', `${release}-fnhost-admin`, '-n', relNs]);
+    token = Buffer.from(secret.data.token, 'base64').toString('utf8');
+  });
+
+  after(async function () {
+    this.timeout(300_000);
+    if (kubectl !== undefined) {
+      // Without the operator nobody removes the finalizers: take them off so the namespaces can go.
+      for (const ns of [nsA, nsB]) {
+        if (!ns) continue;
+        const list = await kubectl(['get', 'fn', '-n', ns, '-o', 'name']);
+        for (const name of list.stdout.split('\n').filter(Boolean)) await kubectl(['patch', name, '-n', ns, '--type=merge', '-p', '{"metadata":{"finalizers":null}}']);
+      }
+      if (helm !== undefined && relNs) await helmRun(['uninstall', release, '-n', relNs, '--wait', '--timeout', '2m']);
+      for (const ns of [nsA, nsB, relNs]) if (ns) await kubectl(['delete', 'namespace', ns, '--wait=false']);
+    }
+    await relay?.close();
+    await mongo?.stop();
+    if (tmp) await rm(tmp, { recursive: true, force: true });
+  });
+
+  it('installs Ready: gateway and operator pods non-root with read-only root filesystems', async () => {
+    const pods = await getJson(['get', 'pods', '-n', relNs, '-l', `app.kubernetes.io/instance=${release}`]);
+    const components = pods.items.map((p: any) => p.metadata.labels['app.kubernetes.io/component']).sort();
+    expect(components).to.deep.equal(['gateway', 'gateway', 'operator']);
+    for (const p of pods.items) {
+      expect(p.status.phase).to.equal('Running');
+      expect(p.spec.securityContext.runAsNonRoot).to.equal(true);
+      expect(p.spec.containers[0].securityContext.readOnlyRootFilesystem).to.equal(true);
+    }
+    const health = await fetch(`${gatewayUrl}/readyz`);
+    expect(health.status).to.equal(200);
+  });
+
+  it('a Function applied with kubectl becomes a running pod, invoked through the gateway Service from the host and from another pod', async () => {
+    await applyFunction(nsA, 'hello', { code: HELLO, routes: ['/hello/:name'], env: [{ name: 'GREETING', value: 'Hi' }], timeoutSeconds: 5, memoryMiB: 64 });
+    const fn = await readyFunction(nsA, 'hello');
+    expect(fn.status.functionId).to.equal(derivedFunctionId(nsA, 'hello'));
+    const pods = await getJson(['get', 'pods', '-n', nsA, '-l', 'fnhost.dev/function=hello,fnhost.dev/role=runtime']);
+    expect(pods.items.map((p: any) => p.status.phase)).to.deep.equal(['Running']);
+    const fromHost = await waitFor('an answer through the gateway', async () => {
+      const r = await invoke(nsA, 'hello', '/hello/ada');
+      return r.status === 200 ? r.json() : null;
+    }, 60_000, 500);
+    expect(fromHost).to.deep.equal({ message: 'Hi, ada!', trigger: 'http' });
+
+    // From a pod in another namespace, through the gateway's cluster DNS name.
+    const url = `http://${release}-fnhost-gateway.${relNs}.svc.cluster.local:8080/invoke/${derivedFunctionId(nsA, 'hello')}/hello/pod`;
+    const caller = {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'caller', namespace: nsB },
+      spec: {
+        restartPolicy: 'Never',
+        automountServiceAccountToken: false,
+        securityContext: { runAsNonRoot: true, runAsUser: 1000, seccompProfile: { type: 'RuntimeDefault' } },
+        containers: [{
+          name: 'caller', image: RUNTIME_IMAGE, imagePullPolicy: 'Never',
+          command: ['node', '-e', `fetch(${JSON.stringify(url)}).then(async (r) => { console.log(r.status, await r.text()); process.exitCode = r.ok ? 0 : 1 }, (e) => { console.error(String(e)); process.exitCode = 2 })`],
+          securityContext: { allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ['ALL'] } },
+        }],
+      },
+    };
+    expect((await kubectl(['apply', '-f', '-'], JSON.stringify(caller))).code).to.equal(0);
+    await waitFor('the caller pod to finish', async () => {
+      const p = await getJson(['get', 'pod', 'caller', '-n', nsB]);
+      return p.status.phase === 'Succeeded' || p.status.phase === 'Failed' ? p : null;
+    }, 120_000, 1000);
+    const out = await kubectl(['logs', 'caller', '-n', nsB]);
+    expect(out.stdout).to.contain('200').and.to.contain('Hi, pod!');
+  });
+
+  it('fnhost function:logs shows the executions with the spec’s fields (through --namespace)', async () => {
+    const page = await logsOf(nsA, 'hello');
+    expect(page.pagination.totalCount).to.be.at.least(2);
+    const log = page.logs[0]!;
+    expect(Object.keys(log).sort()).to.include.members(['id', 'function_id', 'status_code', 'execution_time_ms', 'error_message', 'executed_at']);
+    expect(log.id).to.match(/^log_/);
+    expect(log.function_id).to.equal(derivedFunctionId(nsA, 'hello'));
+    expect(log.status_code).to.equal(200);
+    expect(Number.isInteger(log.execution_time_ms)).to.equal(true);
+    expect(log.error_message).to.equal(null);
+    expect(log.executed_at).to.match(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+    const table = await cli(['function:logs', 'hello', '--namespace', nsA]);
+    expect(table.code, table.stderr).to.equal(0);
+    expect(table.stdout).to.match(/Page 1 of \d+ \(\d+ total\)/);
+    // The default namespace of the chart's gateway is nsA: no flag needed there; nsB's functions need it.
+    expect((await cli(['function:get', 'hello'])).stdout).to.contain('Total Executions');
+    const file = join(tmp, 'b.js');
+    await writeFile(file, 'export default (req, res) => res.json({ ns: "b" })\n');
+    const created = await cli(['function:create', 'in-b', '--file', file, '--namespace', nsB, '--timeout', '5']);
+    expect(created.code, created.stderr).to.equal(0);
+    expect((await getJson(['get', 'fn', 'in-b', '-n', nsB])).spec.timeoutSeconds).to.equal(5);
+    expect((await cli(['function:get', 'in-b'])).code, 'not in the default namespace').to.not.equal(0);
+    await readyFunction(nsB, 'in-b');
+    const test = await cli(['function:test', 'in-b', '--namespace', nsB, '--output', 'json']);
+    expect(test.code, test.stderr).to.equal(0);
+    expect(JSON.parse(test.stdout)).to.include({ status_code: 200 });
+  });
+
+  it('function:schedule:set creates the CronJob, and within about two minutes a record with trigger schedule appears', async function () {
+    this.timeout(300_000);
+    const set = await cli(['function:schedule:set', 'hello', '--cron', '* * * * *']);
+    expect(set.code, set.stderr).to.equal(0);
+    const cron = await waitFor('the CronJob', async () => {
+      const r = await kubectl(['get', 'cronjob', 'fn-hello-cron', '-n', nsA, '-o', 'json']);
+      return r.code === 0 ? JSON.parse(r.stdout) : null;
+    }, 60_000, 1000);
+    expect(cron.spec.schedule).to.equal('* * * * *');
+    expect(cron.spec.suspend).to.equal(false);
+    const scheduled = await waitFor('a record with trigger schedule', async () => {
+      const page = await logsOf(nsA, 'hello', '--limit 20');
+      return page.logs.find((l) => l.trigger === 'schedule');
+    }, 150_000, 3000);
+    expect(scheduled.status_code).to.equal(200);
+    // The job's pod exits 0 once the gateway answered 2xx: the Job shows it (kubectl get jobs).
+    await waitFor('the scheduled Job to succeed', async () => (await getJson(['get', 'jobs', '-n', nsA])).items.some((j: any) => j.status.succeeded === 1), 60_000, 1000);
+    expect((await cli(['function:schedule:disable', 'hello'])).code).to.equal(0);
+    await waitFor('the CronJob suspended', async () => (await getJson(['get', 'cronjob', 'fn-hello-cron', '-n', nsA])).spec.suspend === true, 60_000, 1000);
+  });
+
+  it('function:retention:set changes the resource', async () => {
+    const r = await cli(['function:retention:set', 'hello', '--type', 'count', '--count', '500']);
+    expect(r.code, r.stderr).to.equal(0);
+    expect((await getJson(['get', 'fn', 'hello', '-n', nsA])).spec.retention).to.deep.equal({ type: 'count', count: 500 });
+    const get = await cli(['function:get', 'hello', '--output', 'json']);
+    expect(JSON.parse(get.stdout).retention).to.deep.equal({ type: 'count', count: 500 });
+  });
+
+  it('a function stuck in while(true){} times out (504) and its handler process is replaced: the pod serves again and is never restarted', async () => {
+    await applyFunction(nsA, 'looper', { code: 'export default (req, res) => { if (req.query.spin) { for (;;) {} } res.json({ alive: true }) }', timeoutSeconds: 2 });
+    await readyFunction(nsA, 'looper');
+    const started = Date.now();
+    const stuck = await invoke(nsA, 'looper', '/?spin=1');
+    expect(stuck.status).to.equal(504);
+    expect(((await stuck.json()) as { error: string }).error).to.equal('function_timeout');
+    expect(Date.now() - started).to.be.below(15_000);
+    const again = await waitFor('the pod to serve again', async () => {
+      const r = await invoke(nsA, 'looper');
+      return r.status === 200 ? r.json() : null;
+    }, 30_000, 200);
+    expect(again).to.deep.equal({ alive: true });
+    const pods = await getJson(['get', 'pods', '-n', nsA, '-l', 'fnhost.dev/function=looper,fnhost.dev/role=runtime']);
+    expect(pods.items[0].status.phase).to.equal('Running');
+    expect(pods.items[0].status.containerStatuses[0].restartCount).to.equal(0);
+    const page = await logsOf(nsA, 'looper', '--status error');
+    expect(page.logs[0]).to.include({ status_code: 504 });
+    expect(String(page.logs[0]!.error_message)).to.match(/time limit/);
+  });
+
+  it('a function over its memory limit is reported as out of memory', async () => {
+    await applyFunction(nsA, 'hog', { code: 'export default (req, res) => { const keep = []; for (;;) keep.push(new Array(1e6).fill(Math.random())) }', memoryMiB: 32, timeoutSeconds: 20 });
+    await readyFunction(nsA, 'hog');
+    const r = await invoke(nsA, 'hog');
+    expect(r.status).to.equal(502);
+    expect(((await r.json()) as { error: string }).error).to.equal('function_out_of_memory');
+    const page = await logsOf(nsA, 'hog');
+    expect(page.logs[0]).to.include({ status_code: 502 });
+    expect(String(page.logs[0]!.error_message)).to.match(/memory/i);
+  });
+
+  it('helm upgrade keeps functions and logs, and a SIGTERM of a gateway pod under load loses no record', async () => {
+    const before = (await logsOf(nsA, 'hello')).pagination.totalCount;
+    const upgraded = await helmRun(['upgrade', release, `${ROOT}charts/fnhost`, '-n', relNs, '-f', valuesFile, '--set', 'gateway.statusIntervalSeconds=3', '--wait', '--timeout', '8m']);
+    expect(upgraded.code, upgraded.stderr).to.equal(0);
+    const secret = await getJson(['get', 'secret', `${release}-fnhost-admin`, '-n', relNs]);
+    expect(Buffer.from(secret.data.token, 'base64').toString('utf8'), 'the generated admin token is kept').to.equal(token);
+    expect((await getJson(['get', 'fn', '-n', nsA])).items.map((f: any) => f.metadata.name).sort()).to.include.members(['hello', 'hog', 'looper']);
+    expect((await logsOf(nsA, 'hello')).pagination.totalCount).to.be.at.least(before);
+    await waitFor('calls after the upgrade', async () => (await invoke(nsA, 'hello', '/hello/x')).status === 200, 60_000, 500);
+
+    // Load through the Service while one gateway pod is deleted (SIGTERM): every answered call has its record.
+    // A function of its own, keeping every record (hello's count retention would cap the listing).
+    await applyFunction(nsA, 'steady', { code: HELLO, routes: ['/hello/:name'], timeoutSeconds: 5 });
+    await readyFunction(nsA, 'steady');
+    await waitFor('steady through the gateway', async () => (await invoke(nsA, 'steady', '/hello/x')).status === 200, 60_000, 500);
+    const countBefore = (await logsOf(nsA, 'steady')).pagination.totalCount;
+    const pods = await getJson(['get', 'pods', '-n', relNs, '-l', 'app.kubernetes.io/component=gateway']);
+    let answered = 0;
+    let stop = false;
+    const workers = Array.from({ length: 8 }, async () => {
+      while (!stop) {
+        try {
+          const r = await invoke(nsA, 'steady', '/hello/load');
+          await r.arrayBuffer();
+          if (r.status === 200) answered++;
+        } catch {
+          // a connection cut by the closing pod: no answer, no execution counted by the caller
+        }
+      }
+    });
+    await new Promise((r) => setTimeout(r, 1500));
+    const del = await kubectl(['delete', 'pod', pods.items[0].metadata.name, '-n', relNs, '--wait=true', '--timeout=90s']);
+    expect(del.code, del.stderr).to.equal(0);
+    await new Promise((r) => setTimeout(r, 1500));
+    stop = true;
+    await Promise.all(workers);
+    expect(answered).to.be.greaterThan(20);
+    let lastTotal = countBefore;
+    const after = await waitFor('every answered call recorded', async () => {
+      lastTotal = (await logsOf(nsA, 'steady')).pagination.totalCount;
+      return lastTotal - countBefore >= answered ? lastTotal : null;
+    }, 30_000, 1000).catch((err: Error) => {
+      throw new Error(`${err.message}: ${answered} calls answered 200, ${lastTotal - countBefore} recorded`);
+    });
+    expect(after - countBefore).to.be.at.least(answered);
+  });
+
+  it('helm uninstall removes the platform but keeps the CRD, the Functions and the data', async () => {
+    const id = derivedFunctionId(nsA, 'hello');
+    const uninstalled = await helmRun(['uninstall', release, '-n', relNs, '--wait', '--timeout', '3m']);
+    expect(uninstalled.code, uninstalled.stderr).to.equal(0);
+    const left = await kubectl(['get', 'deploy,svc,secret,sa,role,rolebinding,pdb', '-n', relNs, '-l', `app.kubernetes.io/instance=${release}`, '-o', 'name']);
+    expect(left.stdout.trim()).to.equal('');
+    const clusterWide = await kubectl(['get', 'clusterrole,clusterrolebinding', '-o', 'name']);
+    expect(clusterWide.stdout).to.not.contain(`${release}-fnhost-`);
+    expect((await kubectl(['get', 'crd', 'functions.fnhost.dev'])).code).to.equal(0);
+    expect((await getJson(['get', 'fn', '-n', nsA])).items.length).to.be.at.least(3);
+    const client = new MongoClient(mongo.url);
+    try {
+      await client.connect();
+      const stored = await client.db(dbName).collection('logs').countDocuments({ function_id: id });
+      expect(stored).to.be.greaterThan(0);
+    } finally {
+      await client.close();
+    }
+  });
+});
