@@ -1,6 +1,6 @@
 // P1 (gateway invocation path) and P5 (create → first 200) on one machine.
 //
-//   node bench/gateway.ts [--seconds 6] [--connections 50]
+//   node bench/gateway.ts [--seconds 6] [--connections 50] [--rounds 3] [--p5-rounds 9] [--only p5]
 //
 // Four servers, each in its own process, loaded one after the other by
 // autocannon from this process (so on 2 shared cores only ratios in one run
@@ -11,7 +11,8 @@
 //   gateway the real gateway (test/helpers/platform.ts) invoking the same function, logs recorded
 //   gateway, recording off   the same with FNHOST_BENCH_DISABLE_RECORDING=1 (P2)
 // Then the latency added by the gateway at half of its max rate, and P5:
-// function create → first 200 through the gateway vs `node -e 0`.
+// function create → first 200 through a gateway with the warm pool (FNHOST_WARM_POOL=1, the
+// default) and through one without it (0), vs `node -e 0`, in interleaved rounds.
 
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -22,11 +23,20 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { startGateway } from '../test/helpers/platform.ts';
 
-const { values } = parseArgs({ options: { seconds: { type: 'string', default: '6' }, connections: { type: 'string', default: '50' }, rounds: { type: 'string', default: '3' } } });
+const { values } = parseArgs({
+  options: {
+    seconds: { type: 'string', default: '6' },
+    connections: { type: 'string', default: '50' },
+    rounds: { type: 'string', default: '3' },
+    'p5-rounds': { type: 'string', default: '9' },
+    only: { type: 'string' },
+  },
+});
 const SECONDS = Number(values.seconds);
 /** The machine is shared: the targets are measured in interleaved rounds and the median of each is kept. */
 const ROUNDS = Number(values.rounds);
 const CONNECTIONS = Number(values.connections);
+const P5_ROUNDS = Number(values['p5-rounds']);
 const RUNTIME_MAIN = fileURLToPath(new URL('../runtime-image/src/main.ts', import.meta.url));
 const UNDICI = fileURLToPath(import.meta.resolve('undici'));
 const HELLO = `export default (req, res) => res.json({ hello: 'world' })`;
@@ -101,6 +111,97 @@ function median(xs: number[]): number {
   return s[Math.floor(s.length / 2)]!;
 }
 
+type Gateway = Awaited<ReturnType<typeof startGateway>>;
+
+async function createFunction(gw: Gateway, name: string): Promise<{ function_id: string; invocation_url: string }> {
+  const r = await fetch(`${gw.url}/api/v1/functions`, { method: 'POST', headers: { authorization: `Bearer ${gw.token}`, 'content-type': 'application/json' }, body: JSON.stringify({ name, code: HELLO }) });
+  if (r.status !== 201) throw new Error(`create ${name}: ${r.status} ${await r.text()}`);
+  return (await r.json()) as { function_id: string; invocation_url: string };
+}
+
+async function deleteFunction(gw: Gateway, id: string): Promise<void> {
+  await (await fetch(`${gw.url}/api/v1/functions/${id}`, { method: 'DELETE', headers: { authorization: `Bearer ${gw.token}` } })).arrayBuffer();
+}
+
+/** Milliseconds from the create request to the end of the first 200 of the new function. */
+async function createToFirst200(gw: Gateway, name: string): Promise<number> {
+  const t0 = performance.now();
+  const fn = await createFunction(gw, name);
+  for (;;) {
+    const r = await fetch(fn.invocation_url);
+    await r.arrayBuffer();
+    if (r.status === 200) break;
+  }
+  const ms = performance.now() - t0;
+  await deleteFunction(gw, fn.function_id);
+  return ms;
+}
+
+function count(text: string, needle: string): number {
+  return text.split(needle).length - 1;
+}
+
+/** Waits until the gateway's log shows `n` warm-pool runtimes ready (it logs each one). */
+async function poolReady(gw: Gateway, n: number): Promise<void> {
+  const until = Date.now() + 30_000;
+  while (count(gw.output(), '"msg":"warm-pool runtime ready"') < n) {
+    if (Date.now() > until) throw new Error('the warm pool did not refill within 30 s');
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+function nodeStartMs(): number {
+  const t0 = performance.now();
+  spawnSync(process.execPath, ['-e', '0']);
+  return performance.now() - t0;
+}
+
+/** P5 in interleaved rounds: node -e 0, a create on the pooled gateway (pool refilled first), a create on the pool-less one. */
+async function measureP5(): Promise<string[]> {
+  const pooled = await startGateway({ env: { FNHOST_QUIET: '1', FNHOST_WARM_POOL: '1' } });
+  const cold = await startGateway({ env: { FNHOST_QUIET: '1', FNHOST_WARM_POOL: '0' } });
+  const load0 = loadavg();
+  try {
+    // Warm-up: each gateway's compile cache (its data dir) is filled by its first runtimes.
+    let takes = 0;
+    for (let i = 0; i < 2; i++) {
+      await poolReady(pooled, takes + 1);
+      await createToFirst200(pooled, `warm-${i}`);
+      takes++;
+      await createToFirst200(cold, `warm-${i}`);
+    }
+    const node: number[] = [];
+    const withPool: number[] = [];
+    const withoutPool: number[] = [];
+    for (let round = 0; round < P5_ROUNDS; round++) {
+      node.push(nodeStartMs());
+      await poolReady(pooled, takes + 1);
+      withPool.push(await createToFirst200(pooled, `p5-${round}`));
+      takes++;
+      withoutPool.push(await createToFirst200(cold, `p5-${round}`));
+    }
+    const served = count(pooled.output(), '"warm_pool":true');
+    const load1 = loadavg();
+    const n = median(node);
+    const fmt = (xs: number[]) => `median ${median(xs).toFixed(0)} ms (min ${Math.min(...xs).toFixed(0)}, max ${Math.max(...xs).toFixed(0)})`;
+    return [
+      `P5  create → first 200, ${P5_ROUNDS} interleaved rounds after 2 warm-up rounds; load average ${load0.map((l) => l.toFixed(2)).join(' ')} → ${load1.map((l) => l.toFixed(2)).join(' ')}`,
+      `    node -e 0:             ${fmt(node)}`,
+      `    warm pool (1):         ${fmt(withPool)} → ${(median(withPool) / n).toFixed(2)}× node -e 0 (target ≤ 3×); ${served} of ${takes} starts served by the pool`,
+      `    no pool (0):           ${fmt(withoutPool)} → ${(median(withoutPool) / n).toFixed(2)}× node -e 0`,
+    ];
+  } finally {
+    await pooled.stop();
+    await cold.stop();
+  }
+}
+
+if (values.only === 'p5') {
+  console.log(`fnhost P5 bench — ${new Date().toISOString()} — ${cpus().length}× ${cpus()[0]?.model} — node ${process.version}`);
+  for (const line of await measureP5()) console.log(line);
+  process.exit(0);
+}
+
 const dir = await mkdtemp(join(tmpdir(), 'fnhost-bench-'));
 try {
   const file = join(dir, 'hello.mjs');
@@ -141,27 +242,10 @@ try {
   const halfRuntime = await load('runtime direct @ half', runtimeUrl + '/', { overallRate: rate });
   const halfGateway = await load('gateway @ half', invokeUrl, { overallRate: rate });
 
-  // P5: create → first 200, and node -e 0.
-  const p5: number[] = [];
-  for (let i = 0; i < 5; i++) {
-    const t0 = performance.now();
-    const fn = await (await fetch(`${gw.url}/api/v1/functions`, { method: 'POST', headers: auth, body: JSON.stringify({ name: `p5-${i}`, code: HELLO }) })).json();
-    for (;;) {
-      const r = await fetch(fn.invocation_url);
-      await r.arrayBuffer();
-      if (r.status === 200) break;
-    }
-    p5.push(performance.now() - t0);
-  }
-  const nodeStart: number[] = [];
-  for (let i = 0; i < 5; i++) {
-    const t0 = performance.now();
-    spawnSync(process.execPath, ['-e', '0']);
-    nodeStart.push(performance.now() - t0);
-  }
   const metrics = await (await fetch(`${gw.url}/metrics`)).text();
   const dropped = /fnhost_log_records_dropped_total (\d+)/.exec(metrics)?.[1];
   await gw.stop();
+  const p5 = await measureP5();
 
   console.log(`fnhost gateway bench — ${new Date().toISOString()} — ${cpus().length}× ${cpus()[0]?.model} — load ${loadavg().map((l) => l.toFixed(2)).join(' ')} — node ${process.version}`);
   console.log(`autocannon ${CONNECTIONS} connections, ${SECONDS} s each, GET of a JSON hello; medians of ${ROUNDS} interleaved rounds\n`);
@@ -174,7 +258,7 @@ try {
   console.log(`    gateway / runtime direct: ${(gateway.rps / runtime.rps).toFixed(2)}×; gateway / bare: ${(gateway.rps / bare.rps).toFixed(2)}×; log records dropped: ${dropped}`);
   console.log(`P2  recording on / off throughput: ${p2Ratio.toFixed(2)}× (target ≥ 0.9×); p99 ${gateway.p99} vs ${noRecord.p99} ms (target +≤ 1 ms)`);
   console.log(`P2b runtime direct / bare node:http: ${(runtime.rps / bare.rps).toFixed(2)}× (target ≥ 0.7×)`);
-  console.log(`P5  create → first 200: median ${median(p5).toFixed(0)} ms; node -e 0: median ${median(nodeStart).toFixed(0)} ms; ratio ${(median(p5) / median(nodeStart)).toFixed(2)}× (target ≤ 3×)`);
+  for (const line of p5) console.log(line);
 } finally {
   for (const c of children) c.kill('SIGTERM');
   await rm(dir, { recursive: true, force: true });

@@ -9,6 +9,7 @@
 //   node -e            an idle `node -e 'setInterval(…)'`
 //   node:http          a bare node:http hello world
 //   + worker thread    the same with one idle worker thread: the floor of a runtime that runs user code in a worker
+//   generic runtime    a runtime of the warm pool waiting for its function (no worker thread yet)
 //   runtime, warm cache  a runtime for a hello function with NODE_COMPILE_CACHE already filled (how the local executor starts them after the first)
 //   runtime, cold cache  the same with an empty compile cache (the first start on a machine, or a fresh pod)
 // Then the V8 heap of each thread of a runtime (warm cache), reported by a preloaded script.
@@ -116,6 +117,7 @@ const variants: Array<[string, () => Promise<Started>]> = [
   ['node -e (idle)', () => start(['-e', IDLE], {})],
   ['node:http hello', () => start(['-e', BARE], {})],
   ['node:http hello + 1 idle worker thread', () => start(['-e', BARE_WORKER], {})],
+  ['generic runtime (warm pool, no worker yet)', () => start([RUNTIME_MAIN], { PORT: '0', HOST: '127.0.0.1', FNHOST_SPECIALIZE_TOKEN: 'b'.repeat(40), NODE_COMPILE_CACHE: warmCache })],
   ['runtime, warm compile cache', () => start([RUNTIME_MAIN], fnEnv(warmCache))],
   ['runtime, cold compile cache', async () => start([RUNTIME_MAIN], fnEnv(join(await mkdtemp(join(dir, 'cold-')), 'cache')))],
 ];

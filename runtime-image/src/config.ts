@@ -21,7 +21,7 @@ export class ConfigError extends Error {
   override name = 'ConfigError';
 }
 
-function intVar(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number, max: number): number {
+export function intVar(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number, max: number): number {
   const raw = env[name];
   if (raw === undefined || raw.trim() === '') return fallback;
   const n = Number(raw);

@@ -18,6 +18,18 @@ import {
   type FromWorker,
   type RequestMsg,
 } from './protocol.ts';
+import {
+  MAX_SPECIALIZE_BODY_BYTES,
+  SPECIALIZE_HEADER,
+  SPECIALIZE_PATH,
+  SpecializeError,
+  isLoopbackAddress,
+  loadGenericConfig,
+  parseSpecialization,
+  replaceEnv,
+  sameSecret,
+  type GenericConfig,
+} from './specialize.ts';
 import type { WorkerData } from './worker.ts';
 
 // Not `import { createServer } from 'node:http'`: an ES module import of node:http builds its
@@ -379,20 +391,36 @@ function listen(server: Server, port: number, host: string): Promise<number> {
   });
 }
 
-export async function startRuntime(config: RuntimeConfig): Promise<{ port: number; healthPort: number; close: () => Promise<void> }> {
-  const sup = new Supervisor(config);
-  sup.start();
-  const separateHealth = config.healthPort !== undefined;
-  const server = createServer({ keepAliveTimeout: 65_000 }, (req, res) => {
+/** The request handler of a runtime serving one function (health on the same port unless separate). */
+function callHandler(sup: Supervisor, separateHealth: boolean): (req: IncomingMessage, res: ServerResponse) => void {
+  return (req, res) => {
     if (!separateHealth && req.url === '/healthz' && (req.method === 'GET' || req.method === 'HEAD')) return health(sup, res);
     if (req.headers['content-length'] === undefined && req.headers['transfer-encoding'] === undefined) {
       sup.invoke(req, res, undefined);
       return;
     }
     readBody(req, res, (body) => sup.invoke(req, res, body));
-  });
+  };
+}
+
+function newServer(handler: (req: IncomingMessage, res: ServerResponse) => void): Server {
+  const server = createServer({ keepAliveTimeout: 65_000 }, handler);
   server.headersTimeout = 60_000;
   server.requestTimeout = 0;
+  return server;
+}
+
+export interface RunningRuntime {
+  port: number;
+  healthPort: number;
+  close: () => Promise<void>;
+}
+
+export async function startRuntime(config: RuntimeConfig): Promise<RunningRuntime> {
+  const sup = new Supervisor(config);
+  sup.start();
+  const separateHealth = config.healthPort !== undefined;
+  const server = newServer(callHandler(sup, separateHealth));
   const port = await listen(server, config.port, config.host);
   let healthServer: Server | undefined;
   let healthPort = port;
@@ -415,21 +443,108 @@ export async function startRuntime(config: RuntimeConfig): Promise<{ port: numbe
   };
 }
 
+function answerJson(res: ServerResponse, status: number, body: Record<string, unknown>): void {
+  const text = JSON.stringify(body);
+  res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(text), 'cache-control': 'no-store' }).end(text);
+}
+
+/**
+ * A generic runtime of the warm pool (docs/internal-protocol.md "Warm pool"): it listens with no
+ * function and no worker thread until one specialization request names its function; from then
+ * on it is a runtime of that function. A second specialization is refused (409).
+ */
+export async function startGenericRuntime(generic: GenericConfig): Promise<RunningRuntime> {
+  let state: 'generic' | 'specializing' | 'specialized' = 'generic';
+  let sup: Supervisor | undefined;
+  let config: RuntimeConfig | undefined;
+  let calls: ((req: IncomingMessage, res: ServerResponse) => void) | undefined;
+
+  const specialize = (req: IncomingMessage, res: ServerResponse): void => {
+    // Checked before anything else, the body included: loopback peer, then the credential.
+    if (!isLoopbackAddress(req.socket.remoteAddress)) return answerJson(res, 403, { error: 'forbidden', message: 'specialization is accepted from loopback only' });
+    const presented = req.headers[SPECIALIZE_HEADER];
+    if (typeof presented !== 'string' || !sameSecret(presented, generic.token)) return answerJson(res, 401, { error: 'unauthorized', message: `the ${SPECIALIZE_HEADER} is wrong` });
+    if (req.method !== 'POST' || req.url !== SPECIALIZE_PATH) return answerJson(res, 404, { error: 'not_found', message: `specialization is POST ${SPECIALIZE_PATH}` });
+    if (state !== 'generic') {
+      req.resume();
+      return answerJson(res, 409, { error: 'already_specialized', message: 'this runtime already serves a function; a runtime is specialized once' });
+    }
+    state = 'specializing';
+    const chunks: Buffer[] = [];
+    let size = 0;
+    req.on('data', (chunk: Buffer) => {
+      size += chunk.length;
+      if (size <= MAX_SPECIALIZE_BODY_BYTES) chunks.push(chunk);
+    });
+    req.on('error', () => {
+      if (state === 'specializing') state = 'generic';
+    });
+    req.on('end', () => {
+      if (size > MAX_SPECIALIZE_BODY_BYTES) {
+        state = 'generic';
+        return answerJson(res, 413, { error: 'payload_too_large', message: `the specialization body is larger than ${MAX_SPECIALIZE_BODY_BYTES} bytes` });
+      }
+      let spec;
+      try {
+        spec = parseSpecialization(JSON.parse(Buffer.concat(chunks).toString('utf8')), process.env);
+        if (spec.cwd !== undefined) process.chdir(spec.cwd);
+      } catch (err) {
+        // Nothing has changed yet: the runtime stays generic and may be specialized by a correct request.
+        state = 'generic';
+        const invalid = err instanceof SpecializeError || err instanceof ConfigError || err instanceof SyntaxError || (err as NodeJS.ErrnoException).code === 'ENOENT';
+        return answerJson(res, invalid ? 400 : 500, { error: invalid ? 'invalid_argument' : 'internal', message: (err as Error).message });
+      }
+      // The process environment first (setenv underneath: TZ, HOME and the like follow), then the
+      // worker: it takes its env, its heap limit and the process's time zone when it is created.
+      replaceEnv(spec.env);
+      config = spec.config;
+      sup = new Supervisor(config);
+      sup.start();
+      calls = callHandler(sup, false);
+      state = 'specialized';
+      log('info', 'specialized', { function_id: config.functionId, function_name: config.functionName, file: config.functionFile });
+      answerJson(res, 200, { status: 'specialized', function_id: config.functionId, pid: process.pid });
+    });
+  };
+
+  const server = newServer((req, res) => {
+    if (req.headers[SPECIALIZE_HEADER] !== undefined) return specialize(req, res);
+    if (calls !== undefined) return calls(req, res);
+    if (req.url === '/healthz') return answerJson(res, 503, { status: 'generic' });
+    req.resume();
+    answerError(res, 503, '', 'this runtime serves no function yet (a generic runtime of the warm pool)', JSON.stringify({ error: 'not_specialized', message: 'this runtime serves no function yet' }));
+  });
+  // Loads node:crypto now, while there is nothing to do, not on the specialization's path (≈ 5 ms).
+  sameSecret(generic.token, generic.token);
+  const port = await listen(server, generic.port, generic.host);
+  return {
+    port,
+    healthPort: port,
+    close: async () => {
+      server.close();
+      if (sup !== undefined) await sup.close(config!.timeoutMs);
+      server.closeAllConnections();
+    },
+  };
+}
+
 async function main(): Promise<void> {
-  let config: RuntimeConfig;
+  let runtime: RunningRuntime;
+  let generic: GenericConfig | undefined;
   try {
-    config = loadConfig(process.env);
+    generic = loadGenericConfig(process.env);
+    if (generic === undefined) {
+      runtime = await startRuntime(loadConfig(process.env));
+    } else {
+      // The credential is needed only in memory; the handler's environment never holds it.
+      delete process.env.FNHOST_SPECIALIZE_TOKEN;
+      runtime = await startGenericRuntime(generic);
+    }
   } catch (err) {
     if (!(err instanceof ConfigError)) throw err;
     log('error', err.message);
     process.exit(2);
   }
-  const runtime = await startRuntime(config);
-  // The one line the gateway and tests read to find the port (PORT=0 picks a free one).
-  process.stdout.write(JSON.stringify({ msg: 'listening', port: runtime.port, health_port: runtime.healthPort, pid: process.pid }) + '\n');
-  // Node writes its compile cache (NODE_COMPILE_CACHE) only at exit: write it now, so the next
-  // runtime on this machine starts from it even while this one keeps running (the worker writes its own).
-  process.getBuiltinModule('node:module').flushCompileCache();
   let closing = false;
   const stop = (signal: string) => {
     if (closing) return;
@@ -440,9 +555,17 @@ async function main(): Promise<void> {
       () => process.exit(1),
     );
   };
-  // As PID 1 in a container, Node gets no default signal handling: handle both.
+  // As PID 1 in a container, Node gets no default signal handling: handle both. Before the
+  // listening line, so a parent that signals as soon as it reads the line gets a clean stop.
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));
+  // The one line the gateway and tests read to find the port (PORT=0 picks a free one).
+  const listening: Record<string, unknown> = { msg: 'listening', port: runtime.port, health_port: runtime.healthPort, pid: process.pid };
+  if (generic !== undefined) listening.generic = true;
+  process.stdout.write(JSON.stringify(listening) + '\n');
+  // Node writes its compile cache (NODE_COMPILE_CACHE) only at exit: write it now, so the next
+  // runtime on this machine starts from it even while this one keeps running (the worker writes its own).
+  process.getBuiltinModule('node:module').flushCompileCache();
 }
 
 if (import.meta.main) await main();

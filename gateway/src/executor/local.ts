@@ -1,32 +1,45 @@
-import { spawn, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
+import { mkdirSync } from 'node:fs';
 import { mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import { FnhostError, type Executor, type FunctionRecord, type RecycleReason, type Upstream } from '@fnhost/core';
+import type { Executor, FunctionRecord, RecycleReason, Upstream } from '@fnhost/core';
 import type { Logger } from '../log.ts';
 import type { Metrics } from '../metrics.ts';
+import { WarmPool, warmPoolSize, type GenericRuntime } from './pool.ts';
+import { RuntimeProcess, RuntimeUnavailableError, lastLine } from './process.ts';
+
+export { RuntimeUnavailableError, lastLine };
 
 // One runtime process per active function, on loopback, configured by the
 // environment of docs/internal-protocol.md. A runtime starts eagerly when a
 // function is created or changed (sync) and lazily on the first call after a
 // gateway restart or a crash (acquire). A change of code, env, routes,
 // timeout or memory gives a new config hash and so a new process; the old
-// one is stopped once the new one is up.
+// one is stopped once the new one is up. A start takes a generic runtime from
+// the warm pool when one waits (pool.ts) and specializes it with the very
+// environment it would have been started with; otherwise it spawns one.
 
 export const DEFAULT_RUNTIME_MAIN = fileURLToPath(new URL('../../../runtime-image/src/main.ts', import.meta.url));
 
 /** After a runtime failed to start, calls fail fast with that error for this long before another start. */
 export const START_RETRY_MS = 1000;
 
-/** The runtime process's own heap above the handler's limit. */
-export const RUNTIME_HEAP_HEADROOM_MIB = 64;
+/** The warm pool's step of the internal protocol (docs/internal-protocol.md "Warm pool"). */
+export const SPECIALIZE_PATH = '/_fnhost/specialize';
+export const SPECIALIZE_HEADER = 'x-fnhost-specialize-token';
 
-export class RuntimeUnavailableError extends FnhostError {
-  constructor(message: string, options?: { cause?: unknown }) {
-    super('runtime_unavailable', 502, message, { ...options, expose: true });
-  }
+/**
+ * Variables that Node, libuv, OpenSSL or the C library read only when a process starts: a
+ * generic runtime started before the function cannot honour them, so a function that sets one
+ * gets a process started for it. (TZ, HOME and the like are read later and follow the
+ * specialization, which sets the process environment before the worker exists.)
+ */
+export const START_ONLY_ENV = /^(NODE_|UV_|OPENSSL_|SSL_CERT_|LD_|MALLOC_|GLIBC_|LANG$|LANGUAGE$|LC_)/;
+
+/** Whether a generic runtime can become exactly this function's runtime. */
+export function poolable(fn: FunctionRecord): boolean {
+  return !Object.keys(fn.env).some((name) => START_ONLY_ENV.test(name));
 }
 
 /** The module file extension: .mjs for ES module syntax, .cjs otherwise, so the nearest package.json's "type" never matters. */
@@ -66,18 +79,19 @@ export interface LocalExecutorOptions {
   forwardOutput?: boolean;
   /** Called when an origin will never answer again (so the proxy can close its pool). */
   onOriginGone?: (origin: string) => void;
+  /** Generic runtimes kept started ahead (default FNHOST_WARM_POOL, else 1; 0: none). */
+  warmPool?: number;
 }
 
 interface Runtime {
   functionId: string;
+  name: string;
   hash: string;
-  child: ChildProcess | undefined;
-  origin: string | undefined;
+  /** Its process, once spawned or taken from the pool. */
+  proc: RuntimeProcess | undefined;
   ready: Promise<Upstream>;
-  exited: boolean;
   /** Why the process ended, when it did (out of memory is told apart from a crash). */
   exitReason: RecycleReason | 'stopped' | undefined;
-  stderrTail: string;
 }
 
 export class LocalExecutor implements Executor {
@@ -86,19 +100,29 @@ export class LocalExecutor implements Executor {
   readonly #lastExit = new Map<string, RecycleReason>();
   /** A start that failed recently: calls fail fast with its error instead of spawning a process each. */
   readonly #failedStart = new Map<string, { hash: string; at: number; error: Error }>();
+  readonly #pool: WarmPool | undefined;
   #closed = false;
 
   constructor(options: LocalExecutorOptions) {
     this.#opts = options;
+    const size = options.warmPool ?? warmPoolSize(process.env.FNHOST_WARM_POOL);
+    this.#pool = size > 0 ? new WarmPool({ size, spawn: (token) => this.#spawnGeneric(token), logger: options.logger }) : undefined;
   }
 
   /**
    * Ends runtimes a previous gateway left behind (it was killed before it could
    * stop them): each runtime's pid is kept in FNHOST_DATA_DIR/runtimes/ while it
    * runs. A pid is only signalled when /proc shows it still runs the runtime, so
-   * a reused pid is never hit. Returns how many were ended.
+   * a reused pid is never hit. Returns how many were ended. Then fills the warm
+   * pool (not before: the pool's own pids live in the same folder).
    */
   async reapStale(): Promise<number> {
+    const ended = await this.#reap();
+    this.#pool?.fill();
+    return ended;
+  }
+
+  async #reap(): Promise<number> {
     const dir = join(this.#opts.dataDir, 'runtimes');
     let names: string[];
     try {
@@ -127,15 +151,21 @@ export class LocalExecutor implements Executor {
     return ended;
   }
 
+  /** Function runtimes running now (the warm pool's generic ones are not counted). */
   get running(): number {
     let n = 0;
-    for (const r of this.#runtimes.values()) if (!r.exited) n++;
+    for (const r of this.#runtimes.values()) if (r.proc !== undefined && !r.proc.exited) n++;
     return n;
+  }
+
+  /** The warm pool: its configured size, and the pids of the generic runtimes waiting now (tests, bench). */
+  get warmPool(): { size: number; ready: number; pids: number[] } {
+    return { size: this.#pool?.size ?? 0, ready: this.#pool?.ready ?? 0, pids: this.#pool?.pids() ?? [] };
   }
 
   /** The pid of a function's runtime (tests kill it to check recovery). */
   pid(functionId: string): number | undefined {
-    return this.#runtimes.get(functionId)?.child?.pid;
+    return this.#runtimes.get(functionId)?.proc?.pid;
   }
 
   /** How the function's last runtime ended, if it ended unexpectedly. */
@@ -148,7 +178,7 @@ export class LocalExecutor implements Executor {
     const deadline = Date.now() + waitMs;
     for (;;) {
       const current = this.#runtimes.get(functionId);
-      if (current === undefined || current.exited) return this.#lastExit.get(functionId);
+      if (current === undefined || current.proc?.exited === true) return this.#lastExit.get(functionId);
       if (Date.now() >= deadline) return undefined;
       await new Promise((resolve) => setTimeout(resolve, 20));
     }
@@ -156,7 +186,7 @@ export class LocalExecutor implements Executor {
 
   acquire(fn: FunctionRecord): Promise<Upstream> {
     const current = this.#runtimes.get(fn.function_id);
-    if (current !== undefined && !current.exited && current.hash === configHash(fn)) return current.ready;
+    if (current !== undefined && current.proc?.exited !== true && current.hash === configHash(fn)) return current.ready;
     const failed = this.#failedStart.get(fn.function_id);
     if (failed !== undefined && failed.hash === configHash(fn) && Date.now() - failed.at < START_RETRY_MS) return Promise.reject(failed.error);
     return this.#start(fn, current);
@@ -168,8 +198,8 @@ export class LocalExecutor implements Executor {
     this.#runtimes.delete(functionId);
     this.#lastExit.set(functionId, reason);
     this.#opts.metrics.runtimeRestarts++;
-    this.#opts.logger.warn('recycling runtime', { function_id: functionId, reason, pid: current.child?.pid });
-    this.#stop(current);
+    this.#opts.logger.warn('recycling runtime', { function_id: functionId, reason, pid: current.proc?.pid });
+    void this.#stop(current);
   }
 
   async sync(functionId: string, fn: FunctionRecord | null): Promise<void> {
@@ -184,7 +214,7 @@ export class LocalExecutor implements Executor {
       return;
     }
     const current = this.#runtimes.get(functionId);
-    if (current !== undefined && !current.exited && current.hash === configHash(fn)) return;
+    if (current !== undefined && current.proc?.exited !== true && current.hash === configHash(fn)) return;
     // Eager start; a failure here is reported on the first call instead.
     await this.#start(fn, current).then(
       () => undefined,
@@ -195,11 +225,11 @@ export class LocalExecutor implements Executor {
   #start(fn: FunctionRecord, previous: Runtime | undefined): Promise<Upstream> {
     if (this.#closed) return Promise.reject(new RuntimeUnavailableError('the gateway is shutting down'));
     const hash = configHash(fn);
-    const runtime: Runtime = { functionId: fn.function_id, hash, child: undefined, origin: undefined, ready: undefined as never, exited: false, exitReason: undefined, stderrTail: '' };
-    runtime.ready = this.#launch(fn, runtime);
+    const runtime: Runtime = { functionId: fn.function_id, name: fn.name, hash, proc: undefined, ready: undefined as never, exitReason: undefined };
+    runtime.ready = this.#run(fn, runtime);
     this.#runtimes.set(fn.function_id, runtime);
     if (previous !== undefined) {
-      if (!previous.exited) this.#opts.metrics.runtimeRestarts++;
+      if (previous.proc?.exited !== true) this.#opts.metrics.runtimeRestarts++;
       // Let calls already sent to the old process finish on it; new calls go to the new one.
       void runtime.ready.then(
         () => this.#stop(previous),
@@ -216,12 +246,8 @@ export class LocalExecutor implements Executor {
     return runtime.ready;
   }
 
-  async #launch(fn: FunctionRecord, runtime: Runtime): Promise<Upstream> {
-    const dir = join(this.#opts.dataDir, 'functions', fn.function_id);
-    const file = join(dir, runtime.hash + moduleExtension(fn.code));
-    await mkdir(dir, { recursive: true });
-    await writeFile(file, fn.code, { mode: 0o600 });
-    if (runtime.exitReason !== undefined) throw new RuntimeUnavailableError(`the runtime of function ${fn.name} was stopped while starting`);
+  /** The environment of a runtime for fn (docs/internal-protocol.md "Starting a runtime"), the same whether spawned or specialized. */
+  #envFor(fn: FunctionRecord, file: string): Record<string, string> {
     const env: Record<string, string> = {
       ...fn.env,
       PORT: '0',
@@ -235,110 +261,121 @@ export class LocalExecutor implements Executor {
       FNHOST_GATEWAY_URL: this.#opts.gatewayUrl(),
       FNHOST_RUNTIME_TOKEN: this.#opts.tokens.tokenFor(fn.function_id),
     };
+    return this.#withProcessDefaults(env);
+  }
+
+  #withProcessDefaults(env: Record<string, string>): Record<string, string> {
     if (process.env.TZ !== undefined && env.TZ === undefined) env.TZ = process.env.TZ;
     // Node's compile cache cuts a runtime's start (the TypeScript of runtime-image compiled once per
     // machine, not per process): about 2-3x faster create → first 200 (bench/gateway.ts, P5).
     if (env.NODE_COMPILE_CACHE === undefined) env.NODE_COMPILE_CACHE = join(this.#opts.dataDir, 'compile-cache');
-    // A process-wide heap cap as a backstop (the runtime limits the handler itself, FNHOST_MEMORY_MIB).
-    const heapCap = `--max-old-space-size=${fn.memory_mib + RUNTIME_HEAP_HEADROOM_MIB}`;
-    const child = spawn(process.execPath, [heapCap, this.#opts.runtimeMain ?? DEFAULT_RUNTIME_MAIN], {
+    return env;
+  }
+
+  // No --max-old-space-size on the command line: that V8 flag is process-wide and overrides the
+  // worker's resourceLimits, so it would give the handler memory_mib + headroom instead of
+  // memory_mib (measured). The handler's limit is the worker's (FNHOST_MEMORY_MIB).
+  #spawn(env: Record<string, string>, cwd: string, owner: string, subject: string): RuntimeProcess {
+    const proc = new RuntimeProcess({
+      main: this.#opts.runtimeMain ?? DEFAULT_RUNTIME_MAIN,
       env,
-      cwd: dir,
-      stdio: ['ignore', 'pipe', 'pipe'],
+      cwd,
+      dataDir: this.#opts.dataDir,
+      owner,
+      subject,
+      startTimeoutMs: this.#opts.startTimeoutMs ?? 15_000,
+      forwardOutput: this.#opts.forwardOutput !== false,
     });
-    runtime.child = child;
     this.#opts.metrics.runtimeStarts++;
-    const pidFile = child.pid === undefined ? undefined : join(this.#opts.dataDir, 'runtimes', String(child.pid));
-    if (pidFile !== undefined) {
-      void mkdir(join(this.#opts.dataDir, 'runtimes'), { recursive: true })
-        .then(() => writeFile(pidFile, fn.function_id))
-        .then(() => (runtime.exited ? rm(pidFile, { force: true }) : undefined))
-        .catch(() => undefined);
-      child.once('exit', () => void rm(pidFile, { force: true }).catch(() => undefined));
+    return proc;
+  }
+
+  #spawnGeneric(token: string): RuntimeProcess {
+    const env = this.#withProcessDefaults({ PORT: '0', HOST: '127.0.0.1', FNHOST_SPECIALIZE_TOKEN: token });
+    // Its working directory until the specialization moves it to the function's folder.
+    mkdirSync(this.#opts.dataDir, { recursive: true });
+    return this.#spawn(env, this.#opts.dataDir, 'pool', 'a warm-pool runtime');
+  }
+
+  async #run(fn: FunctionRecord, runtime: Runtime): Promise<Upstream> {
+    const dir = join(this.#opts.dataDir, 'functions', fn.function_id);
+    const file = join(dir, runtime.hash + moduleExtension(fn.code));
+    await mkdir(dir, { recursive: true });
+    await writeFile(file, fn.code, { mode: 0o600 });
+    if (runtime.exitReason !== undefined) throw new RuntimeUnavailableError(`the runtime of function ${fn.name} was stopped while starting`);
+    const env = this.#envFor(fn, file);
+    const generic = poolable(fn) ? this.#pool?.take() : undefined;
+    if (generic !== undefined) {
+      try {
+        return await this.#specialize(fn, runtime, generic, env, dir);
+      } catch (err) {
+        runtime.proc = undefined;
+        void generic.proc.stop();
+        if (runtime.exitReason !== undefined) throw new RuntimeUnavailableError(`the runtime of function ${fn.name} was stopped while starting`);
+        this.#opts.logger.warn('a warm-pool runtime could not be specialized; starting one for the function', { function_id: fn.function_id, pid: generic.proc.pid, error: (err as Error).message });
+      }
     }
-    const logger = this.#opts.logger;
-    return await new Promise<Upstream>((resolve, reject) => {
-      let settled = false;
-      const timer = setTimeout(() => {
-        fail(new RuntimeUnavailableError(`the runtime of function ${fn.name} did not start within ${this.#opts.startTimeoutMs ?? 15000} ms`));
-        child.kill('SIGKILL');
-      }, this.#opts.startTimeoutMs ?? 15_000);
-      const fail = (err: Error) => {
-        if (settled) return;
-        settled = true;
-        clearTimeout(timer);
-        reject(err);
-      };
-      const lines = createInterface({ input: child.stdout! });
-      lines.on('line', (line) => {
-        if (!settled && line.startsWith('{')) {
-          try {
-            const parsed = JSON.parse(line) as { port?: unknown };
-            if (typeof parsed.port === 'number' && parsed.port > 0) {
-              settled = true;
-              clearTimeout(timer);
-              runtime.origin = `http://127.0.0.1:${parsed.port}`;
-              this.#lastExit.delete(fn.function_id);
-              logger.info('runtime started', { function_id: fn.function_id, pid: child.pid, port: parsed.port });
-              resolve({ origin: runtime.origin });
-              return;
-            }
-          } catch {
-            // not the port line
-          }
+    return await this.#launch(fn, runtime, env, dir);
+  }
+
+  async #launch(fn: FunctionRecord, runtime: Runtime, env: Record<string, string>, dir: string): Promise<Upstream> {
+    const proc = this.#spawn(env, dir, fn.function_id, `the runtime of function ${fn.name}`);
+    runtime.proc = proc;
+    this.#watch(runtime, proc);
+    const origin = await proc.listening;
+    this.#lastExit.delete(fn.function_id);
+    this.#opts.logger.info('runtime started', { function_id: fn.function_id, pid: proc.pid, port: Number(new URL(origin).port) });
+    return { origin };
+  }
+
+  /** Turns a generic runtime into fn's: one authenticated loopback request with the environment a start would have had. */
+  async #specialize(fn: FunctionRecord, runtime: Runtime, generic: GenericRuntime, env: Record<string, string>, dir: string): Promise<Upstream> {
+    const proc = generic.proc;
+    runtime.proc = proc; // so a stop (delete, deactivate, recycle) during the specialization ends it
+    const origin = await proc.listening;
+    const { PORT: _port, HOST: _host, ...specEnv } = env;
+    const response = await fetch(origin + SPECIALIZE_PATH, {
+      method: 'POST',
+      headers: { [SPECIALIZE_HEADER]: generic.token, 'content-type': 'application/json' },
+      body: JSON.stringify({ env: specEnv, cwd: dir }),
+      signal: AbortSignal.timeout(this.#opts.startTimeoutMs ?? 15_000),
+    });
+    const text = await response.text();
+    if (response.status !== 200) throw new Error(`the specialization answered ${response.status}: ${text.slice(0, 300)}`);
+    await proc.adopt(fn.function_id, `the runtime of function ${fn.name}`);
+    this.#watch(runtime, proc);
+    if (proc.exited) throw new Error('the warm-pool runtime exited while being specialized');
+    this.#lastExit.delete(fn.function_id);
+    this.#opts.logger.info('runtime started', { function_id: fn.function_id, pid: proc.pid, port: Number(new URL(origin).port), warm_pool: true });
+    return { origin };
+  }
+
+  /** What the end of a function's runtime process means: a crash or out of memory unless it was stopped. */
+  #watch(runtime: Runtime, proc: RuntimeProcess): void {
+    void proc.exit.then(() => {
+      if (runtime.proc !== proc) return;
+      if (runtime.exitReason === undefined) {
+        runtime.exitReason = proc.outOfMemory ? 'out_of_memory' : 'crash';
+        this.#lastExit.set(runtime.functionId, runtime.exitReason);
+        if (this.#runtimes.get(runtime.functionId) === runtime) {
+          this.#runtimes.delete(runtime.functionId);
+          this.#opts.metrics.runtimeRestarts++;
         }
-        // The runtime's own lines (console output of the handler) pass through as they are.
-        if (this.#opts.forwardOutput !== false) process.stdout.write(line + '\n');
-      });
-      child.stderr!.setEncoding('utf8');
-      child.stderr!.on('data', (chunk: string) => {
-        runtime.stderrTail = (runtime.stderrTail + chunk).slice(-4096);
-        if (this.#opts.forwardOutput !== false) process.stderr.write(chunk);
-      });
-      child.on('error', (err) => fail(new RuntimeUnavailableError(`cannot start the runtime of function ${fn.name}: ${err.message}`, { cause: err })));
-      child.on('exit', (code, signal) => {
-        runtime.exited = true;
-        const oom = /heap out of memory|ERR_WORKER_OUT_OF_MEMORY|Allocation failed/i.test(runtime.stderrTail);
-        if (runtime.exitReason === undefined) {
-          runtime.exitReason = oom ? 'out_of_memory' : 'crash';
-          this.#lastExit.set(fn.function_id, runtime.exitReason);
-          if (this.#runtimes.get(fn.function_id) === runtime) {
-            this.#runtimes.delete(fn.function_id);
-            this.#opts.metrics.runtimeRestarts++;
-          }
-          logger.warn('runtime exited', { function_id: fn.function_id, pid: child.pid, code, signal, reason: runtime.exitReason });
-        }
-        if (runtime.origin !== undefined) this.#opts.onOriginGone?.(runtime.origin);
-        fail(new RuntimeUnavailableError(`the runtime of function ${fn.name} exited while starting (${signal ?? 'code ' + code})${runtime.stderrTail ? ': ' + lastLine(runtime.stderrTail) : ''}`));
-      });
+        this.#opts.logger.warn('runtime exited', { function_id: runtime.functionId, pid: proc.pid, code: proc.exitCode, signal: proc.exitSignal, reason: runtime.exitReason });
+      }
+      if (proc.origin !== undefined) this.#opts.onOriginGone?.(proc.origin);
     });
   }
 
   #stop(runtime: Runtime): Promise<void> {
     if (runtime.exitReason === undefined) runtime.exitReason = 'stopped';
-    const child = runtime.child;
-    if (child === undefined || runtime.exited || child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
-    return new Promise<void>((resolve) => {
-      const kill = setTimeout(() => child.kill('SIGKILL'), 2000);
-      child.once('exit', () => {
-        clearTimeout(kill);
-        resolve();
-      });
-      child.kill('SIGTERM');
-    });
+    return runtime.proc?.stop() ?? Promise.resolve();
   }
 
   async close(): Promise<void> {
     this.#closed = true;
     const all = [...this.#runtimes.values()];
     this.#runtimes.clear();
-    await Promise.all(all.map((r) => this.#stop(r)));
+    await Promise.all([this.#pool?.close(), ...all.map((r) => this.#stop(r))]);
   }
-}
-
-/** The most telling line of a runtime's stderr: the last one naming an error, else the last one. */
-export function lastLine(text: string): string {
-  const lines = text.split('\n').map((l) => l.trim()).filter((l) => l !== '' && !/^Node\.js v\d/.test(l));
-  const errorLine = [...lines].reverse().find((l) => /error/i.test(l));
-  return (errorLine ?? lines[lines.length - 1] ?? '').slice(0, 300);
 }

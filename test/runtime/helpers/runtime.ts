@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -44,11 +45,12 @@ export async function startRuntime(opts: RuntimeOptions): Promise<RunningRuntime
   const dir = await mkdtemp(join(tmpdir(), 'fnhost-rt-'));
   const file = opts.path ?? join(dir, opts.file ?? 'handler.mjs');
   if (opts.path === undefined) await writeFile(file, opts.code ?? '');
+  return await spawnRuntime({ PATH: process.env.PATH ?? '', ...opts.env, PORT: '0', HOST: '127.0.0.1', ...functionVars(file, opts) }, dir);
+}
+
+/** The FNHOST_* variables of a runtime for one function (docs/internal-protocol.md "Starting a runtime"). */
+export function functionVars(file: string, opts: RuntimeOptions = {}): Record<string, string> {
   const env: Record<string, string> = {
-    PATH: process.env.PATH ?? '',
-    ...opts.env,
-    PORT: '0',
-    HOST: '127.0.0.1',
     FNHOST_FUNCTION_FILE: file,
     FNHOST_FUNCTION_ID: '00000000-0000-4000-8000-000000000001',
     FNHOST_FUNCTION_NAME: opts.name ?? 'testfn',
@@ -58,6 +60,34 @@ export async function startRuntime(opts: RuntimeOptions): Promise<RunningRuntime
   };
   if (opts.gatewayUrl !== undefined) env.FNHOST_GATEWAY_URL = opts.gatewayUrl;
   if (opts.token !== undefined) env.FNHOST_RUNTIME_TOKEN = opts.token;
+  return env;
+}
+
+export interface GenericRuntime extends RunningRuntime {
+  /** Its FNHOST_SPECIALIZE_TOKEN. */
+  token: string;
+  /** The folder the runtime was started in (a temporary one, removed by stop()). */
+  dir: string;
+  /** POST /_fnhost/specialize with this body (the token unless another is given). */
+  specialize(body: unknown, token?: string): Promise<Response>;
+}
+
+/** A generic runtime of the warm pool: started with FNHOST_SPECIALIZE_TOKEN and no function. */
+export async function startGenericRuntime(opts: { env?: Record<string, string> } = {}): Promise<GenericRuntime> {
+  const dir = await mkdtemp(join(tmpdir(), 'fnhost-rt-'));
+  const token = randomBytes(32).toString('hex');
+  const rt = await spawnRuntime({ PATH: process.env.PATH ?? '', PORT: '0', HOST: '127.0.0.1', FNHOST_SPECIALIZE_TOKEN: token, ...opts.env }, dir);
+  return {
+    ...rt,
+    token,
+    dir,
+    specialize: (body, presented = token) =>
+      fetch(`${rt.url}/_fnhost/specialize`, { method: 'POST', headers: { 'x-fnhost-specialize-token': presented, 'content-type': 'application/json' }, body: typeof body === 'string' ? body : JSON.stringify(body) }),
+  };
+}
+
+/** Spawns `node runtime-image/src/main.ts` with exactly this environment and waits for its listening line. */
+export async function spawnRuntime(env: Record<string, string>, dir: string): Promise<RunningRuntime> {
   const child = spawn(process.execPath, [RUNTIME_MAIN], { env, cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
   const lines: string[] = [];
   const waiters = new Set<{ match: RegExp; resolve: (l: string) => void }>();
@@ -104,6 +134,7 @@ export async function startRuntime(opts: RuntimeOptions): Promise<RunningRuntime
     port = (JSON.parse(await waitForLine(/"msg":"listening"/, 20_000)) as { port: number }).port;
   } catch (err) {
     child.kill('SIGKILL');
+    await rm(dir, { recursive: true, force: true });
     throw err;
   }
   return {
