@@ -271,6 +271,19 @@ describe('fnhost on Kubernetes, end to end (helm chart on the test cluster)', fu
     expect(String(page.logs[0]!.error_message)).to.match(/memory/i);
   });
 
+  it('a container killed by the kernel for memory (OOMKilled, off-heap Buffers) is reported as out of memory too', async () => {
+    await applyFunction(nsA, 'bufhog', { code: 'export default (req, res) => { const keep = []; for (let i = 0; i < 600; i++) keep.push(Buffer.alloc(1 << 20, 1)); res.json({ n: keep.length }) }', memoryMiB: 32, timeoutSeconds: 20 });
+    await readyFunction(nsA, 'bufhog');
+    const r = await invoke(nsA, 'bufhog');
+    expect(r.status).to.equal(502);
+    expect(((await r.json()) as { error: string }).error).to.equal('function_out_of_memory');
+    const pods = await getJson(['get', 'pods', '-n', nsA, '-l', 'fnhost.dev/function=bufhog,fnhost.dev/role=runtime']);
+    expect(pods.items[0].status.containerStatuses[0].lastState.terminated.reason).to.equal('OOMKilled');
+    const page = await logsOf(nsA, 'bufhog');
+    expect(page.logs[0]).to.include({ status_code: 502 });
+    expect(String(page.logs[0]!.error_message)).to.match(/memory/i);
+  });
+
   it('helm upgrade keeps functions and logs, and a SIGTERM of a gateway pod under load loses no record', async () => {
     const before = (await logsOf(nsA, 'hello')).pagination.totalCount;
     const upgraded = await helmRun(['upgrade', release, `${ROOT}charts/fnhost`, '-n', relNs, '-f', valuesFile, '--set', 'gateway.statusIntervalSeconds=3', '--wait', '--timeout', '8m']);

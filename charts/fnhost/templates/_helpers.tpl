@@ -106,7 +106,7 @@ capabilities:
 {{- end -}}
 {{- end -}}
 
-{{/* What the gateway may do: read Functions and EndpointSlices, write Functions (the management API) and their status (invocation feedback). Nothing else: no Secrets, no pods, no workloads. */}}
+{{/* What the gateway may do: read Functions and EndpointSlices, write Functions (the management API) and their status (invocation feedback), list pods (only to tell an OOM-killed container from a crash). Nothing else: no Secrets, no workloads. */}}
 {{- define "fnhost.gateway.rules" -}}
 - apiGroups: ["fnhost.dev"]
   resources: ["functions"]
@@ -117,6 +117,9 @@ capabilities:
 - apiGroups: ["discovery.k8s.io"]
   resources: ["endpointslices"]
   verbs: ["list", "watch"]
+- apiGroups: [""]
+  resources: ["pods"]
+  verbs: ["list"]
 {{- end -}}
 
 {{/* What the operator may do (docs/operator.md, operator/deploy/rbac.yaml): only what it owns. */}}

@@ -24,9 +24,43 @@ export class FunctionUnavailableError extends FnhostError {
   }
 }
 
+/** The few fields of a pod the OOM diagnosis reads. */
+export interface PodStatusView {
+  status?: {
+    containerStatuses?: Array<{
+      state?: { terminated?: { reason?: string; finishedAt?: string } };
+      lastState?: { terminated?: { reason?: string; finishedAt?: string } };
+    }>;
+  };
+}
+
+/** How long after a container was OOM-killed a broken call is still blamed on it. */
+export const OOM_WINDOW_MS = 15_000;
+/** The kubelet reports a kill about a second after it happened: the diagnosis waits this long for it. */
+export const OOM_DIAGNOSIS_MS = 4000;
+
+/** True when one of the pods' containers was killed by the kernel for memory within the window before `now`. */
+export function oomKilledRecently(pods: readonly PodStatusView[], now: number, windowMs = OOM_WINDOW_MS): boolean {
+  for (const pod of pods) {
+    for (const c of pod.status?.containerStatuses ?? []) {
+      for (const t of [c.state?.terminated, c.lastState?.terminated]) {
+        if (t?.reason !== 'OOMKilled') continue;
+        const at = t.finishedAt === undefined ? now : Date.parse(t.finishedAt);
+        // finishedAt has one-second precision: allow a second of slack.
+        if (Number.isFinite(at) && at >= now - windowMs - 1000) return true;
+      }
+    }
+  }
+  return false;
+}
+
 export interface ClusterExecutorOptions {
   endpoints: EndpointIndex;
   clock: Clock;
+  /** The runtime pods of a function (only read to diagnose a call whose connection broke). */
+  runtimePods?: (fn: FunctionRecord) => Promise<PodStatusView[]>;
+  /** The function of an id (for the diagnosis). */
+  lookup?: (functionId: string) => FunctionRecord | undefined;
   /** Asks for the function to be scaled up (the status feedback's wake). */
   wake: (fn: FunctionRecord) => void;
   holdMs?: number;
@@ -107,6 +141,27 @@ export class ClusterExecutor implements Executor {
       const left = (this.#heldPer.get(fn.function_id) ?? 1) - 1;
       if (left === 0) this.#heldPer.delete(fn.function_id);
       else this.#heldPer.set(fn.function_id, left);
+    }
+  }
+
+  /**
+   * A call's connection broke mid-way: was the container killed by the kernel
+   * for memory (OOMKilled)? Then the execution is reported as out of memory.
+   * Reads the function's pods (one list request, on this failure path only),
+   * waiting up to OOM_DIAGNOSIS_MS for the kubelet to report the kill.
+   */
+  async diagnose(functionId: string, waitMs: number): Promise<RecycleReason | undefined> {
+    const fn = this.#o.lookup?.(functionId);
+    if (fn === undefined || this.#o.runtimePods === undefined) return undefined;
+    const deadline = this.#o.clock.now() + Math.max(waitMs, OOM_DIAGNOSIS_MS);
+    for (;;) {
+      try {
+        if (oomKilledRecently(await this.#o.runtimePods(fn), this.#o.clock.now())) return 'out_of_memory';
+      } catch {
+        return undefined;
+      }
+      if (this.#o.clock.now() >= deadline) return undefined;
+      await new Promise<void>((resolve) => this.#o.clock.setTimeout(resolve, 250));
     }
   }
 

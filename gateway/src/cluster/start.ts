@@ -3,7 +3,7 @@ import type { ClusterParts } from '../app.ts';
 import type { Logger } from '../log.ts';
 import { systemClock, type Clock } from '../scheduler/local.ts';
 import { EndpointIndex, type EndpointSlice } from './endpoints.ts';
-import { ClusterExecutor } from './executor.ts';
+import { ClusterExecutor, type PodStatusView } from './executor.ts';
 import { FunctionCache, KubeFunctionStore } from './functions.ts';
 import { KubeApiError, KubeClient, paths } from './kube.ts';
 import { Reflector } from './reflector.ts';
@@ -95,6 +95,9 @@ export async function startCluster(options: ClusterStartOptions): Promise<Starte
   const executor = new ClusterExecutor({
     endpoints,
     clock,
+    lookup: (id) => cache.get(id),
+    runtimePods: async (fn) =>
+      (await client.list<PodStatusView>(paths.pods(fn.namespace), { labelSelector: `fnhost.dev/function=${fn.name},fnhost.dev/role=runtime` })).items,
     wake: (fn) => feedback.wake(fn.function_id),
     holdMs: settings.holdMs,
     maxHeld: settings.maxHeld,

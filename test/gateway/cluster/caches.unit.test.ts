@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { ConflictError, FnhostError, NotFoundError, ValidationError } from '@fnhost/core';
 import { EndpointIndex, readyOrigins, type EndpointSlice } from '../../../gateway/src/cluster/endpoints.ts';
-import { ClusterExecutor, FunctionUnavailableError, holdBoundMs } from '../../../gateway/src/cluster/executor.ts';
+import { ClusterExecutor, FunctionUnavailableError, holdBoundMs, oomKilledRecently } from '../../../gateway/src/cluster/executor.ts';
 import { FunctionCache, apiErrorFor, olderVersion } from '../../../gateway/src/cluster/functions.ts';
 import { KubeApiError } from '../../../gateway/src/cluster/kube.ts';
 import { derivedFunctionId, deriveToken, recordFromResource, type FunctionResource } from '../../../gateway/src/cluster/resource.ts';
@@ -173,6 +173,40 @@ describe('cluster mode: executor (pods as upstreams, hold queue)', () => {
     await clock.advance(30_000);
     await Promise.all([a1, a2, b1]);
     expect(ex.held).to.equal(0);
+  });
+});
+
+describe('cluster mode: telling an OOM-killed container from a crash', () => {
+  const now = Date.parse('2026-11-23T12:00:10Z');
+  const pod = (state: 'state' | 'lastState', reason: string, finishedAt: string) => ({ status: { containerStatuses: [{ [state]: { terminated: { reason, finishedAt } } }] } });
+
+  it('recognises a recent OOMKilled (current or last state), not an old one or another reason', () => {
+    expect(oomKilledRecently([pod('lastState', 'OOMKilled', '2026-11-23T12:00:08Z')], now)).to.equal(true);
+    expect(oomKilledRecently([pod('state', 'OOMKilled', '2026-11-23T12:00:09Z')], now)).to.equal(true);
+    expect(oomKilledRecently([pod('lastState', 'OOMKilled', '2026-11-23T11:50:00Z')], now)).to.equal(false);
+    expect(oomKilledRecently([pod('lastState', 'Error', '2026-11-23T12:00:09Z')], now)).to.equal(false);
+    expect(oomKilledRecently([{}, { status: {} }], now)).to.equal(false);
+  });
+
+  it('diagnose() waits for the kubelet to report the kill, and gives up after its bound', async () => {
+    const clock = new FakeClock();
+    clock.t = now;
+    let reads = 0;
+    const fnRec = recordFromResource({ metadata: { name: 'a', namespace: 'ns' }, spec: { code: 'x' } })!;
+    const ex = new ClusterExecutor({
+      endpoints: new EndpointIndex(),
+      clock,
+      wake: () => undefined,
+      lookup: () => fnRec,
+      runtimePods: async () => (++reads < 3 ? [] : [pod('lastState', 'OOMKilled', new Date(clock.now()).toISOString())]),
+    });
+    const verdict = ex.diagnose(fnRec.function_id, 300);
+    await clock.advance(1000);
+    expect(await verdict).to.equal('out_of_memory');
+    const never = new ClusterExecutor({ endpoints: new EndpointIndex(), clock, wake: () => undefined, lookup: () => fnRec, runtimePods: async () => [] });
+    const none = never.diagnose(fnRec.function_id, 300);
+    await clock.advance(5000);
+    expect(await none).to.equal(undefined);
   });
 });
 
