@@ -168,7 +168,8 @@ export async function startPlatform(options: PlatformOptions): Promise<Platform<
     functions, executor, recorder, metrics, logger, trustProxy: config.trustProxy,
     scheduleToken: cluster === undefined ? undefined : (id, token) => cluster.scheduleToken(id, token),
   });
-  const policies = new PolicyCache(stores.policies);
+  // Cluster mode: several gateway replicas share the policies in MongoDB, so none may cache them.
+  const policies = new PolicyCache(stores.policies, { shared: cluster !== undefined });
 
   let ready = false;
   const app = new Koa({ proxy: config.trustProxy });

@@ -9,22 +9,30 @@ import { namespaceParam } from './functions.ts';
 
 export const DEFAULT_GLOBAL_POLICY: NetworkPolicy = { default: 'allow', allow: [], deny: [] };
 
-/** Policies by scope, cached: the runtime asks before every fetch. */
+/**
+ * Policies by scope: the runtime asks before every fetch. One gateway (one
+ * machine) is the only writer, so it caches and updates its cache on write.
+ * Gateways that share the store (cluster mode: several replicas behind one
+ * Service, and a runtime's check may reach any of them) must not cache: a
+ * change written through one replica has to hold on the next fetch checked
+ * by another, so every check reads the store (two reads by key).
+ */
 export class PolicyCache {
   readonly #store: PolicyStore;
-  readonly #cache = new Map<string, NetworkPolicy | null>();
-  constructor(store: PolicyStore) {
+  readonly #cache: Map<string, NetworkPolicy | null> | undefined;
+  constructor(store: PolicyStore, options: { shared?: boolean } = {}) {
     this.#store = store;
+    this.#cache = options.shared ? undefined : new Map();
   }
   async get(scope: string): Promise<NetworkPolicy | null> {
-    if (this.#cache.has(scope)) return this.#cache.get(scope)!;
+    if (this.#cache?.has(scope)) return this.#cache.get(scope)!;
     const policy = await this.#store.get(scope);
-    this.#cache.set(scope, policy);
+    this.#cache?.set(scope, policy);
     return policy;
   }
   async set(scope: string, policy: NetworkPolicy | null, actor: string, now: number) {
     const change = await this.#store.set(scope, policy, actor, now);
-    this.#cache.set(scope, policy);
+    this.#cache?.set(scope, policy);
     return change;
   }
   changes(limit: number) {
