@@ -134,3 +134,28 @@ export async function metric(op: OperatorProcess, name: string): Promise<number>
   }
   return total;
 }
+
+/**
+ * Waits until no operator of a fnhost Helm release runs in the cluster. Such
+ * an operator watches every namespace, so it would reconcile this test's
+ * Functions with other settings and fight the test's own operator over them
+ * (on the shared test cluster: a release another test file installed and is
+ * still uninstalling). Fails with that cause when it does not go away.
+ */
+export async function waitForNoReleaseOperator(kubectl: ReturnType<typeof makeKubectl>, timeoutMs = 90_000): Promise<void> {
+  const selector = 'app.kubernetes.io/part-of=fnhost,app.kubernetes.io/component=operator';
+  let running: string[] = [];
+  await waitFor(
+    'no fnhost release operator in the cluster',
+    async () => {
+      const r = await kubectl(['get', 'pods', '-A', '-l', selector, '-o', 'json']);
+      if (r.code !== 0) throw new Error(r.stderr);
+      running = JSON.parse(r.stdout).items.map((p: any) => `${p.metadata.namespace}/${p.metadata.name}`);
+      return running.length === 0;
+    },
+    timeoutMs,
+    1000,
+  ).catch(() => {
+    throw new Error(`an operator of a fnhost Helm release runs in the cluster (${running.join(', ')}): it would fight this test's operator over every Function; uninstall it first`);
+  });
+}

@@ -6,7 +6,7 @@ import { openMongoStores } from '@fnhost/core/store/mongo/index.ts';
 import { derivedFunctionId } from '../../operator/src/names.ts';
 import { startMongoServer } from '../helpers/mongo-server.ts';
 import type { MongoTestServer } from '../helpers/mongo-server.ts';
-import { getCluster, makeKubectl, ROOT, startOperator, uniqueName, waitFor } from './harness.ts';
+import { getCluster, makeKubectl, waitForNoReleaseOperator, ROOT, startOperator, uniqueName, waitFor } from './harness.ts';
 import type { ClusterAccess, OperatorProcess } from './harness.ts';
 
 // The finalizer's cleanup outside the cluster, end to end: an operator given
@@ -49,6 +49,7 @@ describe('Function deletion cleans its execution logs from MongoDB (real API ser
     kubectl = makeKubectl(cluster);
     expect((await kubectl(['apply', '--server-side', '--force-conflicts', '-f', `${ROOT}crds/fnhost.dev_functions.yaml`])).code).to.equal(0);
     await waitFor('the CRD', async () => (await kubectl(['wait', '--for=condition=Established', '--timeout=30s', 'crd/functions.fnhost.dev'])).code === 0, 60_000);
+    await waitForNoReleaseOperator(kubectl);
     ns = uniqueName('fnlogs');
     expect((await kubectl(['create', 'namespace', ns])).code).to.equal(0);
     mongo = await startMongoServer();

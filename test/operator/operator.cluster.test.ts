@@ -3,7 +3,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { derivedFunctionId } from '../../operator/src/names.ts';
-import { getCluster, makeKubectl, metric, ROOT, startOperator, uniqueName, waitFor } from './harness.ts';
+import { getCluster, makeKubectl, waitForNoReleaseOperator, metric, ROOT, startOperator, uniqueName, waitFor } from './harness.ts';
 import type { ClusterAccess, OperatorProcess } from './harness.ts';
 
 // The CRD and the operator against a real API server. Each run works in a
@@ -37,7 +37,14 @@ describe('Function CRD and operator (real API server)', function () {
   };
   const tryGet = async (kind: string, name: string) => {
     const r = await kubectl(['get', kind, name, '-n', ns, '-o', 'json']);
-    return r.code === 0 ? JSON.parse(r.stdout) : null;
+    const obj = r.code === 0 ? JSON.parse(r.stdout) : null;
+    // Another fnhost operator watching every namespace (a Helm release of another
+    // test on a shared cluster) would fight this test's operators; its settings show in status.url.
+    const url: string | undefined = kind === 'fn' ? obj?.status?.url : undefined;
+    if (url && !url.startsWith('https://fn.test.example/')) {
+      throw new Error(`another fnhost operator reconciles this test's Functions (status.url ${url}): stop cluster-wide operators of other runs`);
+    }
+    return obj;
   };
   const applyFn = (manifest: object) => kubectl(['apply', '--server-side', '--field-manager=test', '-n', ns, '-f', '-'], JSON.stringify(manifest));
   const fnManifest = (name: string, spec: Record<string, unknown>) => ({ apiVersion: 'fnhost.dev/v1alpha1', kind: 'Function', metadata: { name, namespace: ns }, spec });
@@ -69,6 +76,7 @@ describe('Function CRD and operator (real API server)', function () {
     const crd = await kubectl(['apply', '--server-side', '--force-conflicts', '-f', `${ROOT}crds/fnhost.dev_functions.yaml`]);
     expect(crd.code, crd.stderr).to.equal(0);
     await waitFor('the CRD to be established', async () => (await kubectl(['wait', '--for=condition=Established', '--timeout=30s', 'crd/functions.fnhost.dev'])).code === 0, 60_000);
+    await waitForNoReleaseOperator(kubectl);
     ns = uniqueName('fnop');
     // The Lease operator/deploy/rbac.yaml allows (by name), in the test's namespace
     // or in FNHOST_TEST_LEASE_NAMESPACE for the credentials given from outside.

@@ -3,7 +3,7 @@ import { createServer } from 'node:http';
 import type { IncomingHttpHeaders, Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { derivedFunctionId } from '../../operator/src/names.ts';
-import { getCluster, makeKubectl, ROOT, startOperator, uniqueName, waitFor } from './harness.ts';
+import { getCluster, makeKubectl, waitForNoReleaseOperator, ROOT, startOperator, uniqueName, waitFor } from './harness.ts';
 import type { ClusterAccess, OperatorProcess } from './harness.ts';
 
 // The operator's objects running on the node: the runtime pod answers over
@@ -55,11 +55,24 @@ describe('Function pods on the node (real cluster)', function () {
     expect(r.code, r.stderr).to.equal(0);
   };
   const readyOf = (fn: any) => (fn?.status?.conditions ?? []).find((c: any) => c.type === 'Ready');
+  let gatewayUrl = '';
+  /**
+   * Another fnhost operator that watches every namespace (a Helm release of
+   * another test on a shared cluster) would fight this test's operator over
+   * the same objects; its settings show in status.url. Fail with that cause.
+   */
+  const ownStatus = (f: any) => {
+    const url: string | undefined = f?.status?.url;
+    if (url && !url.startsWith(gatewayUrl)) {
+      throw new Error(`another fnhost operator reconciles this test's Functions (status.url ${url}, expected ${gatewayUrl}/…): stop cluster-wide operators of other runs`);
+    }
+    return f;
+  };
   const runningPods = async (fn: string) =>
     (await getJson(['get', 'pods', '-l', `fnhost.dev/function=${fn}`])).items.filter((p: any) => p.status.phase === 'Running' && !p.metadata.deletionTimestamp);
   const waitReady = async (name: string, timeoutMs = 180_000) =>
     waitFor(`${name} Ready=True at its generation`, async () => {
-      const f = await getJson(['get', 'fn', name]);
+      const f = ownStatus(await getJson(['get', 'fn', name]));
       return readyOf(f)?.status === 'True' && f.status.observedGeneration === f.metadata.generation ? f : null;
     }, timeoutMs, 1000).catch(async (err) => {
       const f = await getJson(['get', 'fn', name]).catch(() => null);
@@ -91,6 +104,7 @@ describe('Function pods on the node (real cluster)', function () {
     if (ready.length === 0) throw new Error('these tests need a Ready node running the runtime image; the cluster has none (see test/cluster/README.md)');
     expect((await kubectl(['apply', '--server-side', '--force-conflicts', '-f', `${ROOT}crds/fnhost.dev_functions.yaml`])).code).to.equal(0);
     await waitFor('the CRD', async () => (await kubectl(['wait', '--for=condition=Established', '--timeout=30s', 'crd/functions.fnhost.dev'])).code === 0, 60_000);
+    await waitForNoReleaseOperator(kubectl);
     ns = uniqueName('fnpod');
     expect((await kubectl(['create', 'namespace', ns])).code).to.equal(0);
     gateway = createServer((req, res) => {
@@ -99,11 +113,12 @@ describe('Function pods on the node (real cluster)', function () {
       res.writeHead(200, { 'content-type': 'application/json' }).end('{"ok":true}');
     });
     await new Promise<void>((resolve) => gateway.listen(0, '0.0.0.0', resolve));
+    gatewayUrl = `http://${cluster.hostIp ?? '10.244.0.1'}:${(gateway.address() as AddressInfo).port}`;
     op = startOperator(cluster, {
       FNHOST_TOKEN_KEY: TOKEN_KEY,
       FNHOST_WATCH_NAMESPACE: ns,
       FNHOST_LEASE_NAMESPACE: ns,
-      FNHOST_GATEWAY_URL: `http://${cluster.hostIp ?? '10.244.0.1'}:${(gateway.address() as AddressInfo).port}`,
+      FNHOST_GATEWAY_URL: gatewayUrl,
       FNHOST_IMAGE_PULL_POLICY: 'Never',
       FNHOST_RUNTIME_IMAGE: RUNTIME_IMAGE,
     });
@@ -216,6 +231,7 @@ describe('Function pods on the node (real cluster)', function () {
   });
 
   it("a scheduled function's CronJob fires a job pod that calls the gateway with the schedule token", async () => {
+    ownStatus(await getJson(['get', 'fn', 'ticker']));
     const secret = await getJson(['get', 'secret', 'fn-ticker-tokens']);
     scheduleToken = Buffer.from(secret.data['schedule-token'], 'base64').toString();
     // Created in before(): the next minute boundary has usually passed by now.
