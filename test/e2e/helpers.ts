@@ -1,6 +1,5 @@
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
-import { createServer, connect, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -50,34 +49,42 @@ export async function buildRuntimeImage(name: string): Promise<void> {
   await buildImage(`${ROOT}runtime-image`, name);
 }
 
-/** Forwards TCP connections from host:0 (the bridge address, which pods reach) to 127.0.0.1:targetPort. */
+/**
+ * Forwards TCP connections from host:0 (the bridge address, which pods reach)
+ * to 127.0.0.1:targetPort. It runs in a process of its own, so that a load
+ * generator busy in this process never starves the platform's database traffic.
+ */
 export async function startRelay(host: string, targetPort: number): Promise<{ port: number; close(): Promise<void> }> {
-  const sockets = new Set<Socket>();
-  const server: Server = createServer((inbound) => {
-    const outbound = connect(targetPort, '127.0.0.1');
-    sockets.add(inbound).add(outbound);
-    const drop = () => {
-      inbound.destroy();
-      outbound.destroy();
-      sockets.delete(inbound);
-      sockets.delete(outbound);
-    };
-    inbound.on('error', drop).on('close', drop);
-    outbound.on('error', drop).on('close', drop);
-    inbound.pipe(outbound);
-    outbound.pipe(inbound);
+  const script = `
+const net = require('node:net');
+const server = net.createServer((inbound) => {
+  const outbound = net.connect(${Number(targetPort)}, '127.0.0.1');
+  const drop = () => { inbound.destroy(); outbound.destroy(); };
+  inbound.on('error', drop).on('close', drop);
+  outbound.on('error', drop).on('close', drop);
+  inbound.pipe(outbound);
+  outbound.pipe(inbound);
+});
+server.listen(0, ${JSON.stringify(host)}, () => console.log(JSON.stringify({ port: server.address().port })));
+process.stdin.on('end', () => process.exit(0)).resume();`;
+  const child = spawn(NODE, ['-e', script], { stdio: ['pipe', 'pipe', 'inherit'] });
+  const port = await new Promise<number>((resolve, reject) => {
+    let out = '';
+    child.stdout!.setEncoding('utf8').on('data', (chunk: string) => {
+      out += chunk;
+      const m = /"port":(\d+)/.exec(out);
+      if (m) resolve(Number(m[1]));
+    });
+    child.once('exit', (code) => reject(new Error(`the relay exited (${code}) before listening`)));
   });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(0, host, () => resolve());
-  });
-  const port = (server.address() as { port: number }).port;
   return {
     port,
     close: () =>
       new Promise<void>((resolve) => {
-        for (const s of sockets) s.destroy();
-        server.close(() => resolve());
+        if (child.exitCode !== null || child.signalCode !== null) return resolve();
+        child.once('exit', () => resolve());
+        child.stdin!.end();
+        setTimeout(() => child.kill('SIGKILL'), 5000).unref();
       }),
   };
 }

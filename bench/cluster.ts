@@ -1,0 +1,249 @@
+// Cluster mode on the test cluster (test/cluster/): P1 on the cluster, P5b, P6, P7.
+//
+//   node bench/cluster.ts [--seconds 6] [--rounds 2] [--functions 1000] [--cold 5] [--only p1,p7,p5b,p6]
+//
+// Installs the chart as test/e2e does (images built with the harness's buildah,
+// MongoDB = the wire-protocol stand-in on the host behind a relay on the bridge
+// address), one gateway replica, then:
+//   P1   autocannon from the host: through the gateway's Service (ClusterIP) vs
+//        straight to the function pod's IP (the runtime itself); throughput
+//        ratio, and the latency added at half of the gateway's max rate.
+//   P7   1,000 concurrent connections vs 100 through the gateway: errors, ratio.
+//   P5b  the first call to a function with no pod: the Function is scaled to
+//        zero (spec.replicas 0), then the call is sent together with the
+//        scale-up (spec.replicas 1); the gateway holds it until a pod is
+//        ready. The operator's idle scale-down is not in place yet, so the
+//        scale-up is the bench's patch instead of the operator's answer to
+//        the gateway's wake write (which costs one watch event more).
+//   P6   N Functions (replicas 0, no pods: the node's pod limit is 110)
+//        applied → all Ready, vs N plain Deployments (replicas 0) applied →
+//        all observed; then 30 s of steady state: API writes by the operator
+//        and the gateway (their own request counters).
+// Only ratios measured in one run mean anything: the machine is shared.
+
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { derivedFunctionId } from '../gateway/src/cluster/resource.ts';
+import { startMongoServer } from '../test/helpers/mongo-server.ts';
+import { getCluster, makeKubectl, uniqueName } from '../test/operator/harness.ts';
+import { ROOT, buildPlatformImage, buildRuntimeImage, run, startRelay, waitFor } from '../test/e2e/helpers.ts';
+import { machineDescription, percentile } from './lib/stats.ts';
+
+const { values } = parseArgs({
+  options: {
+    seconds: { type: 'string', default: '6' },
+    rounds: { type: 'string', default: '2' },
+    functions: { type: 'string', default: '1000' },
+    cold: { type: 'string', default: '5' },
+    only: { type: 'string', default: 'p1,p7,p5b,p6' },
+  },
+});
+const SECONDS = Number(values.seconds);
+const ROUNDS = Number(values.rounds);
+const N = Number(values.functions);
+const COLD = Number(values.cold);
+const ONLY = new Set(values.only!.split(','));
+const HELLO = `export default (req, res) => res.json({ hello: 'world' })`;
+
+const autocannon = (await import('autocannon' as string)).default as (opts: Record<string, unknown>) => Promise<{
+  requests: { average: number; total: number };
+  latency: { p50: number; p99: number };
+  non2xx: number;
+  errors: number;
+  timeouts: number;
+}>;
+
+const cluster = await getCluster();
+const kubectl = makeKubectl(cluster);
+const helm = (JSON.parse((await run(`${ROOT}test/cluster/env.sh`, ['--json'])).stdout) as { helm: string }).helm;
+const suffix = uniqueName('b').slice(2);
+const relNs = `fnhost-bench-${suffix}`;
+const fnNs = `bench-fn-${suffix}`;
+const release = 'bench';
+const tmp = await mkdtemp(join(tmpdir(), 'fnhost-bench-'));
+
+const getJson = async (args: string[]) => {
+  const r = await kubectl([...args, '-o', 'json']);
+  if (r.code !== 0) throw new Error(r.stderr);
+  return JSON.parse(r.stdout);
+};
+const log = (line: string) => process.stdout.write(line + '\n');
+
+log(`# bench/cluster.ts ${new Date().toISOString()}  ${machineDescription()}  load ${loadavg().map((l) => l.toFixed(1)).join(' ')}`);
+await Promise.all([buildPlatformImage('localhost/fnhost-platform:bench'), buildRuntimeImage('localhost/fnhost-runtime:bench')]);
+const mongo = await startMongoServer({ useEnv: false });
+const relay = await startRelay(cluster.hostIp ?? '10.244.0.1', mongo.port!);
+await kubectl(['create', 'namespace', fnNs]);
+const valuesFile = join(tmp, 'values.json');
+await writeFile(valuesFile, JSON.stringify({
+  image: { repository: 'localhost/fnhost-platform', tag: 'bench', pullPolicy: 'Never' },
+  runtimeImage: { repository: 'localhost/fnhost-runtime', tag: 'bench', pullPolicy: 'Never' },
+  mongodb: { url: `mongodb://${cluster.hostIp ?? '10.244.0.1'}:${relay.port}/fnhost_bench` },
+  gateway: { replicas: 1, defaultNamespace: fnNs, resources: { requests: { cpu: '100m', memory: '256Mi' }, limits: { memory: '1Gi' } } },
+  operator: { workers: 4, maxInFlight: 20, resources: { requests: { cpu: '50m', memory: '128Mi' }, limits: { memory: '1Gi' } }, functionCpuRequest: '10m' },
+  networkPolicy: { namespaces: [fnNs] },
+  // Only the bench's namespace: the cluster is shared with other test runs.
+  functions: { watchNamespace: fnNs },
+}));
+
+async function cleanup(): Promise<void> {
+  await kubectl(['delete', 'fn', '--all', '-n', fnNs, '--wait=true', '--timeout=300s']);
+  await run(helm, ['uninstall', release, '-n', relNs, '--wait'], { env: { KUBECONFIG: cluster.kubeconfig }, timeoutMs: 300_000 });
+  for (const ns of [fnNs, relNs]) await kubectl(['delete', 'namespace', ns, '--wait=false']);
+  await relay.close();
+  await mongo.stop();
+  await rm(tmp, { recursive: true, force: true });
+}
+
+try {
+  const installed = await run(helm, ['install', release, `${ROOT}charts/fnhost`, '-n', relNs, '--create-namespace', '-f', valuesFile, '--wait', '--timeout', '8m'], { env: { KUBECONFIG: cluster.kubeconfig }, timeoutMs: 600_000 });
+  if (installed.code !== 0) throw new Error(`helm install: ${installed.stderr}`);
+  const svc = await getJson(['get', 'svc', `${release}-fnhost-gateway`, '-n', relNs]);
+  const gateway = `http://${svc.spec.clusterIP}:8080`;
+  const apply = async (name: string, spec: Record<string, unknown>) => {
+    const r = await kubectl(['apply', '-f', '-'], JSON.stringify({ apiVersion: 'fnhost.dev/v1alpha1', kind: 'Function', metadata: { name, namespace: fnNs }, spec }));
+    if (r.code !== 0) throw new Error(r.stderr);
+  };
+  const ready = (name: string) =>
+    waitFor(`${name} Ready`, async () => {
+      const f = await getJson(['get', 'fn', name, '-n', fnNs]);
+      return (f.status?.conditions ?? []).some((c: { type: string; status: string; reason: string }) => c.type === 'Ready' && c.status === 'True' && c.reason === 'Available') ? f : null;
+    }, 180_000, 500);
+
+  if (ONLY.has('p1') || ONLY.has('p7')) {
+    await apply('hello', { code: HELLO, timeoutSeconds: 10 });
+    await ready('hello');
+    const pod = (await getJson(['get', 'pods', '-n', fnNs, '-l', 'fnhost.dev/function=hello,fnhost.dev/role=runtime'])).items[0];
+    const direct = `http://${pod.status.podIP}:8080/`;
+    const via = `${gateway}/invoke/${derivedFunctionId(fnNs, 'hello')}`;
+    // P1's yardstick on the cluster: a minimal node:http + undici Pool proxy in a pod of its own
+    // (the platform image carries undici), in front of the same function pod.
+    const hopScript = `const http = require('node:http'); const { Pool } = require('/opt/fnhost/node_modules/undici');
+const pool = new Pool(${JSON.stringify(`http://${pod.status.podIP}:8080`)}, { connections: 128, pipelining: 1 });
+const s = http.createServer((req, res) => { pool.request({ path: '/', method: req.method, headers: req.headers }).then(async (r) => {
+  const body = Buffer.from(await r.body.arrayBuffer()); res.writeHead(r.statusCode, { 'content-type': 'application/json', 'content-length': body.length }); res.end(body); }, () => { res.writeHead(502); res.end(); }); });
+s.keepAliveTimeout = 65000; s.listen(8080, '0.0.0.0');`;
+    const hopPod = {
+      apiVersion: 'v1', kind: 'Pod', metadata: { name: 'hop', namespace: fnNs, labels: { app: 'bench-hop' } },
+      spec: {
+        automountServiceAccountToken: false,
+        securityContext: { runAsNonRoot: true, runAsUser: 1000, seccompProfile: { type: 'RuntimeDefault' } },
+        containers: [{ name: 'hop', image: 'localhost/fnhost-platform:bench', imagePullPolicy: 'Never', command: ['node', '-e', hopScript],
+          ports: [{ containerPort: 8080 }], readinessProbe: { tcpSocket: { port: 8080 }, periodSeconds: 1 },
+          securityContext: { allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ['ALL'] } } }],
+      },
+    };
+    const hopApplied = await kubectl(['apply', '-f', '-'], JSON.stringify(hopPod));
+    if (hopApplied.code !== 0) throw new Error(hopApplied.stderr);
+    const hopIp = (await waitFor('the hop pod', async () => {
+      const p = await getJson(['get', 'pod', 'hop', '-n', fnNs]);
+      return (p.status?.conditions ?? []).some((c: any) => c.type === 'Ready' && c.status === 'True') ? p : null;
+    }, 120_000, 500)).status.podIP;
+    const hop = `http://${hopIp}:8080/`;
+    const gwPod = (await getJson(['get', 'pods', '-n', relNs, '-l', 'app.kubernetes.io/component=gateway'])).items[0];
+    const viaPod = `http://${gwPod.status.podIP}:8080/invoke/${derivedFunctionId(fnNs, 'hello')}`;
+    await waitFor('the gateway to serve hello', async () => (await fetch(via)).status === 200, 60_000, 500);
+    // Warm both paths (JIT, connection pools, the log writer's first batches).
+    await autocannon({ url: direct, connections: 50, duration: 3 });
+    await autocannon({ url: hop, connections: 50, duration: 3 });
+    await autocannon({ url: via, connections: 50, duration: 5 });
+    const load = async (url: string, connections: number, extra: Record<string, unknown> = {}) => {
+      await autocannon({ url, connections, duration: 1 });
+      const r = await autocannon({ url, connections, duration: SECONDS, ...extra });
+      return { rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, errors: r.errors + r.timeouts + r.non2xx, total: r.requests.total };
+    };
+    if (ONLY.has('p1')) {
+      type Row = Awaited<ReturnType<typeof load>>;
+      const rows: Array<{ round: number; direct: Row; hop: Row; gwPod: Row; gw: Row }> = [];
+      for (let round = 1; round <= ROUNDS; round++) rows.push({ round, direct: await load(direct, 50), hop: await load(hop, 50), gwPod: await load(viaPod, 50), gw: await load(via, 50) });
+      log('\n## P1 on the cluster (autocannon 50 connections from the host; req/s, p50/p99 ms)');
+      log('| round | function pod IP (direct) | undici hop pod → function | gateway pod IP → function | gateway Service → function | gateway pod / hop | gateway Service / direct | errors |');
+      log('|---|---|---|---|---|---|---|---|');
+      const cell = (r: Row) => `${r.rps.toFixed(0)} (${r.p50}/${r.p99})`;
+      for (const r of rows) log(`| ${r.round} | ${cell(r.direct)} | ${cell(r.hop)} | ${cell(r.gwPod)} | ${cell(r.gw)} | ${(r.gwPod.rps / r.hop.rps).toFixed(2)}× | ${(r.gw.rps / r.direct.rps).toFixed(2)}× | ${r.gw.errors + r.gwPod.errors} |`);
+      const med = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+      log(`median of per-round ratios: gateway/hop ${med(rows.map((r) => r.gwPod.rps / r.hop.rps)).toFixed(2)}×, gateway Service/direct ${med(rows.map((r) => r.gw.rps / r.direct.rps)).toFixed(2)}×`);
+      const half = Math.max(1, Math.floor(Math.min(...rows.map((r) => r.gw.rps)) / 2));
+      const dHalf = await load(direct, 10, { overallRate: half });
+      const gHalf = await load(via, 10, { overallRate: half });
+      log(`\nAt half of the gateway's max rate (${half}/s, 10 connections): direct p50 ${dHalf.p50} ms p99 ${dHalf.p99} ms; through the gateway p50 ${gHalf.p50} ms p99 ${gHalf.p99} ms; added p50 ${gHalf.p50 - dHalf.p50} ms, p99 ${gHalf.p99 - dHalf.p99} ms`);
+    }
+    if (ONLY.has('p7')) {
+      const at100 = await load(via, 100);
+      const at1000 = await load(via, 1000);
+      log('\n## P7: 1,000 concurrent connections through the gateway');
+      log(`| connections | req/s | p50 ms | p99 ms | errors (incl. non-2xx, timeouts) |`);
+      log('|---|---|---|---|---|');
+      log(`| 100 | ${at100.rps.toFixed(0)} | ${at100.p50} | ${at100.p99} | ${at100.errors} |`);
+      log(`| 1000 | ${at1000.rps.toFixed(0)} | ${at1000.p50} | ${at1000.p99} | ${at1000.errors} |`);
+      log(`ratio 1000/100: ${(at1000.rps / at100.rps).toFixed(2)}×`);
+    }
+  }
+
+  if (ONLY.has('p5b')) {
+    await apply('cold', { code: HELLO, timeoutSeconds: 30 });
+    await ready('cold');
+    const url = `${gateway}/invoke/${derivedFunctionId(fnNs, 'cold')}`;
+    await waitFor('cold served', async () => (await fetch(url)).status === 200, 60_000, 500);
+    const samples: number[] = [];
+    for (let i = 0; i < COLD; i++) {
+      await kubectl(['patch', 'fn', 'cold', '-n', fnNs, '--type=merge', '-p', '{"spec":{"replicas":0}}']);
+      await waitFor('no pod left', async () => (await getJson(['get', 'pods', '-n', fnNs, '-l', 'fnhost.dev/function=cold,fnhost.dev/role=runtime'])).items.length === 0, 120_000, 250);
+      await new Promise((r) => setTimeout(r, 1000));
+      const started = performance.now();
+      const call = fetch(url).then(async (r) => ({ status: r.status, at: performance.now() }));
+      const patched = kubectl(['patch', 'fn', 'cold', '-n', fnNs, '--type=merge', '-p', '{"spec":{"replicas":1}}']);
+      const [answer] = await Promise.all([call, patched]);
+      if (answer.status !== 200) throw new Error(`cold call answered ${answer.status}`);
+      samples.push(answer.at - started);
+    }
+    log(`\n## P5b: first call to a function scaled to zero (${COLD} runs)`);
+    log(`samples ms: ${samples.map((s) => s.toFixed(0)).join(', ')}; p50 ${percentile(samples, 50).toFixed(0)} ms, max ${Math.max(...samples).toFixed(0)} ms`);
+  }
+
+  if (ONLY.has('p6')) {
+    const fnList = { apiVersion: 'v1', kind: 'List', items: Array.from({ length: N }, (_, i) => ({ apiVersion: 'fnhost.dev/v1alpha1', kind: 'Function', metadata: { name: `f${i}`, namespace: fnNs }, spec: { code: HELLO, replicas: 0 } })) };
+    const depNs = `${fnNs}-deploy`;
+    await kubectl(['create', 'namespace', depNs]);
+    const depList = {
+      apiVersion: 'v1', kind: 'List',
+      items: Array.from({ length: N }, (_, i) => ({
+        apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: `d${i}`, namespace: depNs },
+        spec: { replicas: 0, selector: { matchLabels: { app: `d${i}` } }, template: { metadata: { labels: { app: `d${i}` } }, spec: { containers: [{ name: 'c', image: 'localhost/fnhost-runtime:bench', imagePullPolicy: 'Never' }] } } },
+      })),
+    };
+    const count = async (cmd: string[], pred: (o: any) => boolean) => (await getJson(cmd)).items.filter(pred).length;
+    const t0 = performance.now();
+    // One kubectl for all N objects, the same way for both kinds (its own long timeout).
+    const applyAll = (list: object) => run(cluster.kubectl, ['apply', '--server-side', '-f', '-'], { env: { KUBECONFIG: cluster.kubeconfig }, input: JSON.stringify(list), timeoutMs: 1_800_000 });
+    const ad = await applyAll(depList);
+    if (ad.code !== 0) throw new Error(ad.stderr);
+    await waitFor('all Deployments observed', async () => (await count(['get', 'deploy', '-n', depNs], (d) => d.status?.observedGeneration === d.metadata.generation)) === N, 900_000, 1000);
+    const deployMs = performance.now() - t0;
+    const t1 = performance.now();
+    const af = await applyAll(fnList);
+    if (af.code !== 0) throw new Error(af.stderr);
+    await waitFor('all Functions Ready', async () => (await count(['get', 'fn', '-n', fnNs], (f) => f.metadata.name.match(/^f\d+$/) && (f.status?.conditions ?? []).some((c: any) => c.type === 'Ready' && c.status === 'True') && f.status.observedGeneration === f.metadata.generation)) === N, 1_800_000, 2000);
+    const fnMs = performance.now() - t1;
+    log(`\n## P6: ${N} Functions (replicas 0) applied → all Ready, vs ${N} Deployments (replicas 0) applied → all observed`);
+    log(`Deployments: ${(deployMs / 1000).toFixed(1)} s; Functions: ${(fnMs / 1000).toFixed(1)} s; ratio ${(fnMs / deployMs).toFixed(2)}×`);
+    // Steady state: API writes of the operator and the gateway over 30 s (their own counters).
+    const opSvc = await getJson(['get', 'svc', `${release}-fnhost-operator-metrics`, '-n', relNs]);
+    const metric = async (url: string, pattern: RegExp) => {
+      const text = await (await fetch(url)).text();
+      return text.split('\n').filter((l) => pattern.test(l)).reduce((sum, l) => sum + Number(l.slice(l.lastIndexOf(' ') + 1)), 0);
+    };
+    const opUrl = `http://${opSvc.spec.clusterIP}:8081/metrics`;
+    const opWrites = () => metric(opUrl, /^fnhost_operator_api_requests_total\{method="(POST|PUT|PATCH|DELETE)"/);
+    const gwWrites = () => metric(`${gateway}/metrics`, /^fnhost_cluster_status_writes_total /);
+    const o0 = await opWrites();
+    const g0 = await gwWrites();
+    await new Promise((r) => setTimeout(r, 30_000));
+    log(`steady state, 30 s after all Ready: operator API writes ${(await opWrites()) - o0}, gateway status writes ${(await gwWrites()) - g0}`);
+    await kubectl(['delete', 'namespace', depNs, '--wait=false']);
+  }
+} finally {
+  await cleanup();
+}
