@@ -63,6 +63,8 @@ const relNs = `fnhost-bench-${suffix}`;
 const fnNs = `bench-fn-${suffix}`;
 const release = 'bench';
 const tmp = await mkdtemp(join(tmpdir(), 'fnhost-bench-'));
+/** P6's plain Deployments live here; removed with the rest even when a step fails. */
+const extraNamespace = `${fnNs}-deploy`;
 
 const getJson = async (args: string[]) => {
   const r = await kubectl([...args, '-o', 'json']);
@@ -91,7 +93,7 @@ await writeFile(valuesFile, JSON.stringify({
 async function cleanup(): Promise<void> {
   await kubectl(['delete', 'fn', '--all', '-n', fnNs, '--wait=true', '--timeout=300s']);
   await run(helm, ['uninstall', release, '-n', relNs, '--wait'], { env: { KUBECONFIG: cluster.kubeconfig }, timeoutMs: 300_000 });
-  for (const ns of [fnNs, relNs]) await kubectl(['delete', 'namespace', ns, '--wait=false']);
+  for (const ns of [fnNs, relNs, extraNamespace]) await kubectl(['delete', 'namespace', ns, '--wait=false', '--ignore-not-found']);
   await relay.close();
   await mongo.stop();
   await rm(tmp, { recursive: true, force: true });
@@ -205,7 +207,7 @@ s.keepAliveTimeout = 65000; s.listen(8080, '0.0.0.0');`;
 
   if (ONLY.has('p6')) {
     const fnList = { apiVersion: 'v1', kind: 'List', items: Array.from({ length: N }, (_, i) => ({ apiVersion: 'fnhost.dev/v1alpha1', kind: 'Function', metadata: { name: `f${i}`, namespace: fnNs }, spec: { code: HELLO, replicas: 0 } })) };
-    const depNs = `${fnNs}-deploy`;
+    const depNs = extraNamespace;
     await kubectl(['create', 'namespace', depNs]);
     const depList = {
       apiVersion: 'v1', kind: 'List',
@@ -242,7 +244,6 @@ s.keepAliveTimeout = 65000; s.listen(8080, '0.0.0.0');`;
     const g0 = await gwWrites();
     await new Promise((r) => setTimeout(r, 30_000));
     log(`steady state, 30 s after all Ready: operator API writes ${(await opWrites()) - o0}, gateway status writes ${(await gwWrites()) - g0}`);
-    await kubectl(['delete', 'namespace', depNs, '--wait=false']);
   }
 } finally {
   await cleanup();
