@@ -70,6 +70,14 @@ describe('fnhost on Kubernetes, end to end (helm chart on the test cluster)', fu
     expect(r.code, r.stderr).to.equal(0);
     return JSON.parse(r.stdout) as { logs: Array<Record<string, unknown>>; pagination: { totalCount: number } };
   };
+  type Page = Awaited<ReturnType<typeof logsOf>>;
+  // Two gateway replicas: a listing flushes the queue of the replica that answers it; a record
+  // queued by the other one is written within its flush interval (50 ms). So wait for it.
+  const logsWhen = (ns: string, name: string, query: string, ready: (page: Page) => boolean) =>
+    waitFor(`logs of ${name}`, async () => {
+      const page = await logsOf(ns, name, query);
+      return ready(page) ? page : null;
+    }, 30_000, 250);
 
   before(async function () {
     this.timeout(1_800_000);
@@ -183,7 +191,7 @@ describe('fnhost on Kubernetes, end to end (helm chart on the test cluster)', fu
   });
 
   it('fnhost function:logs shows the executions with the spec’s fields (through --namespace)', async () => {
-    const page = await logsOf(nsA, 'hello');
+    const page = await logsWhen(nsA, 'hello', '', (p) => p.pagination.totalCount >= 2);
     expect(page.pagination.totalCount).to.be.at.least(2);
     const log = page.logs[0]!;
     expect(Object.keys(log).sort()).to.include.members(['id', 'function_id', 'status_code', 'execution_time_ms', 'error_message', 'executed_at']);
@@ -255,7 +263,7 @@ describe('fnhost on Kubernetes, end to end (helm chart on the test cluster)', fu
     const pods = await getJson(['get', 'pods', '-n', nsA, '-l', 'fnhost.dev/function=looper,fnhost.dev/role=runtime']);
     expect(pods.items[0].status.phase).to.equal('Running');
     expect(pods.items[0].status.containerStatuses[0].restartCount).to.equal(0);
-    const page = await logsOf(nsA, 'looper', '--status error');
+    const page = await logsWhen(nsA, 'looper', '--status error', (p) => p.logs.length > 0);
     expect(page.logs[0]).to.include({ status_code: 504 });
     expect(String(page.logs[0]!.error_message)).to.match(/time limit/);
   });
@@ -266,7 +274,7 @@ describe('fnhost on Kubernetes, end to end (helm chart on the test cluster)', fu
     const r = await invoke(nsA, 'hog');
     expect(r.status).to.equal(502);
     expect(((await r.json()) as { error: string }).error).to.equal('function_out_of_memory');
-    const page = await logsOf(nsA, 'hog');
+    const page = await logsWhen(nsA, 'hog', '', (p) => p.logs.length > 0);
     expect(page.logs[0]).to.include({ status_code: 502 });
     expect(String(page.logs[0]!.error_message)).to.match(/memory/i);
   });
@@ -279,7 +287,7 @@ describe('fnhost on Kubernetes, end to end (helm chart on the test cluster)', fu
     expect(((await r.json()) as { error: string }).error).to.equal('function_out_of_memory');
     const pods = await getJson(['get', 'pods', '-n', nsA, '-l', 'fnhost.dev/function=bufhog,fnhost.dev/role=runtime']);
     expect(pods.items[0].status.containerStatuses[0].lastState.terminated.reason).to.equal('OOMKilled');
-    const page = await logsOf(nsA, 'bufhog');
+    const page = await logsWhen(nsA, 'bufhog', '', (p) => p.logs.length > 0);
     expect(page.logs[0]).to.include({ status_code: 502 });
     expect(String(page.logs[0]!.error_message)).to.match(/memory/i);
   });
@@ -291,7 +299,7 @@ describe('fnhost on Kubernetes, end to end (helm chart on the test cluster)', fu
     const secret = await getJson(['get', 'secret', `${release}-fnhost-admin`, '-n', relNs]);
     expect(Buffer.from(secret.data.token, 'base64').toString('utf8'), 'the generated admin token is kept').to.equal(token);
     expect((await getJson(['get', 'fn', '-n', nsA])).items.map((f: any) => f.metadata.name).sort()).to.include.members(['hello', 'hog', 'looper']);
-    expect((await logsOf(nsA, 'hello')).pagination.totalCount).to.be.at.least(before);
+    expect((await logsWhen(nsA, 'hello', '', (p) => p.pagination.totalCount >= before)).pagination.totalCount).to.be.at.least(before);
     await waitFor('calls after the upgrade', async () => (await invoke(nsA, 'hello', '/hello/x')).status === 200, 60_000, 500);
 
     // Load through the Service while one gateway pod is deleted (SIGTERM): every answered call has its record.
