@@ -1,5 +1,5 @@
-import { createHash } from 'node:crypto';
 import { limits } from '@fnhost/core';
+import { derivedFunctionId } from '@fnhost/core/function-identity.ts';
 import { API_VERSION, KIND } from './types.ts';
 import type { FunctionResource, OwnerReference } from './types.ts';
 
@@ -45,24 +45,8 @@ export function nameFits(functionName: string): boolean {
   return functionName.length <= limits.MAX_FUNCTION_NAME_LENGTH && ownedNames(functionName).cronJob.length <= MAX_CRONJOB_NAME_LENGTH;
 }
 
-// RFC 4122 name-based UUID (version 5, SHA-1). The namespace UUID is fnhost's
-// own, fixed forever: changing it would change every derived functionId.
-export const FUNCTION_ID_NAMESPACE = '5b0f2a7e-3c1d-5e8a-9f4b-6d2c1a0e7b93';
-
-export function uuidV5(name: string, namespaceUuid: string): string {
-  const ns = Buffer.from(namespaceUuid.replace(/-/g, ''), 'hex');
-  const hash = createHash('sha1').update(ns).update(name, 'utf8').digest();
-  const bytes = hash.subarray(0, 16);
-  bytes[6] = (bytes[6]! & 0x0f) | 0x50;
-  bytes[8] = (bytes[8]! & 0x3f) | 0x80;
-  const hex = bytes.toString('hex');
-  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
-}
-
-/** The derived identity of a Function: the same namespace/name always gives the same id. */
-export function derivedFunctionId(namespace: string, name: string): string {
-  return uuidV5(`${namespace}/${name}`, FUNCTION_ID_NAMESPACE);
-}
+// The id derivation is shared with the cluster-mode gateway (core/src/function-identity.ts).
+export { FUNCTION_ID_NAMESPACE, derivedFunctionId, uuidV5 } from '@fnhost/core/function-identity.ts';
 
 /** spec.functionId (set once, for imported functions) wins over the derived id. */
 export function functionIdOf(fn: FunctionResource): string {

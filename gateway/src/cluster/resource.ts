@@ -1,12 +1,10 @@
-import { createHash, createHmac } from 'node:crypto';
+import { derivedFunctionId } from '@fnhost/core/function-identity.ts';
 import { limits, isoTimestamp, type FunctionRecord, type RetentionPolicy, type Schedule } from '@fnhost/core';
 
 // The Function custom resource as the cluster-mode gateway reads and writes
-// it, and the pure mapping between it and core's FunctionRecord. The gateway
-// and the operator meet only through the API server, so the two derivations
-// they must agree on (the functionId and the per-function tokens) are written
-// here a second time; test/gateway/cluster/resource.unit.test.ts checks that
-// both sides give the same values.
+// it, and the pure mapping between it and core's FunctionRecord. The two
+// derivations the gateway and the operator must agree on (the functionId and
+// the per-function tokens) come from core/src/function-identity.ts.
 
 export const GROUP = 'fnhost.dev';
 export const VERSION = 'v1alpha1';
@@ -62,34 +60,14 @@ export interface FunctionResource {
   };
 }
 
-// RFC 4122 name-based UUID (version 5, SHA-1) under fnhost's own namespace UUID,
-// the same as operator/src/names.ts: the same namespace/name always gives the same id.
-export const FUNCTION_ID_NAMESPACE = '5b0f2a7e-3c1d-5e8a-9f4b-6d2c1a0e7b93';
-
-export function uuidV5(name: string, namespaceUuid: string): string {
-  const ns = Buffer.from(namespaceUuid.replace(/-/g, ''), 'hex');
-  const bytes = createHash('sha1').update(ns).update(name, 'utf8').digest().subarray(0, 16);
-  bytes[6] = (bytes[6]! & 0x0f) | 0x50;
-  bytes[8] = (bytes[8]! & 0x3f) | 0x80;
-  const hex = bytes.toString('hex');
-  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
-}
-
-export function derivedFunctionId(namespace: string, name: string): string {
-  return uuidV5(`${namespace}/${name}`, FUNCTION_ID_NAMESPACE);
-}
+export { FUNCTION_ID_NAMESPACE, derivedFunctionId, uuidV5 } from '@fnhost/core/function-identity.ts';
 
 /** spec.functionId (set once, for imported functions) wins over the derived id, as in the operator. */
 export function functionIdOf(res: FunctionResource): string {
   return res.spec.functionId ?? derivedFunctionId(res.metadata.namespace ?? 'default', res.metadata.name);
 }
 
-export type TokenPurpose = 'runtime' | 'schedule';
-
-/** The per-function credential the operator puts in the function's Secret (operator/src/tokens.ts). */
-export function deriveToken(key: string, purpose: TokenPurpose, functionId: string): string {
-  return createHmac('sha256', key).update(`fnhost/${purpose}/${functionId}`).digest('base64url');
-}
+export { deriveToken, type TokenPurpose } from '@fnhost/core/function-identity.ts';
 
 /** The Service the operator makes for a function; its EndpointSlices carry this name. */
 export function serviceNameOf(functionName: string): string {

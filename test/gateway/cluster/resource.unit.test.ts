@@ -1,9 +1,7 @@
 import { expect } from 'chai';
 import type { FunctionRecord } from '@fnhost/core';
-import { derivedFunctionId as operatorDerivedId } from '../../../operator/src/names.ts';
-import { deriveToken as operatorDeriveToken } from '../../../operator/src/tokens.ts';
 import {
-  ANNOTATION_UPDATED_AT, derivedFunctionId, deriveToken, functionIdOf, readyOf, recordFromResource, resourceForCreate, specPatch,
+  ANNOTATION_UPDATED_AT, derivedFunctionId, functionIdOf, readyOf, recordFromResource, resourceForCreate, specPatch,
   type FunctionResource,
 } from '../../../gateway/src/cluster/resource.ts';
 
@@ -17,15 +15,8 @@ function resource(spec: Partial<FunctionResource['spec']> = {}, meta: Partial<Fu
 }
 
 describe('cluster mode: Function resource ↔ FunctionRecord', () => {
-  it('derives the same functionId and tokens as the operator (they meet only through the API server)', () => {
-    for (const [ns, name] of [['default', 'hello'], ['team-a', 'x'], ['fnhost-e2e-1', 'a-very-long-function-name-of-forty-chars']] as const) {
-      expect(derivedFunctionId(ns, name)).to.equal(operatorDerivedId(ns, name));
-      const id = derivedFunctionId(ns, name);
-      for (const purpose of ['runtime', 'schedule'] as const) {
-        expect(deriveToken('k'.repeat(32), purpose, id)).to.equal(operatorDeriveToken('k'.repeat(32), purpose, id));
-      }
-    }
-    expect(derivedFunctionId('default', 'hello')).to.match(/^[0-9a-f]{8}-[0-9a-f]{4}-5[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+  it('uses the functionId derived from namespace/name (core/src/function-identity.ts, shared with the operator)', () => {
+    expect(functionIdOf(resource())).to.equal(derivedFunctionId('team-a', 'hello'));
   });
 
   it('uses spec.functionId when set (an imported function keeps its id)', () => {
