@@ -285,8 +285,15 @@ describe('fnhost on Kubernetes, end to end (helm chart on the test cluster)', fu
     const r = await invoke(nsA, 'bufhog');
     expect(r.status).to.equal(502);
     expect(((await r.json()) as { error: string }).error).to.equal('function_out_of_memory');
-    const pods = await getJson(['get', 'pods', '-n', nsA, '-l', 'fnhost.dev/function=bufhog,fnhost.dev/role=runtime']);
-    expect(pods.items[0].status.containerStatuses[0].lastState.terminated.reason).to.equal('OOMKilled');
+    // The kubelet reports the kill a moment after the connection broke: wait for a runtime pod that shows it.
+    const reason = await waitFor('a bufhog pod reporting its container OOMKilled', async () => {
+      const pods = await getJson(['get', 'pods', '-n', nsA, '-l', 'fnhost.dev/function=bufhog,fnhost.dev/role=runtime']);
+      const reasons = (pods.items as Array<{ status?: { containerStatuses?: Array<{ lastState?: { terminated?: { reason?: string } } }> } }>)
+        .flatMap((pod) => pod.status?.containerStatuses ?? [])
+        .map((c) => c.lastState?.terminated?.reason);
+      return reasons.includes('OOMKilled') ? 'OOMKilled' : null;
+    }, 60_000, 500);
+    expect(reason).to.equal('OOMKilled');
     const page = await logsWhen(nsA, 'bufhog', '', (p) => p.logs.length > 0);
     expect(page.logs[0]).to.include({ status_code: 502 });
     expect(String(page.logs[0]!.error_message)).to.match(/memory/i);
