@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { expect } from 'chai';
 import { ensureCluster } from './cluster.ts';
 import type { Cluster } from './cluster.ts';
+import { pollUntil, type Check } from '../helpers/wait.ts';
 
 // Smoke test of the single-node cluster that the harness builds: node health,
 // pod networking (pod IP, Service ClusterIP, cluster DNS from the host and
@@ -39,20 +40,7 @@ async function ok(args: string[], stdin?: string): Promise<string> {
   return r.stdout;
 }
 
-async function waitFor<T>(what: string, fn: () => Promise<T | undefined | null | false>, timeoutMs = 120_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const v = await fn();
-      if (v) return v;
-    } catch (err) {
-      last = err;
-    }
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last ? `: ${(last as Error).message}` : ''}`);
-    await new Promise((r) => setTimeout(r, 500));
-  }
-}
+const waitFor = <T>(what: string, check: Check<T>, timeoutMs = 120_000): Promise<T> => pollUntil(what, check, timeoutMs, 500);
 
 async function getJson(args: string[]): Promise<any> {
   return JSON.parse(await ok([...args, '-o', 'json']));

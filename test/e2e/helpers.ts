@@ -3,6 +3,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { pollUntil, type Check } from '../helpers/wait.ts';
 
 // Helpers of the end-to-end tests on the test cluster: images built the way a
 // user builds them (gateway/image-context.sh + gateway/Dockerfile, and
@@ -89,17 +90,6 @@ process.stdin.on('end', () => process.exit(0)).resume();`;
   };
 }
 
-export async function waitFor<T>(what: string, check: () => Promise<T | undefined | null | false>, timeoutMs = 60_000, intervalMs = 500): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const value = await check();
-      if (value) return value;
-    } catch (err) {
-      last = err;
-    }
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last ? `: ${(last as Error).message}` : ''}`);
-    await new Promise((r) => setTimeout(r, intervalMs));
-  }
+export function waitFor<T>(what: string, check: Check<T>, timeoutMs = 60_000, intervalMs = 500): Promise<T> {
+  return pollUntil(what, check, timeoutMs, intervalMs);
 }

@@ -1,6 +1,7 @@
 import { expect } from 'chai';
 import { startGateway } from '../helpers/platform.ts';
 import { startMongoServer, type MongoTestServer } from '../helpers/mongo-server.ts';
+import { pollUntil, type Check } from '../helpers/wait.ts';
 
 // The gateway process with MONGODB_URL: functions, logs, counters and KV live
 // in MongoDB (the stand-in of test/README.md, or a real server from
@@ -14,15 +15,7 @@ async function api(url: string, method: string, path: string, body?: unknown) {
   return { status: r.status, body: text === '' ? undefined : JSON.parse(text) };
 }
 
-async function waitFor<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
+const waitFor = <T>(what: string, check: Check<T>, timeoutMs = 30_000): Promise<T> => pollUntil(what, check, timeoutMs, 100);
 
 describe('gateway process on MongoDB (MONGODB_URL)', function () {
   this.timeout(180_000);

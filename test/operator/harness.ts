@@ -2,6 +2,7 @@ import { execFile, spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
+import { pollUntil, type Check } from '../helpers/wait.ts';
 
 // Helpers of the operator's cluster tests: the cluster comes from the
 // harness's ensureCluster() (test/cluster/cluster.ts), or from
@@ -46,19 +47,8 @@ export function makeKubectl(c: ClusterAccess) {
     });
 }
 
-export async function waitFor<T>(what: string, fn: () => Promise<T | undefined | null | false>, timeoutMs = 30_000, intervalMs = 250): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const value = await fn();
-      if (value) return value;
-    } catch (err) {
-      last = err;
-    }
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last ? `: ${(last as Error).message}` : ''}`);
-    await new Promise((r) => setTimeout(r, intervalMs));
-  }
+export function waitFor<T>(what: string, check: Check<T>, timeoutMs = 30_000, intervalMs = 250): Promise<T> {
+  return pollUntil(what, check, timeoutMs, intervalMs);
 }
 
 export function uniqueName(prefix: string): string {
