@@ -133,8 +133,9 @@ function specSchema() {
       replicas: { type: 'integer', minimum: 0, maximum: 100, default: 1, description: 'Runtime pods while active.' },
       scaleToZero: {
         type: 'object',
-        description: 'Reserved for the cluster-mode issue: scale to zero after this long without invocations.',
-        properties: { idleSeconds: { type: 'integer', minimum: 30, maximum: 86400, default: 300 } },
+        description:
+          'Opt-in idle scale to zero: the operator scales the Deployment to zero pods when nothing invoked the function for idleSeconds (counted from status.lastInvocationTime or creation); the next call is held by the gateway while a pod starts. Unlike active: false, calls are served.',
+        properties: { idleSeconds: { type: 'integer', minimum: 30, maximum: 86400, default: 300, description: 'Seconds without an invocation before the function is scaled to zero.' } },
       },
       schedule: {
         type: 'object',

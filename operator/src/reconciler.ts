@@ -7,6 +7,8 @@ import { FIELD_MANAGER, FINALIZER, LABEL_FUNCTION, LABEL_ROLE, ROLE_RUNTIME, fun
 import { desiredStatus, statusChanged } from './status.ts';
 import type { ReadyInput } from './status.ts';
 import type { FunctionResource, KubeObject, Settings } from './types.ts';
+import { idleDecision } from './idle.ts';
+import type { IdleDecision } from './idle.ts';
 import { checkSpec } from './validate.ts';
 import type { CodeChecker, SpecProblem } from './validate.ts';
 
@@ -39,6 +41,9 @@ export interface ReconcilerDeps {
 export function progressRecheckMs(notReadyForMs: number): number {
   return Math.min(120_000, Math.max(10_000, Math.floor(notReadyForMs / 4)));
 }
+
+/** A function falls idle at an exact instant; the recheck lands just after it. */
+export const IDLE_RECHECK_SLACK_MS = 1_000;
 
 export function invokeUrl(settings: Settings, functionId: string): string {
   return `${settings.publicUrl}/invoke/${functionId}`;
@@ -79,9 +84,10 @@ export class Reconciler {
       return { outcome: `invalid:${problem.reason}` };
     }
 
+    const idle = idleDecision(fn, this.#d.clock.now());
     let ready: ReadyInput;
     try {
-      ready = await this.#applyChildren(fn);
+      ready = await this.#applyChildren(fn, idle);
     } catch (err) {
       // A refusal by the API server is shown on the Function, not only in the operator's log.
       if (!(err instanceof KubeApiError) || (err.statusCode !== 422 && err.statusCode !== 403)) throw err;
@@ -92,8 +98,11 @@ export class Reconciler {
       throw err;
     }
     const since = await this.#writeStatus(fn, functionId, ready);
-    if (ready.status === 'True') return { outcome: `ready:${ready.reason}` };
-    return { outcome: `waiting:${ready.reason}`, requeueAfterMs: progressRecheckMs(this.#d.clock.now() - since) };
+    // Nothing else happens when a function falls idle, so look again then.
+    const idleRecheck = idle.idleInMs === undefined ? undefined : idle.idleInMs + IDLE_RECHECK_SLACK_MS;
+    if (ready.status === 'True') return { outcome: `ready:${ready.reason}`, requeueAfterMs: idleRecheck };
+    const progress = progressRecheckMs(this.#d.clock.now() - since);
+    return { outcome: `waiting:${ready.reason}`, requeueAfterMs: idleRecheck === undefined ? progress : Math.min(progress, idleRecheck) };
   }
 
   #identityProblem(fn: FunctionResource, functionId: string): SpecProblem | null {
@@ -126,12 +135,12 @@ export class Reconciler {
     return this.#d.client.apply(paths.object(obj.apiVersion, obj.kind, obj.metadata.namespace!, obj.metadata.name), obj, FIELD_MANAGER);
   }
 
-  async #applyChildren(fn: FunctionResource): Promise<ReadyInput> {
+  async #applyChildren(fn: FunctionResource, idle: IdleDecision): Promise<ReadyInput> {
     const { settings, client } = this.#d;
     const ns = fn.metadata.namespace!;
     await this.#apply(secretFor(fn, settings));
     await this.#apply(configMapFor(fn));
-    const deployment = await this.#apply(deploymentFor(fn, settings));
+    const deployment = await this.#apply(deploymentFor(fn, settings, { idle: idle.idle }));
     await this.#apply(serviceFor(fn));
     const cronJob = cronJobFor(fn, settings);
     if (cronJob) {
@@ -144,16 +153,23 @@ export class Reconciler {
         this.#d.log.info('cronjob removed: the Function has no schedule', { function: `${ns}/${fn.metadata.name}`, cronJob: name });
       }
     }
-    return this.#readiness(fn, deployment);
+    return this.#readiness(fn, deployment, idle);
   }
 
-  async #readiness(fn: FunctionResource, deployment: any): Promise<ReadyInput> {
+  async #readiness(fn: FunctionResource, deployment: any, idle: IdleDecision): Promise<ReadyInput> {
     const active = fn.spec.active ?? true;
     if (!active) {
       return { status: 'True', reason: 'Inactive', message: 'the function is inactive: scaled to zero, its schedule suspended; invocations are refused' };
     }
     const want: number = deployment?.spec?.replicas ?? 0;
     const st = deployment?.status ?? {};
+    if (idle.idle) {
+      return {
+        status: 'True',
+        reason: 'Idle',
+        message: `no invocation since ${new Date(idle.sinceMs!).toISOString().replace(/\.\d{3}Z$/, 'Z')} (spec.scaleToZero.idleSeconds ${fn.spec.scaleToZero!.idleSeconds}): scaled to zero; the next invocation scales it up`,
+      };
+    }
     if (want === 0) return { status: 'True', reason: 'ScaledToZero', message: 'spec.replicas is 0: no runtime pod is running' };
     const replicaFailure = (st.conditions ?? []).find((c: any) => c.type === 'ReplicaFailure' && c.status === 'True');
     if (replicaFailure) return { status: 'False', reason: 'ReplicaFailure', message: `pods cannot be created: ${replicaFailure.message}` };

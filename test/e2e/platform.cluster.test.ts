@@ -299,6 +299,34 @@ describe('fnhost on Kubernetes, end to end (helm chart on the test cluster)', fu
     expect(String(page.logs[0]!.error_message)).to.match(/memory/i);
   });
 
+  it('an idle function (spec.scaleToZero) is scaled to zero by the operator; its next call is held, scales it up and is served', async () => {
+    await applyFunction(nsA, 'sleepy', { code: HELLO, routes: ['/hello/:name'], scaleToZero: { idleSeconds: 30 } });
+    await readyFunction(nsA, 'sleepy');
+    await waitFor('sleepy through the gateway', async () => (await invoke(nsA, 'sleepy', '/hello/early')).status === 200, 60_000, 500);
+    // 30 s after the last invocation the gateway reported (status interval 2 s here).
+    const idle = await waitFor('sleepy Idle at zero pods', async () => {
+      const [fn, dep, pods] = await Promise.all([
+        getJson(['get', 'fn', 'sleepy', '-n', nsA]),
+        getJson(['get', 'deployment', 'fn-sleepy', '-n', nsA]),
+        getJson(['get', 'pods', '-n', nsA, '-l', 'fnhost.dev/function=sleepy,fnhost.dev/role=runtime']),
+      ]);
+      const ready = (fn.status?.conditions ?? []).find((c: { type: string }) => c.type === 'Ready');
+      return ready?.reason === 'Idle' && dep.spec.replicas === 0 && pods.items.length === 0 ? { ready, fn } : null;
+    }, 180_000, 1000);
+    expect(idle.ready.status).to.equal('True');
+    expect(idle.ready.message).to.match(/scaled to zero; the next invocation scales it up/);
+    expect(idle.fn.status.lastInvocationTime, 'the gateway reported the call').to.be.a('string');
+
+    // The call is held by the gateway (no ready pod), wakes the function, and is answered.
+    const woken = await invoke(nsA, 'sleepy', '/hello/again');
+    expect(woken.status).to.equal(200);
+    expect(await woken.json()).to.deep.equal({ message: 'Hello, again!', trigger: 'http' });
+    expect((await getJson(['get', 'deployment', 'fn-sleepy', '-n', nsA])).spec.replicas).to.equal(1);
+    await readyFunction(nsA, 'sleepy');
+    const page = await logsWhen(nsA, 'sleepy', '', (p) => p.pagination.totalCount >= 2);
+    expect(page.logs[0]).to.include({ status_code: 200 });
+  });
+
   it('helm upgrade keeps functions and logs, and a SIGTERM of a gateway pod under load loses no record', async () => {
     const before = (await logsOf(nsA, 'hello')).pagination.totalCount;
     const upgraded = await helmRun(['upgrade', release, `${ROOT}charts/fnhost`, '-n', relNs, '-f', valuesFile, '--set', 'gateway.statusIntervalSeconds=3', '--wait', '--timeout', '8m']);
@@ -315,7 +343,10 @@ describe('fnhost on Kubernetes, end to end (helm chart on the test cluster)', fu
     await readyFunction(nsA, 'steady');
     await waitFor('steady through the gateway', async () => (await invoke(nsA, 'steady', '/hello/x')).status === 200, 60_000, 500);
     const countBefore = (await logsOf(nsA, 'steady')).pagination.totalCount;
-    const pods = await getJson(['get', 'pods', '-n', relNs, '-l', 'app.kubernetes.io/component=gateway']);
+    // A pod of the upgraded ReplicaSet that is serving, not one of the old ones still going away.
+    const gatewayPods = await getJson(['get', 'pods', '-n', relNs, '-l', 'app.kubernetes.io/component=gateway']);
+    const victim = (gatewayPods.items as any[]).find((p) => !p.metadata.deletionTimestamp && p.status.phase === 'Running');
+    expect(victim, 'a running gateway pod').to.not.equal(undefined);
     let answered = 0;
     let stop = false;
     const workers = Array.from({ length: 8 }, async () => {
@@ -329,10 +360,12 @@ describe('fnhost on Kubernetes, end to end (helm chart on the test cluster)', fu
         }
       }
     });
-    await new Promise((r) => setTimeout(r, 1500));
-    const del = await kubectl(['delete', 'pod', pods.items[0].metadata.name, '-n', relNs, '--wait=true', '--timeout=90s']);
+    await waitFor('load flowing', async () => answered >= 20, 60_000, 100);
+    const del = await kubectl(['delete', 'pod', victim.metadata.name, '-n', relNs, '--wait=true', '--timeout=90s']);
     expect(del.code, del.stderr).to.equal(0);
-    await new Promise((r) => setTimeout(r, 1500));
+    // Keep the load on while the Service settles on the remaining and the new pod.
+    const atDeletion = answered;
+    await waitFor('load served after the deletion', async () => answered >= atDeletion + 20, 60_000, 100);
     stop = true;
     await Promise.all(workers);
     expect(answered).to.be.greaterThan(20);

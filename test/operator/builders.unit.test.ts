@@ -110,6 +110,12 @@ describe('operator builders', () => {
     expect((deploymentFor(fn, settings) as any).spec.replicas).to.equal(0);
     expect((cronJobFor(fn, settings) as any).spec.suspend).to.equal(true);
     expect((deploymentFor(fnResource({ replicas: 3 }), settings) as any).spec.replicas).to.equal(3);
+    // Idle (spec.scaleToZero, decided by idle.ts): zero pods, the same template otherwise.
+    const idle = deploymentFor(fnResource({ replicas: 3, scaleToZero: { idleSeconds: 60 } }), settings, { idle: true }) as any;
+    const awake = deploymentFor(fnResource({ replicas: 3, scaleToZero: { idleSeconds: 60 } }), settings, { idle: false }) as any;
+    expect(idle.spec.replicas).to.equal(0);
+    expect(awake.spec.replicas).to.equal(3);
+    expect(idle.spec.template).to.deep.equal(awake.spec.template);
   });
 
   it('the Service selects the runtime pods on port 80 → the named port http', () => {

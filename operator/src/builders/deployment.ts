@@ -32,7 +32,12 @@ export function runtimeEnv(fn: FunctionResource, settings: Settings) {
   ];
 }
 
-export function deploymentFor(fn: FunctionResource, settings: Settings): KubeObject {
+export interface DeploymentOptions {
+  /** Idle for spec.scaleToZero.idleSeconds (idle.ts): zero pods until a call wakes it. */
+  idle?: boolean;
+}
+
+export function deploymentFor(fn: FunctionResource, settings: Settings, options: DeploymentOptions = {}): KubeObject {
   const e = effectiveSpec(fn);
   const names = ownedNames(fn.metadata.name);
   const meta = ownedMeta(fn, names.deployment);
@@ -42,8 +47,8 @@ export function deploymentFor(fn: FunctionResource, settings: Settings): KubeObj
     kind: 'Deployment',
     metadata: meta,
     spec: {
-      // Inactive functions keep their Deployment (and its history) at zero pods.
-      replicas: e.active ? e.replicas : 0,
+      // Inactive and idle functions keep their Deployment (and its history) at zero pods.
+      replicas: e.active && !options.idle ? e.replicas : 0,
       revisionHistoryLimit: 3,
       selector: { matchLabels: selectorFor(fn) },
       strategy: { type: 'RollingUpdate', rollingUpdate: { maxUnavailable: 0, maxSurge: 1 } },
@@ -74,7 +79,10 @@ export function deploymentFor(fn: FunctionResource, settings: Settings): KubeObj
               // cannot load. Liveness only checks that the server accepts
               // connections: restarting cannot fix user code, and would turn a
               // load error into CrashLoopBackOff instead of a clear 500.
-              readinessProbe: { httpGet: { path: '/healthz', port: 'http' }, periodSeconds: 5, timeoutSeconds: 2, failureThreshold: 2 },
+              // Probed every second: a pod scaled up from zero serves the call the
+              // gateway holds as soon as the kubelet sees it ready (P5b), and one
+              // local HTTP GET a second is nothing next to a runtime's idle cost.
+              readinessProbe: { httpGet: { path: '/healthz', port: 'http' }, periodSeconds: 1, timeoutSeconds: 2, failureThreshold: 3 },
               livenessProbe: { tcpSocket: { port: 'http' }, initialDelaySeconds: 5, periodSeconds: 10, timeoutSeconds: 3, failureThreshold: 3 },
               startupProbe: { tcpSocket: { port: 'http' }, periodSeconds: 1, failureThreshold: 60 },
               volumeMounts: [
