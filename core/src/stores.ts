@@ -81,11 +81,59 @@ export interface PolicyStore {
   changes(limit: number): Promise<NetworkPolicyChange[]>;
 }
 
+/**
+ * An admin panel session as stored. The cookie's session id itself is never
+ * stored, only `idHash`, its SHA-256 (64 hex digits), so a dump of the
+ * database hands out no live session. Times are ms since epoch.
+ */
+export interface StoredSession {
+  idHash: string;
+  /** A short public label for change records ("who"); not a secret. */
+  label: string;
+  /** The session's CSRF token, sent back to the page on request. */
+  csrf: string;
+  createdAt: number;
+  /** The last use written (the gateway writes it at most once per part of the idle window). */
+  lastSeenAt: number;
+  /**
+   * When the session ends unless used again: the gateway computes it from the
+   * times above and its idle and maximum-age settings. Reads hide a session
+   * from this instant on; sweep (SQLite) or a TTL index (MongoDB) deletes it.
+   */
+  expiresAt: number;
+}
+
+/**
+ * Admin panel sessions, shared by every gateway that shares the store (the
+ * replicas of a cluster on one MongoDB), so a session made through one is
+ * known to all, and a sign-out through one ends it for all.
+ */
+export interface SessionStore {
+  /**
+   * Stores a new session, then removes the oldest sessions (by createdAt)
+   * beyond `keepAtMost`, so sign-ins cannot grow the table without bound.
+   */
+  create(session: StoredSession, keepAtMost: number): Promise<void>;
+  /** The session with this id hash when it has not expired at `now` (expiresAt > now), else null. */
+  get(idHash: string, now: number): Promise<StoredSession | null>;
+  /**
+   * Records a use: lastSeenAt and expiresAt move forward to the given values
+   * (never back, should two gateways touch at once). False when the session
+   * is gone (signed out meanwhile): nothing is written then.
+   */
+  touch(idHash: string, lastSeenAt: number, expiresAt: number): Promise<boolean>;
+  /** Ends a session (sign-out). True when it existed. */
+  delete(idHash: string): Promise<boolean>;
+  /** Physically removes sessions expired at `now` (reads already hide them). Returns how many. */
+  sweep(now: number): Promise<number>;
+}
+
 export interface Stores {
   functions: FunctionStore;
   logs: LogStore;
   counters: CounterStore;
   kv: KvStore;
   policies: PolicyStore;
+  sessions: SessionStore;
   close(): Promise<void>;
 }

@@ -200,12 +200,12 @@ export async function startPlatform(options: PlatformOptions): Promise<Platform<
   const internal = internalRoutes({ tokens: cluster?.runtimeTokens ?? tokens, functions, kv: stores.kv, policies, now });
   const auth = adminAuth(options.adminToken);
   // The admin panel (/admin): its page and sign-in; its session cookie is the other way into /api/v1.
-  const admin = adminPanel({ token: options.adminToken, now });
+  const admin = adminPanel({ token: options.adminToken, now, sessionStore: stores.sessions, logger });
   app.use(health.routes());
   app.use(admin.router.routes());
   app.use(async (ctx, next) => {
     if (ctx.path === '/api/v1' || ctx.path.startsWith('/api/v1/')) {
-      if (!ctx.get('authorization') && admin.authenticate(ctx)) return next();
+      if (!ctx.get('authorization') && (await admin.authenticate(ctx))) return next();
       return auth(ctx, next);
     }
     return next();
@@ -268,6 +268,7 @@ export async function startPlatform(options: PlatformOptions): Promise<Platform<
       ready = false;
       clearInterval(sweeper);
       clearTimeout(firstSweep);
+      admin.close();
       scheduler.stop();
       // Stop accepting; connections end as they fall idle (a caller's keep-alive connection
       // may still bring calls: they run and are recorded). Only once no connection is left,

@@ -2,11 +2,17 @@ import { expect } from 'chai';
 import { isIP } from 'node:net';
 import { ValidationError } from '@fnhost/core';
 import { hostPatternProblem, ipFamily, validateHostPattern, validateNetworkPolicy } from '@fnhost/core/netpattern.ts';
-import { SessionStore, MAX_SESSIONS, clearedCookie, originAllowed, readSessionCookie, sameToken, sessionCookie } from '../../gateway/src/admin/session.ts';
+import type { SessionStore } from '@fnhost/core';
+import { openSqliteStores } from '@fnhost/core/store/sqlite/index.ts';
+import {
+  DEFAULT_IDLE_MS, DEFAULT_MAX_AGE_MS, MAX_SESSIONS, PanelSessions, clearedCookie, expiresAt, originAllowed, readSessionCookie, sameToken, sessionCookie,
+  sessionIdHash, shouldTouch, touchIntervalMs,
+} from '../../gateway/src/admin/session.ts';
 import { CONTENT_SECURITY_POLICY, sessionTimesFromEnv } from '../../gateway/src/admin/router.ts';
 import { bucketLogs, bucketWidth, percentile } from '../../admin/src/stats.ts';
 
-// Pure parts of the admin panel: sessions, cookie, Origin check, the pattern
+// Pure parts of the admin panel: session expiry and touch rules (and the
+// sessions over an in-memory SQLite store, counting its writes), cookie, Origin check, the pattern
 // validator the panel shares with the gateway (its IP parsing must agree with
 // node:net, which the browser bundle cannot use), and the chart's statistics.
 
@@ -64,59 +70,149 @@ describe('admin: shared network-policy pattern validator (core/src/netpattern.ts
   });
 });
 
-describe('admin: sessions', () => {
-  it('expires after the idle time and after the maximum age, and a touch extends only the idle time', () => {
-    let t = 1_000_000;
-    const store = new SessionStore({ now: () => t, idleMs: 1000, maxAgeMs: 2500 });
-    const { id, session } = store.create();
-    expect(session.csrf).to.have.length.greaterThan(40);
-    t += 900;
-    expect(store.get(id)).to.equal(session);
-    t += 900;
-    expect(store.get(id)).to.equal(session);
-    t += 600; // 2400 in all, touched 600 ago
-    expect(store.get(id)).to.equal(session);
-    t += 200; // 2600: over the maximum age
-    expect(store.get(id)).to.equal(undefined);
-    const other = store.create();
-    t += 1000;
-    expect(store.get(other.id)).to.equal(undefined);
-    expect(store.size).to.equal(0);
+describe('admin: session expiry and touch rules (pure)', () => {
+  const times = { idleMs: 1000, maxAgeMs: 2500 };
+
+  it('ends a session at the idle time after its last use, capped by its maximum age', () => {
+    expect(expiresAt({ createdAt: 0, lastSeenAt: 0 }, times)).to.equal(1000);
+    expect(expiresAt({ createdAt: 0, lastSeenAt: 1200 }, times)).to.equal(2200);
+    expect(expiresAt({ createdAt: 0, lastSeenAt: 1600 }, times)).to.equal(2500);
+    expect(expiresAt({ createdAt: 100, lastSeenAt: 9000 }, times)).to.equal(2600);
   });
 
-  it('keeps only a digest of the id; unknown, empty and oversized ids find nothing', () => {
-    const store = new SessionStore({ now: () => 0 });
-    const { id } = store.create();
-    expect(store.get(id.slice(0, -1) + (id.endsWith('A') ? 'B' : 'A'))).to.equal(undefined);
-    expect(store.get('')).to.equal(undefined);
-    expect(store.get(undefined)).to.equal(undefined);
-    expect(store.get('x'.repeat(200))).to.equal(undefined);
-    store.destroy(id);
-    expect(store.get(id)).to.equal(undefined);
-  });
-
-  it('drops the oldest sessions beyond the cap', () => {
-    const store = new SessionStore({ now: () => 0 });
-    const first = store.create();
-    for (let i = 0; i < MAX_SESSIONS; i++) store.create();
-    expect(store.size).to.equal(MAX_SESSIONS);
-    expect(store.get(first.id)).to.equal(undefined);
-  });
-
-  it('sweeps expired sessions', () => {
-    let t = 0;
-    const store = new SessionStore({ now: () => t, idleMs: 10 });
-    store.create();
-    store.create();
-    t = 20;
-    store.sweep();
-    expect(store.size).to.equal(0);
+  it('writes last-seen at most once per tenth of the idle window, and only when that moves the end', () => {
+    expect(touchIntervalMs(times)).to.equal(100);
+    expect(touchIntervalMs({ idleMs: DEFAULT_IDLE_MS, maxAgeMs: DEFAULT_MAX_AGE_MS })).to.equal(3 * 60_000);
+    const s = { createdAt: 0, lastSeenAt: 500 };
+    expect(shouldTouch(s, 500, times)).to.equal(false);
+    expect(shouldTouch(s, 599, times)).to.equal(false);
+    expect(shouldTouch(s, 600, times)).to.equal(true);
+    expect(shouldTouch(s, 1400, times)).to.equal(true);
+    // From 1500 on the end is the maximum age (2500) whatever last-seen is: no write.
+    expect(shouldTouch({ createdAt: 0, lastSeenAt: 1500 }, 1700, times)).to.equal(false);
+    expect(shouldTouch({ createdAt: 0, lastSeenAt: 1450 }, 1550, times)).to.equal(true); // 2450 -> 2500
   });
 
   it('compares tokens in constant time by digest', () => {
     expect(sameToken('abc', 'abc')).to.equal(true);
     expect(sameToken('abc', 'abd')).to.equal(false);
     expect(sameToken('', 'abc')).to.equal(false);
+  });
+});
+
+/** A SessionStore (SQLite in memory) that counts its writes. */
+function countingStore(): { store: SessionStore; writes: { create: number; touch: number; delete: number }; close(): Promise<void> } {
+  const stores = openSqliteStores({ path: ':memory:' });
+  const inner = stores.sessions;
+  const writes = { create: 0, touch: 0, delete: 0 };
+  const store: SessionStore = {
+    create: (s, keep) => (writes.create++, inner.create(s, keep)),
+    get: (h, now) => inner.get(h, now),
+    touch: (h, l, e) => (writes.touch++, inner.touch(h, l, e)),
+    delete: (h) => (writes.delete++, inner.delete(h)),
+    sweep: (now) => inner.sweep(now),
+  };
+  return { store, writes, close: () => stores.close() };
+}
+
+describe('admin: panel sessions over a store, with a fake clock', () => {
+  let t: number;
+  let counted: ReturnType<typeof countingStore>;
+  beforeEach(() => {
+    t = 1_000_000;
+    counted = countingStore();
+  });
+  afterEach(() => counted.close());
+  const sessions = (idleMs?: number, maxAgeMs?: number) => new PanelSessions({ store: counted.store, now: () => t, idleMs, maxAgeMs });
+
+  it('expires after the idle time and after the maximum age, and a use extends only the idle time', async () => {
+    const panel = sessions(1000, 2500);
+    const { id, session } = await panel.create();
+    expect(session.csrf).to.have.length.greaterThan(40);
+    t += 900;
+    expect((await panel.get(id))?.csrf).to.equal(session.csrf);
+    t += 900;
+    expect((await panel.get(id))?.csrf).to.equal(session.csrf);
+    t += 600; // 2400 in all, used 600 ago
+    expect((await panel.get(id))?.csrf).to.equal(session.csrf);
+    t += 200; // 2600: over the maximum age
+    expect(await panel.get(id)).to.equal(undefined);
+    const other = await panel.create();
+    t += 1000;
+    expect(await panel.get(other.id)).to.equal(undefined);
+    expect(await counted.store.sweep(t)).to.equal(2); // hidden by the store's read once past their stored end, deleted by the sweep
+  });
+
+  it('writes last-seen once per tenth of the idle window however many requests come', async () => {
+    const panel = sessions(1000, 100_000);
+    const { id } = await panel.create();
+    // A request every 10 ms for 5 s: 500 requests, 5 idle windows.
+    for (let i = 0; i < 500; i++) {
+      t += 10;
+      expect(await panel.get(id), `request ${i}`).not.to.equal(undefined);
+    }
+    expect(counted.writes.touch).to.equal(50);
+    // What the store holds lags the last use by less than the interval, so the session
+    // ends between 90 % and 100 % of the idle time after its last use.
+    const stored = (await counted.store.get(sessionIdHash(id), t))!;
+    expect(t - stored.lastSeenAt).to.be.within(0, 99);
+    t = stored.lastSeenAt + 999;
+    expect(await panel.get(id)).not.to.equal(undefined);
+    expect(counted.writes.touch).to.equal(51);
+    t += 1000;
+    expect(await panel.get(id)).to.equal(undefined);
+  });
+
+  it('keeps only a digest of the id; unknown, empty and oversized ids find nothing', async () => {
+    const panel = sessions();
+    const { id, session } = await panel.create();
+    expect(session.idHash).to.equal(sessionIdHash(id)).and.to.match(/^[0-9a-f]{64}$/);
+    expect(Object.values(session)).not.to.include(id);
+    expect(await counted.store.get(session.idHash, t)).to.deep.equal(session);
+    expect(await panel.get(id.slice(0, -1) + (id.endsWith('A') ? 'B' : 'A'))).to.equal(undefined);
+    expect(await panel.get('')).to.equal(undefined);
+    expect(await panel.get(undefined)).to.equal(undefined);
+    expect(await panel.get('x'.repeat(200))).to.equal(undefined);
+    await panel.destroy(id);
+    expect(await panel.get(id)).to.equal(undefined);
+  });
+
+  it('a session ended through another gateway (same store) is refused, also when a use would touch it', async () => {
+    const a = sessions(1000);
+    const b = sessions(1000);
+    const { id } = await a.create();
+    t += 500;
+    expect(await b.get(id)).not.to.equal(undefined);
+    await b.destroy(id);
+    t += 200;
+    expect(await a.get(id)).to.equal(undefined);
+  });
+
+  it('applies its own shorter lifetimes to a session another gateway made', async () => {
+    const long = sessions(10_000);
+    const short = sessions(1000);
+    const { id } = await long.create();
+    t += 2000;
+    expect(await short.get(id)).to.equal(undefined);
+    expect(await long.get(id)).to.equal(undefined); // removed from the store
+  });
+
+  it('drops the oldest sessions beyond the cap', async () => {
+    const panel = sessions();
+    const first = await panel.create();
+    t += 1;
+    const second = await panel.create();
+    for (let i = 0; i < MAX_SESSIONS - 1; i++) await panel.create();
+    expect(await panel.get(first.id)).to.equal(undefined);
+    expect(await panel.get(second.id)).not.to.equal(undefined);
+  });
+
+  it('sweeps expired sessions', async () => {
+    const panel = sessions(10);
+    await panel.create();
+    await panel.create();
+    t += 20;
+    expect(await panel.sweep()).to.equal(2);
   });
 });
 

@@ -5,6 +5,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Koa from 'koa';
+import { openSqliteStores } from '@fnhost/core/store/sqlite/index.ts';
 import { errorMiddleware } from '../../gateway/src/app.ts';
 import { digest } from '../../gateway/src/auth.ts';
 import { silentLogger } from '../../gateway/src/log.ts';
@@ -16,21 +17,30 @@ import { adminPanel } from '../../gateway/src/admin/router.ts';
 
 const TOKEN = 'router-test-token-0123456789';
 
-async function serve(distDir: string, proxy = false): Promise<{ url: string; server: Server }> {
+type Served = { url: string; server: Server; close(): Promise<void> };
+
+async function serve(distDir: string, proxy = false): Promise<Served> {
   const app = new Koa({ proxy });
   app.silent = true;
   app.use(errorMiddleware(silentLogger));
-  app.use(adminPanel({ token: { digest: digest(TOKEN), source: 'FNHOST_TOKEN', file: '' }, now: Date.now, distDir }).router.routes());
+  const stores = openSqliteStores({ path: ':memory:' });
+  const panel = adminPanel({ token: { digest: digest(TOKEN), source: 'FNHOST_TOKEN', file: '' }, now: Date.now, distDir, sessionStore: stores.sessions });
+  app.use(panel.router.routes());
   const server = app.listen(0, '127.0.0.1');
   await new Promise<void>((r) => server.once('listening', () => r()));
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, server };
+  const close = async () => {
+    await new Promise((r) => server.close(r));
+    panel.close();
+    await stores.close();
+  };
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, server, close };
 }
 
 describe('admin router over HTTP', () => {
   let dir: string;
-  let built: { url: string; server: Server };
-  let empty: { url: string; server: Server };
-  let proxied: { url: string; server: Server };
+  let built: Served;
+  let empty: Served;
+  let proxied: Served;
   before(async () => {
     dir = await mkdtemp(join(tmpdir(), 'fnhost-admin-dist-'));
     await mkdir(join(dir, 'dist', 'assets'), { recursive: true });
@@ -43,9 +53,9 @@ describe('admin router over HTTP', () => {
     proxied = await serve(join(dir, 'dist'), true);
   });
   after(async () => {
-    built?.server.close();
-    empty?.server.close();
-    proxied?.server.close();
+    await built?.close();
+    await empty?.close();
+    await proxied?.close();
     await rm(dir, { recursive: true, force: true });
   });
 

@@ -67,8 +67,8 @@ describe('MongoDB store', function () {
       await client.close();
     });
 
-    it('creates the TTL indexes (expireAt, expireAfterSeconds 0) on logs, log buckets and KV, and the listing indexes', async () => {
-      for (const collection of ['logs', 'log_buckets', 'kv']) {
+    it('creates the TTL indexes (expireAt, expireAfterSeconds 0) on logs, log buckets, KV and admin sessions, and the listing indexes', async () => {
+      for (const collection of ['logs', 'log_buckets', 'kv', 'admin_sessions']) {
         const ttl = (await db.collection(collection).indexes()).find((index) => index.name === 'ttl_expireAt');
         expect(ttl, collection).to.deep.include({ key: { expireAt: 1 }, expireAfterSeconds: 0 });
       }
@@ -113,6 +113,18 @@ describe('MongoDB store', function () {
       expect(await stores.kv.list(fnId, '', 10, now)).to.deep.equal(['kept']);
       expect(await stores.kv.sweep(now)).to.be.at.least(server.standIn ? 1 : 0);
       expect(await db.collection('kv').countDocuments({ ns: fnId })).to.equal(1);
+    });
+
+    it('keeps a session as its id hash with an expireAt Date for the TTL index, and hides it on the real clock once ended', async () => {
+      const now = Date.now();
+      const idHash = randomUUID().replaceAll('-', '').repeat(2);
+      await stores.sessions.create({ idHash, label: 'abcd1234', csrf: 'c'.repeat(43), createdAt: now - 60_000, lastSeenAt: now - 60_000, expiresAt: now - 1000 }, 1000);
+      const doc = await db.collection('admin_sessions').findOne({ _id: idHash as never });
+      // The stand-in has no TTL monitor; a real server's may have removed it already.
+      if (server.standIn) expect(doc).to.deep.include({ _id: idHash, csrf: 'c'.repeat(43), expireAt: new Date(now - 1000), createdAt: new Date(now - 60_000) });
+      expect(await stores.sessions.get(idHash, now)).to.equal(null);
+      expect(await stores.sessions.sweep(now)).to.be.at.least(server.standIn ? 1 : 0);
+      expect(await db.collection('admin_sessions').countDocuments({ _id: idHash as never })).to.equal(0);
     });
 
     it('applyRetention rewrites expireAt of stored logs and their buckets: set for time, changed with the days, removed for count and none', async () => {

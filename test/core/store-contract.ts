@@ -1,8 +1,8 @@
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { expect } from 'chai';
 import { ConflictError, NotFoundError } from '../../core/src/errors.ts';
 import type { ExecutionLog, FunctionRecord, LogPage, LogQuery, NetworkPolicy, RetentionPolicy, StatusFilter } from '../../core/src/model.ts';
-import type { StoredLog, Stores } from '../../core/src/stores.ts';
+import type { StoredLog, StoredSession, Stores } from '../../core/src/stores.ts';
 
 // The one contract every store implements (core/src/stores.ts), registered as
 // mocha tests: `describeStoreContract('SQLite', () => open...)`. It is
@@ -739,6 +739,79 @@ export function describeStoreContract(name: string, open: () => Promise<Stores>,
         expect(change.scope).to.equal('global');
         expect(await stores.policies.get('global')).to.deep.equal(global);
         expect(await stores.policies.get(fnScope)).to.deep.equal(allowOnly('x.example.com'));
+      });
+    });
+
+    describe('SessionStore', () => {
+      const session = (overrides: Partial<StoredSession> = {}): StoredSession => ({
+        idHash: randomBytes(32).toString('hex'),
+        label: randomBytes(4).toString('hex'),
+        csrf: randomBytes(32).toString('base64url'),
+        createdAt: CONTRACT_EPOCH,
+        lastSeenAt: CONTRACT_EPOCH,
+        expiresAt: CONTRACT_EPOCH + 30 * 60_000,
+        ...overrides,
+      });
+
+      it('stores a session and reads it back by id hash until its end (exclusive)', async () => {
+        const s = session();
+        await stores.sessions.create(s, 1000);
+        expect(await stores.sessions.get(s.idHash, CONTRACT_EPOCH)).to.deep.equal(s);
+        expect(await stores.sessions.get(s.idHash, s.expiresAt - 1)).to.deep.equal(s);
+        expect(await stores.sessions.get(s.idHash, s.expiresAt)).to.equal(null);
+        expect(await stores.sessions.get(randomBytes(32).toString('hex'), CONTRACT_EPOCH)).to.equal(null);
+      });
+
+      it('moves last-seen and the end forward on touch, never back, and not for a missing session', async () => {
+        const s = session();
+        await stores.sessions.create(s, 1000);
+        expect(await stores.sessions.touch(s.idHash, CONTRACT_EPOCH + 5000, s.expiresAt + 5000)).to.equal(true);
+        const touched = { ...s, lastSeenAt: CONTRACT_EPOCH + 5000, expiresAt: s.expiresAt + 5000 };
+        expect(await stores.sessions.get(s.idHash, s.expiresAt)).to.deep.equal(touched);
+        // A late touch from another gateway with older times changes nothing.
+        expect(await stores.sessions.touch(s.idHash, CONTRACT_EPOCH + 1000, s.expiresAt + 1000)).to.equal(true);
+        expect(await stores.sessions.get(s.idHash, CONTRACT_EPOCH)).to.deep.equal(touched);
+        expect(await stores.sessions.touch(randomBytes(32).toString('hex'), CONTRACT_EPOCH, CONTRACT_EPOCH + 1)).to.equal(false);
+      });
+
+      it('deletes a session (sign-out) and says whether it existed', async () => {
+        const s = session();
+        const other = session();
+        await stores.sessions.create(s, 1000);
+        await stores.sessions.create(other, 1000);
+        expect(await stores.sessions.delete(s.idHash)).to.equal(true);
+        expect(await stores.sessions.delete(s.idHash)).to.equal(false);
+        expect(await stores.sessions.get(s.idHash, CONTRACT_EPOCH)).to.equal(null);
+        expect(await stores.sessions.touch(s.idHash, CONTRACT_EPOCH + 1, s.expiresAt + 1)).to.equal(false);
+        expect(await stores.sessions.get(other.idHash, CONTRACT_EPOCH)).to.deep.equal(other);
+      });
+
+      it('sweeps the sessions that have ended and keeps the others', async () => {
+        const ended = [session({ expiresAt: CONTRACT_EPOCH + 10 }), session({ expiresAt: CONTRACT_EPOCH + 20 })];
+        const live = session({ expiresAt: CONTRACT_EPOCH + 21 });
+        for (const s of [...ended, live]) await stores.sessions.create(s, 1000);
+        // At least ours (a shared store may hold other ended sessions).
+        expect(await stores.sessions.sweep(CONTRACT_EPOCH + 20)).to.be.at.least(2);
+        for (const s of ended) expect(await stores.sessions.delete(s.idHash), 'already swept').to.equal(false);
+        expect(await stores.sessions.get(live.idHash, CONTRACT_EPOCH + 20)).to.deep.equal(live);
+      });
+
+      it('keeps at most keepAtMost sessions, dropping the oldest, never the new one', async () => {
+        // Newer than any other test's sessions, so a shared store's others are the ones dropped.
+        const base = CONTRACT_EPOCH + 3650 * DAY;
+        const made: StoredSession[] = [];
+        for (let i = 0; i < 5; i++) {
+          const s = session({ createdAt: base + i, lastSeenAt: base + i, expiresAt: base + DAY });
+          made.push(s);
+          await stores.sessions.create(s, 3);
+        }
+        const present = await Promise.all(made.map(async (s) => (await stores.sessions.get(s.idHash, base)) !== null));
+        expect(present).to.deep.equal([false, false, true, true, true]);
+        // Same creation time as the newest: the new one stays all the same.
+        const tie = session({ createdAt: base + 4, lastSeenAt: base + 4, expiresAt: base + DAY });
+        await stores.sessions.create(tie, 1);
+        expect(await stores.sessions.get(tie.idHash, base)).to.deep.equal(tie);
+        expect(await stores.sessions.get(made[4]!.idHash, base)).to.equal(null);
       });
     });
   });

@@ -3,11 +3,12 @@ import { extname, join, normalize, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Context } from 'koa';
 import Router from '@koa/router';
-import { FnhostError, ValidationError } from '@fnhost/core';
+import { FnhostError, ValidationError, type SessionStore } from '@fnhost/core';
 import { UnauthorizedError, sameSecret, type AdminToken } from '../auth.ts';
 import { readJson } from '../api/body.ts';
 import { ConfigError } from '../config.ts';
-import { CSRF_HEADER, SAFE_METHODS, SessionStore, clearedCookie, expiresAt, originAllowed, readSessionCookie, sameToken, sessionCookie, type Session } from './session.ts';
+import type { Logger } from '../log.ts';
+import { CSRF_HEADER, PanelSessions, SAFE_METHODS, clearedCookie, expiresAt, originAllowed, readSessionCookie, sameToken, sessionCookie, type Session } from './session.ts';
 
 // The admin panel: the built page (admin/dist) at /admin, the sign-in and
 // sign-out endpoints at /admin/api/session, and the session check that the
@@ -55,14 +56,16 @@ export class PanelNotBuiltError extends FnhostError {
 
 export interface AdminPanel {
   router: Router;
-  sessions: SessionStore;
+  sessions: PanelSessions;
   /**
    * For /api/v1: true when the request carries a live panel session (and,
    * for a state change, a matching CSRF header and an allowed Origin; a
    * mismatch throws 403). False when there is no session cookie, so the
    * caller falls back to the bearer token.
    */
-  authenticate(ctx: Context): boolean;
+  authenticate(ctx: Context): Promise<boolean>;
+  /** Stops the sweeper of expired sessions (before the stores close). */
+  close(): void;
 }
 
 function setSecurityHeaders(ctx: Context): void {
@@ -88,11 +91,26 @@ export function sessionTimesFromEnv(env: Record<string, string | undefined>): { 
   return { idleMs: read('FNHOST_ADMIN_SESSION_IDLE_SECONDS'), maxAgeMs: read('FNHOST_ADMIN_SESSION_MAX_SECONDS') };
 }
 
-export function adminPanel(options: { token: AdminToken; now: () => number; distDir?: string; idleMs?: number; maxAgeMs?: number }): AdminPanel {
+export interface AdminPanelOptions {
+  token: AdminToken;
+  now: () => number;
+  /** Where sessions live: the gateway's stores (shared by every gateway on the same database). */
+  sessionStore: SessionStore;
+  logger?: Logger;
+  distDir?: string;
+  idleMs?: number;
+  maxAgeMs?: number;
+  /** How often expired sessions are deleted (default a minute; MongoDB's TTL index also does it). */
+  sweepIntervalMs?: number;
+}
+
+export function adminPanel(options: AdminPanelOptions): AdminPanel {
   const dist = resolve(options.distDir ?? DEFAULT_ADMIN_DIST);
   const fromEnv = sessionTimesFromEnv(process.env);
-  const sessions = new SessionStore({ now: options.now, idleMs: options.idleMs ?? fromEnv.idleMs, maxAgeMs: options.maxAgeMs ?? fromEnv.maxAgeMs });
-  const sweeper = setInterval(() => sessions.sweep(), 60_000);
+  const sessions = new PanelSessions({ store: options.sessionStore, now: options.now, idleMs: options.idleMs ?? fromEnv.idleMs, maxAgeMs: options.maxAgeMs ?? fromEnv.maxAgeMs });
+  const sweeper = setInterval(() => {
+    sessions.sweep().catch((err: unknown) => options.logger?.error('admin session sweep failed', { error: (err as Error).message }));
+  }, options.sweepIntervalMs ?? 60_000);
   sweeper.unref();
 
   const checkOrigin = (ctx: Context): void => {
@@ -100,9 +118,9 @@ export function adminPanel(options: { token: AdminToken; now: () => number; dist
     if (!originAllowed(origin, ctx.protocol, ctx.host)) throw new ForbiddenError(`request Origin "${(origin ?? '').slice(0, 200)}" is not this gateway (${ctx.protocol}://${ctx.host})`);
   };
 
-  const sessionOf = (ctx: Context): { id: string; session: Session } | undefined => {
+  const sessionOf = async (ctx: Context): Promise<{ id: string; session: Session } | undefined> => {
     const id = readSessionCookie(ctx.get('cookie') || undefined);
-    const session = sessions.get(id);
+    const session = await sessions.get(id);
     return session === undefined ? undefined : { id: id!, session };
   };
 
@@ -126,9 +144,9 @@ export function adminPanel(options: { token: AdminToken; now: () => number; dist
     await next();
   });
 
-  router.get('/admin/api/session', (ctx) => {
+  router.get('/admin/api/session', async (ctx) => {
     ctx.set('cache-control', 'no-store');
-    const found = sessionOf(ctx);
+    const found = await sessionOf(ctx);
     if (found === undefined) throw new UnauthorizedError('no panel session, or it has expired: sign in again');
     ctx.body = sessionBody(found.session);
   });
@@ -142,19 +160,20 @@ export function adminPanel(options: { token: AdminToken; now: () => number; dist
     if (typeof token !== 'string' || token === '') throw new ValidationError('sign-in needs a JSON body {"token": "<admin token>"}');
     if (!sameSecret(token, options.token.digest)) throw new UnauthorizedError('the admin token is wrong');
     const old = readSessionCookie(ctx.get('cookie') || undefined);
-    sessions.destroy(old);
-    const { id, session } = sessions.create();
+    await sessions.destroy(old);
+    const { id, session } = await sessions.create();
     ctx.set('set-cookie', sessionCookie(id, { secure: ctx.secure, maxAgeSeconds: sessions.times.maxAgeMs / 1000 }));
     ctx.status = 201;
     ctx.body = sessionBody(session);
   });
 
-  router.delete('/admin/api/session', (ctx) => {
+  router.delete('/admin/api/session', async (ctx) => {
     ctx.set('cache-control', 'no-store');
-    const found = sessionOf(ctx);
+    const found = await sessionOf(ctx);
     if (found !== undefined) {
       checkStateChange(ctx, found.session);
-      sessions.destroy(found.id);
+      // Deleted from the shared store: every gateway refuses the cookie from now on.
+      await sessions.destroy(found.id);
     }
     ctx.set('set-cookie', clearedCookie(ctx.secure));
     ctx.status = 204;
@@ -189,12 +208,15 @@ export function adminPanel(options: { token: AdminToken; now: () => number; dist
   return {
     router,
     sessions,
-    authenticate(ctx) {
-      const found = sessionOf(ctx);
+    async authenticate(ctx) {
+      const found = await sessionOf(ctx);
       if (found === undefined) return false;
       if (!SAFE_METHODS.has(ctx.method)) checkStateChange(ctx, found.session);
       ctx.state.actor = `admin (panel session ${found.session.label})`;
       return true;
+    },
+    close() {
+      clearInterval(sweeper);
     },
   };
 }

@@ -1,33 +1,43 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import type { SessionStore, StoredSession } from '@fnhost/core';
 
 // Server-side sessions of the admin panel. The browser holds only a random
-// session id in an HttpOnly cookie; the gateway keeps, per session, the
-// digest of that id, its CSRF token, and its times. A session ends after
-// IDLE_MS without use, after MAX_AGE_MS in all, on sign-out, or when the
-// gateway restarts (sessions live in memory: one-machine mode).
+// session id in an HttpOnly cookie; the store (core/src/stores.ts
+// SessionStore: SQLite on one machine, MongoDB when several gateways share
+// one database) keeps, per session, the SHA-256 of that id, its CSRF token
+// and its times. A session ends after idleMs without use, after maxAgeMs in
+// all, or on sign-out. Every gateway sharing the store sees the same
+// sessions, so nothing is cached here: a sign-out through one gateway must
+// hold on the next request to another.
 
 export const SESSION_COOKIE = 'fnhost_admin';
 export const CSRF_HEADER = 'x-fnhost-csrf';
 export const DEFAULT_IDLE_MS = 30 * 60_000;
 export const DEFAULT_MAX_AGE_MS = 8 * 3_600_000;
-/** Oldest sessions are dropped beyond this many, so sign-ins cannot fill memory. */
+/** Oldest sessions are dropped beyond this many, so sign-ins cannot fill the store. */
 export const MAX_SESSIONS = 1000;
+/** A cookie value longer than this is no session id of ours (ours are 43 characters). */
+const MAX_ID_LENGTH = 128;
+/**
+ * Last-seen is written at most once per this fraction of the idle window
+ * (3 minutes of the default 30). Writing it on every request would make
+ * every panel request a database write (and in cluster mode a MongoDB
+ * round trip more); the price is that the stored last-seen may lag the true
+ * last use by up to idleMs / TOUCH_FRACTION, so an idle session ends between
+ * 90 % and 100 % of the idle time after its last use, never later.
+ */
+export const TOUCH_FRACTION = 10;
 
-export interface Session {
-  /** A short public label for change records ("who"); not the secret id. */
-  label: string;
-  csrf: string;
-  createdAt: number;
-  lastSeenAt: number;
-}
+export type Session = StoredSession;
 
 export interface SessionTimes {
   idleMs: number;
   maxAgeMs: number;
 }
 
-function digestHex(value: string): string {
-  return createHash('sha256').update(value).digest('hex');
+/** The SHA-256 (hex) of a session id: what the store keeps instead of the id. */
+export function sessionIdHash(id: string): string {
+  return createHash('sha256').update(id).digest('hex');
 }
 
 /** Constant-time equality of two strings (compared as SHA-256 digests, so lengths do not leak). */
@@ -35,56 +45,88 @@ export function sameToken(presented: string, expected: string): boolean {
   return timingSafeEqual(createHash('sha256').update(presented).digest(), createHash('sha256').update(expected).digest());
 }
 
-export function expiresAt(session: Session, times: SessionTimes): number {
+/** When a session ends unless used again: idle time after its last use, capped by its maximum age. */
+export function expiresAt(session: Pick<Session, 'createdAt' | 'lastSeenAt'>, times: SessionTimes): number {
   return Math.min(session.lastSeenAt + times.idleMs, session.createdAt + times.maxAgeMs);
 }
 
-export class SessionStore {
-  readonly #sessions = new Map<string, Session>();
+/** The least time between two writes of a session's last-seen (see TOUCH_FRACTION). */
+export function touchIntervalMs(times: SessionTimes): number {
+  return Math.floor(times.idleMs / TOUCH_FRACTION);
+}
+
+/**
+ * Should a use at `now` be written to the store? Only when the stored
+ * last-seen is at least touchIntervalMs old, and only when it would move the
+ * session's end (near its maximum age the end is fixed, so a write changes
+ * nothing).
+ */
+export function shouldTouch(session: Pick<Session, 'createdAt' | 'lastSeenAt'>, now: number, times: SessionTimes): boolean {
+  if (now - session.lastSeenAt < touchIntervalMs(times)) return false;
+  return expiresAt({ createdAt: session.createdAt, lastSeenAt: now }, times) > expiresAt(session, times);
+}
+
+/** The sessions of the panel over a SessionStore, with the gateway's clock and lifetimes. */
+export class PanelSessions {
+  readonly #store: SessionStore;
   readonly #now: () => number;
   readonly times: SessionTimes;
 
-  constructor(options: { now: () => number; idleMs?: number; maxAgeMs?: number }) {
+  constructor(options: { store: SessionStore; now: () => number; idleMs?: number; maxAgeMs?: number }) {
+    this.#store = options.store;
     this.#now = options.now;
     this.times = { idleMs: options.idleMs ?? DEFAULT_IDLE_MS, maxAgeMs: options.maxAgeMs ?? DEFAULT_MAX_AGE_MS };
   }
 
-  get size(): number {
-    return this.#sessions.size;
-  }
-
-  /** A new session; the returned id goes into the cookie and is not kept. */
-  create(): { id: string; session: Session } {
+  /** A new session; the returned id goes into the cookie and is not kept anywhere. */
+  async create(): Promise<{ id: string; session: Session }> {
     const id = randomBytes(32).toString('base64url');
     const t = this.#now();
-    const session: Session = { label: randomBytes(4).toString('hex'), csrf: randomBytes(32).toString('base64url'), createdAt: t, lastSeenAt: t };
-    while (this.#sessions.size >= MAX_SESSIONS) this.#sessions.delete(this.#sessions.keys().next().value!);
-    this.#sessions.set(digestHex(id), session);
+    const times = { createdAt: t, lastSeenAt: t };
+    const session: Session = {
+      idHash: sessionIdHash(id),
+      label: randomBytes(4).toString('hex'),
+      csrf: randomBytes(32).toString('base64url'),
+      ...times,
+      expiresAt: expiresAt(times, this.times),
+    };
+    await this.#store.create(session, MAX_SESSIONS);
     return { id, session };
   }
 
-  /** The live session for a cookie value (and it is touched), or undefined; expired ones are removed. */
-  get(id: string | undefined): Session | undefined {
-    if (id === undefined || id === '' || id.length > 128) return undefined;
-    const key = digestHex(id);
-    const session = this.#sessions.get(key);
-    if (session === undefined) return undefined;
+  /**
+   * The live session for a cookie value, or undefined. A use is written
+   * back only as shouldTouch allows; an expired session found is removed.
+   */
+  async get(id: string | undefined): Promise<Session | undefined> {
+    if (id === undefined || id === '' || id.length > MAX_ID_LENGTH) return undefined;
+    const idHash = sessionIdHash(id);
     const t = this.#now();
+    const session = await this.#store.get(idHash, t);
+    if (session === null) return undefined;
+    // The store hides sessions past their stored end; this gateway's own
+    // lifetimes apply too (another gateway may have been started with longer ones).
     if (t >= expiresAt(session, this.times)) {
-      this.#sessions.delete(key);
+      await this.#store.delete(idHash);
       return undefined;
     }
-    session.lastSeenAt = t;
+    if (shouldTouch(session, t, this.times)) {
+      const end = expiresAt({ createdAt: session.createdAt, lastSeenAt: t }, this.times);
+      if (!(await this.#store.touch(idHash, t, end))) return undefined; // signed out meanwhile
+      session.lastSeenAt = t;
+      session.expiresAt = end;
+    }
     return session;
   }
 
-  destroy(id: string | undefined): void {
-    if (id !== undefined) this.#sessions.delete(digestHex(id));
+  async destroy(id: string | undefined): Promise<void> {
+    if (id === undefined || id === '' || id.length > MAX_ID_LENGTH) return;
+    await this.#store.delete(sessionIdHash(id));
   }
 
-  sweep(): void {
-    const t = this.#now();
-    for (const [key, s] of this.#sessions) if (t >= expiresAt(s, this.times)) this.#sessions.delete(key);
+  /** Removes expired sessions from the store (reads already refuse them). */
+  sweep(): Promise<number> {
+    return this.#store.sweep(this.#now());
   }
 }
 

@@ -4,6 +4,7 @@ import type { Stores } from '../../stores.ts';
 import { MongoContext } from './context.ts';
 import { ensureLogIndexes, MongoLogStore } from './logs.ts';
 import { ensureRecordIndexes, MongoCounterStore, MongoFunctionStore, MongoKvStore, MongoPolicyStore } from './records.ts';
+import { ensureSessionIndexes, MongoSessionStore } from './sessions.ts';
 import { DEFAULT_RETRY, runWithRetry, type RetryOptions } from './retry.ts';
 
 // The cluster store: every seam of core/src/stores.ts on MongoDB with the
@@ -43,6 +44,7 @@ export async function openMongoStores(options: MongoStoreOptions): Promise<Store
       await client.connect();
       await ensureLogIndexes(db);
       await ensureRecordIndexes(db);
+      await ensureSessionIndexes(db);
     }, retry);
   } catch (err) {
     await client.close().catch(() => {});
@@ -55,6 +57,7 @@ export async function openMongoStores(options: MongoStoreOptions): Promise<Store
     counters: new MongoCounterStore(db, ctx),
     kv: new MongoKvStore(db, ctx),
     policies: new MongoPolicyStore(db, ctx),
+    sessions: new MongoSessionStore(db, ctx),
     close: () => client.close(),
   };
 }

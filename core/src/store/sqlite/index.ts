@@ -3,6 +3,7 @@ import { SqliteDb } from './db.ts';
 import { SqliteLogStore } from './logs.ts';
 import { SqliteCounterStore, SqliteFunctionStore, SqliteKvStore, SqlitePolicyStore } from './records.ts';
 import { prepareDatabase } from './schema.ts';
+import { SqliteSessionStore } from './sessions.ts';
 
 // The one-machine store: every seam of core/src/stores.ts on Node's built-in
 // node:sqlite. Calls are synchronous inside (one connection, no thread pool);
@@ -27,6 +28,7 @@ export function openSqliteStores(options: SqliteStoreOptions): Stores {
     counters: new SqliteCounterStore(db),
     kv: new SqliteKvStore(db),
     policies: new SqlitePolicyStore(db),
+    sessions: new SqliteSessionStore(db),
     close: async () => db.close(),
   };
 }

@@ -5,7 +5,7 @@ import { StoreError } from '../../errors.ts';
 // version a database file was last migrated to; MIGRATIONS[i] moves a database
 // from version i to i + 1, so a later release appends, never edits.
 
-export const SCHEMA_VERSION = 4;
+export const SCHEMA_VERSION = 5;
 
 const MIGRATIONS: readonly string[] = [
   // 0 -> 1: the first schema.
@@ -117,6 +117,21 @@ const MIGRATIONS: readonly string[] = [
     FROM logs GROUP BY fn, class, b;
   INSERT INTO log_buckets (fn, class, level, bucket, n)
     SELECT fn, 3, level, bucket, sum(n) FROM log_buckets GROUP BY fn, level, bucket;
+  `,
+  // 4 -> 5: admin panel sessions (until then in the gateway's memory), so a
+  // restarted gateway keeps them. id_hash is the SHA-256 (hex) of the
+  // cookie's session id: the id itself is never stored.
+  `
+  CREATE TABLE IF NOT EXISTS admin_sessions (
+    id_hash      TEXT PRIMARY KEY,
+    label        TEXT NOT NULL,
+    csrf         TEXT NOT NULL,
+    created_ms   INTEGER NOT NULL,
+    last_seen_ms INTEGER NOT NULL,
+    expires_ms   INTEGER NOT NULL
+  ) WITHOUT ROWID;
+  CREATE INDEX IF NOT EXISTS admin_sessions_expiry ON admin_sessions (expires_ms);
+  CREATE INDEX IF NOT EXISTS admin_sessions_created ON admin_sessions (created_ms);
   `,
 ];
 
