@@ -40,3 +40,11 @@ export interface ApiTestResult {
   headers: Record<string, string>;
   body: unknown;
 }
+
+/** `GET /api/v1/info`: which kind of gateway answers. */
+export interface ApiServerInfo {
+  /** `local`: one machine, whose only namespace is the default; `cluster`: Function resources in Kubernetes namespaces. */
+  mode: 'local' | 'cluster';
+  /** The namespace of management requests that name none (`?namespace=` absent). */
+  default_namespace: string;
+}

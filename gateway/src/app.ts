@@ -9,6 +9,7 @@ import { LocalExecutor } from './executor/local.ts';
 import { FunctionService, type FunctionIndex, type ScheduleSink } from './functions/service.ts';
 import { adminPanel } from './admin/router.ts';
 import { functionRoutes } from './api/functions.ts';
+import { infoRoutes } from './api/info.ts';
 import { PolicyCache, policyRoutes } from './api/policy.ts';
 import { internalRoutes, type RuntimeTokenVerifier } from './internal/routes.ts';
 import { RuntimeTokens } from './internal/tokens.ts';
@@ -196,7 +197,11 @@ export async function startPlatform(options: PlatformOptions): Promise<Platform<
       }) + (cluster?.metricsText() ?? '');
   });
 
-  const api = [functionRoutes({ functions, invoker, writer, stores, now }), policyRoutes({ policies, functions, now })];
+  const api = [
+    functionRoutes({ functions, invoker, writer, stores, now }),
+    policyRoutes({ policies, functions, now }),
+    infoRoutes({ mode: cluster === undefined ? 'local' : 'cluster', default_namespace: functions.defaultNamespace }),
+  ];
   const internal = internalRoutes({ tokens: cluster?.runtimeTokens ?? tokens, functions, kv: stores.kv, policies, now });
   const auth = adminAuth(options.adminToken);
   // The admin panel (/admin): its page and sign-in; its session cookie is the other way into /api/v1.

@@ -27,4 +27,11 @@ describe('gateway: ?namespace= on one machine', () => {
     // A UUID is found whatever namespace is named (ids are global).
     expect((await h.api('GET', `/api/v1/functions/${created.body.function_id}`)).status).to.equal(200);
   });
+
+  it('GET /api/v1/info says one machine and its namespace, behind the admin token', async () => {
+    const info = await h.api('GET', '/api/v1/info');
+    expect(info.status).to.equal(200);
+    expect(info.body).to.deep.equal({ mode: 'local', default_namespace: 'default' });
+    expect((await h.api('GET', '/api/v1/info', undefined, 'wrong-token')).status).to.equal(401);
+  });
 });
