@@ -74,13 +74,26 @@ async function dispatch(argv: string[], io: Terminal): Promise<number> {
     color: colorEnabled(io.env, io.stdout.isTTY === true),
     client(timeoutMs) {
       client ??= (async () => {
-        const [{ resolveConnection }, { ApiClient }] = await Promise.all([import('./config/connection.ts'), import('./api/client.ts')]);
+        const [{ resolveConnection }, { describeNamespaceSource }, { ApiClient }] = await Promise.all([
+          import('./config/connection.ts'),
+          import('./config/namespace.ts'),
+          import('./api/client.ts'),
+        ]);
         const connection = await resolveConnection({
           flags: { url: parsed.options.url as string | undefined, token: parsed.options.token as string | undefined, namespace: parsed.options.namespace as string | undefined },
           env: io.env,
           cwd: io.cwd,
+          // Asked only when no namespace is named and a kubeconfig exists: the kube context counts in cluster mode only.
+          gatewayMode: async (server) => (await new ApiClient({ url: server.url, token: server.token, tokenSource: server.tokenSource }).serverInfo()).mode,
         });
-        return new ApiClient({ url: connection.url, token: connection.token, tokenSource: connection.tokenSource, timeoutMs, namespace: connection.namespace });
+        const namespaceSource = describeNamespaceSource(connection.namespaceSource);
+        if (debugEnabled(io.env)) {
+          io.stderr.write(
+            `debug: server ${connection.url} (from ${connection.urlSource}), token from ${connection.tokenSource ?? 'nowhere'}, ` +
+              `namespace ${connection.namespace ?? '(none sent)'} (from ${namespaceSource})\n`,
+          );
+        }
+        return new ApiClient({ url: connection.url, token: connection.token, tokenSource: connection.tokenSource, timeoutMs, namespace: connection.namespace, namespaceSource });
       })();
       return client;
     },
@@ -98,7 +111,7 @@ function unknownCommand(name: string): never {
 function report(err: unknown, io: Terminal): number {
   const color = colorEnabled(io.env, io.stderr.isTTY === true);
   const label = color ? '\u001b[31merror:\u001b[39m' : 'error:';
-  const debug = io.env.FNHOST_DEBUG === '1' || io.env.FNHOST_DEBUG === 'true';
+  const debug = debugEnabled(io.env);
   if (err instanceof CliError) {
     io.stderr.write(`${label} ${err.message}\n`);
     if (err.hint) io.stderr.write(`hint: ${err.hint}\n`);
@@ -115,6 +128,11 @@ function report(err: unknown, io: Terminal): number {
   io.stderr.write(`${label} unexpected failure: ${message}\n`);
   io.stderr.write(debug ? stackOf(err) : 'hint: set FNHOST_DEBUG=1 to see the stack trace\n');
   return EXIT_FAILURE;
+}
+
+/** FNHOST_DEBUG=1: stack traces, and one `debug:` line on stderr saying where the server, token and namespace came from. */
+export function debugEnabled(env: Record<string, string | undefined>): boolean {
+  return env.FNHOST_DEBUG === '1' || env.FNHOST_DEBUG === 'true';
 }
 
 function stackOf(err: unknown): string {

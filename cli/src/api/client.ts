@@ -1,4 +1,5 @@
 import type { IncomingMessage, RequestOptions } from 'node:http';
+import type { ApiServerInfo } from '@fnhost/core/api.ts';
 import type { LogQuery, RetentionPolicy } from '@fnhost/core/model.ts';
 import {
   ApiAuthError,
@@ -34,6 +35,8 @@ export interface ClientOptions {
   timeoutMs?: number;
   /** Namespace of the functions (cluster mode); sent as `?namespace=` on function and policy requests. */
   namespace?: string;
+  /** Where the namespace came from (`the kube context "dev" (~/.kube/config)`), for the hint when a function is not found. */
+  namespaceSource?: string;
 }
 
 interface RawResponse {
@@ -60,13 +63,31 @@ export class ApiClient {
   readonly #tokenSource: string | undefined;
   readonly #timeoutMs: number;
   readonly #namespace: string | undefined;
+  readonly #namespaceSource: string | undefined;
 
   constructor(options: ClientOptions) {
     this.#namespace = options.namespace;
+    this.#namespaceSource = options.namespaceSource;
     this.url = options.url.replace(/\/+$/, '');
     this.#token = options.token;
     this.#tokenSource = options.tokenSource;
     this.#timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+  }
+
+  /**
+   * Which kind of gateway answers. A gateway older than GET /api/v1/info (404)
+   * is taken as one machine, which is what it then was.
+   */
+  async serverInfo(): Promise<{ mode: ApiServerInfo['mode']; default_namespace?: string }> {
+    let info: Partial<ApiServerInfo>;
+    try {
+      info = await this.#json<Partial<ApiServerInfo>>('GET', '/api/v1/info');
+    } catch (err) {
+      if (err instanceof ApiNotFoundError) return { mode: 'local' };
+      throw err;
+    }
+    const mode = info?.mode === 'cluster' ? 'cluster' : 'local';
+    return typeof info?.default_namespace === 'string' ? { mode, default_namespace: info.default_namespace } : { mode };
   }
 
   listFunctions(): Promise<{ functions: ApiFunction[] }> {
@@ -211,7 +232,11 @@ export class ApiClient {
       case 404:
         if (ref !== undefined && code === 'not_found') {
           const where = this.#namespace === undefined ? '' : ` in namespace ${this.#namespace}`;
-          return new ApiNotFoundError(`function "${ref}" not found${where} at ${this.url}`, { ...details, hint: 'run fnhost function:list to see the functions' });
+          const hint =
+            this.#namespace === undefined || this.#namespaceSource === undefined
+              ? 'run fnhost function:list to see the functions'
+              : `the namespace came from ${this.#namespaceSource}; run fnhost function:list to see its functions, or pass --namespace`;
+          return new ApiNotFoundError(`function "${ref}" not found${where} at ${this.url}`, { ...details, hint });
         }
         return new ApiNotFoundError(`${method} ${target.pathname} not found at ${this.url} (${said})`, {
           ...details,

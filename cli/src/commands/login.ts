@@ -1,7 +1,10 @@
+import { homedir } from 'node:os';
 import { Writable } from 'node:stream';
 import { ApiClient } from '../api/client.ts';
-import { normaliseUrl, validateNamespace } from '../config/connection.ts';
+import { normaliseUrl } from '../config/connection.ts';
+import { kubeconfigPaths, readKubeconfigFiles } from '../config/kubeconfig.ts';
 import { writeLogin } from '../config/login-file.ts';
+import { describeNamespaceSource, resolveNamespace, type ResolvedNamespace } from '../config/namespace.ts';
 import { LOCAL_DEFAULT_URL, loginFilePath } from '../config/paths.ts';
 import { UsageError } from '../errors.ts';
 import { createPainter } from '../format/color.ts';
@@ -33,18 +36,43 @@ async function readTokenFromStdin(ctx: CommandContext): Promise<string> {
   return text.split('\n')[0] ?? '';
 }
 
+/** The line login adds against a cluster: the namespace later commands will use, and from where. */
+export function namespaceLine(resolved: ResolvedNamespace, gatewayDefault: string | undefined): string {
+  const { namespace, source } = resolved;
+  switch (source.kind) {
+    case 'flag':
+    case 'env':
+      return `Namespace: ${namespace} (from ${describeNamespaceSource(source)}; saved with the login)`;
+    case 'kube-context':
+      return `Namespace: ${namespace} (from ${describeNamespaceSource(source)}; not saved: each command reads the current kube context)`;
+    default:
+      return `Namespace: ${namespace ?? gatewayDefault ?? 'default'} (${describeNamespaceSource(source)}; pass --namespace to save another)`;
+  }
+}
+
 export async function run(ctx: CommandContext): Promise<number> {
   const rawUrl = stringOption(ctx, 'url') ?? ctx.io.env.FNHOST_URL ?? LOCAL_DEFAULT_URL;
   const url = normaliseUrl(rawUrl, stringOption(ctx, 'url') !== undefined ? '--url' : ctx.io.env.FNHOST_URL ? 'FNHOST_URL' : 'URL');
   const token = (stringOption(ctx, 'token') ?? ctx.io.env.FNHOST_TOKEN ?? (await readTokenFromStdin(ctx))).trim();
   if (token === '') throw new UsageError('login needs a token: pass --token, set FNHOST_TOKEN, or give it on stdin');
-  const rawNamespace = stringOption(ctx, 'namespace') ?? ctx.io.env.FNHOST_NAMESPACE;
-  const namespace = rawNamespace === undefined || rawNamespace.trim() === '' ? undefined : validateNamespace(rawNamespace.trim(), stringOption(ctx, 'namespace') !== undefined ? '--namespace' : 'FNHOST_NAMESPACE');
+  // The gateway's mode decides whether the kube context counts (and this first request checks the token).
+  const info = await new ApiClient({ url, token, tokenSource: 'login' }).serverInfo();
+  // Only a namespace named here (--namespace, FNHOST_NAMESPACE) is saved; the kube context's is read again by each command.
+  const resolved = await resolveNamespace({
+    flag: stringOption(ctx, 'namespace'),
+    env: ctx.io.env,
+    kubeconfig: () => readKubeconfigFiles(kubeconfigPaths(ctx.io.env, homedir(), ctx.io.cwd)),
+    gatewayMode: async () => info.mode,
+  });
+  const { namespace } = resolved;
+  const saved = resolved.source.kind === 'flag' || resolved.source.kind === 'env' ? namespace : undefined;
   // Verified before it is saved, so a typo is caught now rather than at the next command
   // (with a namespace: that the server knows it, through a listing in it).
   await new ApiClient({ url, token, tokenSource: 'login', namespace }).listFunctions();
   const path = loginFilePath(ctx.io.env);
-  await writeLogin(path, namespace === undefined ? { url, token } : { url, token, namespace });
-  printLines(ctx, [`${createPainter(ctx.color).green('✓')} Logged in to ${url}${namespace === undefined ? '' : ` (namespace ${namespace})`}; saved to ${path}`]);
+  await writeLogin(path, saved === undefined ? { url, token } : { url, token, namespace: saved });
+  const lines = [`${createPainter(ctx.color).green('✓')} Logged in to ${url}${saved === undefined ? '' : ` (namespace ${saved})`}; saved to ${path}`];
+  if (info.mode === 'cluster') lines.push(namespaceLine(resolved, info.default_namespace));
+  printLines(ctx, lines);
   return 0;
 }

@@ -176,11 +176,17 @@ export const COMMANDS: CommandSpec[] = [
     details: [
       'Checks them against the server, then writes $XDG_CONFIG_HOME/fnhost/config.json (or ~/.config/fnhost/config.json) with mode 0600.',
       'Without --token, reads the token from stdin (prompting on a terminal), like gh auth login --with-token.',
+      'Against a cluster, --namespace (or FNHOST_NAMESPACE) is saved with the login; without one, each command',
+      'uses the current kube context\'s namespace, else the gateway\'s default. Login prints which one and from where.',
     ],
     options: {},
     json: false,
     remote: true,
-    examples: ['fnhost login --url https://fn.example.com --token "$TOKEN"', 'fnhost login --url https://fn.example.com < token.txt'],
+    examples: [
+      'fnhost login --url https://fn.example.com --token "$TOKEN"',
+      'fnhost login --url https://fn.example.com < token.txt',
+      'fnhost login --url https://fn.example.com --namespace team-a < token.txt',
+    ],
     load: () => import('./login.ts'),
   },
 ];
@@ -188,7 +194,12 @@ export const COMMANDS: CommandSpec[] = [
 export const CONNECTION_OPTIONS: Record<string, OptionSpec> = {
   url: { type: 'string', value: '<url>', description: 'server URL (else FNHOST_URL, the saved login, http://127.0.0.1:8080)' },
   token: { type: 'string', value: '<token>', description: 'admin token (else FNHOST_TOKEN, the saved login, ./.fnhost/token)' },
-  namespace: { type: 'string', short: 'n', value: '<namespace>', description: "namespace of the functions on a cluster (else FNHOST_NAMESPACE, the saved login's, the server's default)" },
+  namespace: {
+    type: 'string',
+    short: 'n',
+    value: '<namespace>',
+    description: "namespace of the functions on a cluster (else FNHOST_NAMESPACE, the saved login's, the current kube context's, the gateway's default)",
+  },
 };
 
 export const OUTPUT_OPTION: OptionSpec = { type: 'string', short: 'o', value: 'json|text', description: 'output format (default text; json prints only the JSON)' };

@@ -1,7 +1,12 @@
 import { readFile } from 'node:fs/promises';
+import { homedir } from 'node:os';
 import { UsageError, LocalIoError } from '../errors.ts';
+import { kubeconfigPaths, readKubeconfigFiles, type KubeConfigClass } from './kubeconfig.ts';
 import { readLogin, type SavedLogin } from './login-file.ts';
+import { resolveNamespace, type GatewayMode, type NamespaceSource } from './namespace.ts';
 import { LOCAL_DEFAULT_URL, localTokenPath, loginFilePath } from './paths.ts';
+
+export { validateNamespace } from './namespace.ts';
 
 // Which server and token a command uses. The URL comes from the first of:
 // --url, FNHOST_URL, the saved login, the local platform's default. The token
@@ -9,7 +14,9 @@ import { LOCAL_DEFAULT_URL, localTokenPath, loginFilePath } from './paths.ts';
 // for, so a token never travels to another server) the saved login's token or
 // the local platform's token file ($FNHOST_DATA_DIR/token or ./.fnhost/token).
 // The namespace (functions on a cluster) comes from --namespace, FNHOST_NAMESPACE,
-// then the saved login's (for its URL only); none means the server's default.
+// the saved login's (for its URL only), then the current kube context's when
+// the gateway runs in cluster mode; none means the gateway's default
+// (config/namespace.ts has the order and the reasons).
 
 export interface Connection {
   url: string;
@@ -17,13 +24,24 @@ export interface Connection {
   token: string | undefined;
   tokenSource: string | undefined;
   namespace?: string;
+  /** Where the namespace (or its absence) came from. */
+  namespaceSource: NamespaceSource;
 }
+
+export type Server = Pick<Connection, 'url' | 'urlSource' | 'token' | 'tokenSource'>;
 
 export interface ConnectionInputs {
   flags: { url?: string; token?: string; namespace?: string };
   env: Record<string, string | undefined>;
   cwd: string;
   home?: string;
+  /**
+   * Asks the server its mode (GET /api/v1/info), only when the kube context
+   * could give the namespace. Without it the kube context is never consulted.
+   */
+  gatewayMode?: (server: Server) => Promise<GatewayMode>;
+  /** client-node's KubeConfig class (tests); by default imported when needed. */
+  kubeConfigClass?: () => Promise<KubeConfigClass>;
 }
 
 export function normaliseUrl(raw: string, source: string): string {
@@ -37,14 +55,6 @@ export function normaliseUrl(raw: string, source: string): string {
     throw new UsageError(`${source} "${raw}" must start with http:// or https://`);
   }
   return url.toString().replace(/\/+$/, '');
-}
-
-/** A Kubernetes namespace name: a DNS-1123 label of at most 63 characters. */
-export function validateNamespace(raw: string, source: string): string {
-  if (raw.length > 63 || !/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(raw)) {
-    throw new UsageError(`${source} "${raw.slice(0, 80)}" is not a namespace name: lowercase letters, digits and "-", at most 63 characters`);
-  }
-  return raw;
 }
 
 function nonEmpty(value: string | undefined): string | undefined {
@@ -66,18 +76,26 @@ function isLoopback(url: string): boolean {
 }
 
 export async function resolveConnection(inputs: ConnectionInputs): Promise<Connection> {
-  const connection = await resolveServer(inputs);
-  const flagNs = nonEmpty(inputs.flags.namespace);
-  const envNs = nonEmpty(inputs.env.FNHOST_NAMESPACE);
-  if (flagNs !== undefined) return { ...connection, namespace: validateNamespace(flagNs, '--namespace') };
-  if (envNs !== undefined) return { ...connection, namespace: validateNamespace(envNs, 'FNHOST_NAMESPACE') };
-  const loginPath = loginFilePath(inputs.env, inputs.home);
-  const login = connection.tokenSource === loginPath ? await readLogin(loginPath) : undefined;
-  if (login?.namespace !== undefined) return { ...connection, namespace: validateNamespace(login.namespace, `the namespace in ${loginPath}`) };
-  return connection;
+  const server = await resolveServer(inputs);
+  const { env, cwd } = inputs;
+  const home = inputs.home ?? homedir();
+  const explicit = nonEmpty(inputs.flags.namespace) !== undefined || nonEmpty(env.FNHOST_NAMESPACE) !== undefined;
+  const loginPath = loginFilePath(env, inputs.home);
+  // The login's namespace goes with its server: only when the token came from it.
+  const login = !explicit && server.tokenSource === loginPath ? await readLogin(loginPath) : undefined;
+  const { gatewayMode } = inputs;
+  const resolved = await resolveNamespace({
+    flag: inputs.flags.namespace,
+    env,
+    login: login === undefined ? undefined : { file: loginPath, namespace: login.namespace },
+    kubeconfig: () => readKubeconfigFiles(kubeconfigPaths(env, home, cwd)),
+    gatewayMode: gatewayMode === undefined ? undefined : () => gatewayMode(server),
+    kubeConfigClass: inputs.kubeConfigClass,
+  });
+  return { ...server, namespaceSource: resolved.source, ...(resolved.namespace === undefined ? {} : { namespace: resolved.namespace }) };
 }
 
-async function resolveServer(inputs: ConnectionInputs): Promise<Connection> {
+async function resolveServer(inputs: ConnectionInputs): Promise<Server> {
   const { flags, env } = inputs;
   const loginPath = loginFilePath(env, inputs.home);
   const flagUrl = nonEmpty(flags.url);

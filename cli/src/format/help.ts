@@ -42,8 +42,12 @@ export function mainHelp(commands: readonly CommandSpec[], version: string): str
     'Connection (every command): --url and --token, else FNHOST_URL and FNHOST_TOKEN,',
     'else the saved login (fnhost login), else http://127.0.0.1:8080 with ./.fnhost/token.',
     '',
+    'Namespace (functions on a cluster): --namespace (-n), else FNHOST_NAMESPACE, else the saved',
+    "login's, else the current kube context's (KUBECONFIG or ~/.kube/config; only when the gateway",
+    "runs in cluster mode), else the gateway's default. FNHOST_DEBUG=1 prints where it came from.",
+    '',
     'Exit codes: 0 ok, 1 failure (server, network, a 5xx test), 2 usage, 3 authentication,',
-    '4 not found, 5 cancelled. FNHOST_DEBUG=1 shows stack traces.',
+    '4 not found, 5 cancelled. FNHOST_DEBUG=1 shows stack traces and where the connection came from.',
     '',
   ].join('\n');
 }

@@ -82,6 +82,27 @@ describe('cli api: client error families', () => {
     expect(await failure(() => client.listFunctions())).to.be.instanceOf(ApiProtocolError);
   });
 
+  it("asks the gateway's mode at GET /api/v1/info; a gateway without it (404) is one machine", async () => {
+    reply(200, { mode: 'cluster', default_namespace: 'fnhost-apps' });
+    expect(await new ApiClient({ url, token: 't', namespace: 'team-a' }).serverInfo()).to.deep.equal({ mode: 'cluster', default_namespace: 'fnhost-apps' });
+    expect(seen.at(-1)).to.include({ method: 'GET', url: '/api/v1/info', auth: 'Bearer t' });
+    reply(200, { mode: 'local', default_namespace: 'default' });
+    expect(await new ApiClient({ url, token: 't' }).serverInfo()).to.deep.equal({ mode: 'local', default_namespace: 'default' });
+    reply(404, { error: 'not_found', message: 'no route' });
+    expect(await new ApiClient({ url, token: 't' }).serverInfo()).to.deep.equal({ mode: 'local' });
+    reply(401, { error: 'unauthorized', message: 'the token is wrong' });
+    expect(await failure(() => new ApiClient({ url, token: 'bad' }).serverInfo())).to.be.instanceOf(ApiAuthError);
+  });
+
+  it('says where the namespace came from when a function is not found in it', async () => {
+    reply(404, { error: 'not_found', message: 'function "hello" not found in namespace "team-a"' });
+    const err = (await failure(() => new ApiClient({ url, token: 't', namespace: 'team-a', namespaceSource: 'the kube context "dev" (/k)' }).getFunction('hello'))) as ApiNotFoundError;
+    expect(err.message).to.equal(`function "hello" not found in namespace team-a at ${url}`);
+    expect(err.hint).to.equal('the namespace came from the kube context "dev" (/k); run fnhost function:list to see its functions, or pass --namespace');
+    const plain = (await failure(() => new ApiClient({ url, token: 't' }).getFunction('hello'))) as ApiNotFoundError;
+    expect(plain.hint).to.equal('run fnhost function:list to see the functions');
+  });
+
   it('names the URL it cannot reach, keeping the cause', async () => {
     const closed = createServer();
     await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));

@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Executor } from '@fnhost/core';
@@ -15,6 +15,8 @@ import { loadClusterSettings } from '../../../gateway/src/cluster/settings.ts';
 import { startCluster, type StartedCluster } from '../../../gateway/src/cluster/start.ts';
 import { startMongoServer, type MongoTestServer } from '../../helpers/mongo-server.ts';
 import { getCluster, makeKubectl, ROOT, uniqueName, waitFor, waitForNoReleaseOperator, type ClusterAccess } from '../../operator/harness.ts';
+import { kubeconfigText } from '../../cli/helpers/kubeconfig.ts';
+import { isolatedHome, runCli } from '../../cli/helpers/run.ts';
 
 // The cluster-mode gateway in this process against the test cluster's real API
 // server: the management API writes Function resources, kubectl edits reach
@@ -140,6 +142,24 @@ describe('cluster-mode gateway (real API server)', function () {
     const gone = await api('GET', '/api/v1/functions/nope');
     expect(gone.status).to.equal(404);
     expect(gone.body.message).to.contain(`in namespace "${nsA}"`);
+  });
+
+  it("says it runs in cluster mode (GET /api/v1/info), so the CLI binary takes the current kube context's namespace", async () => {
+    expect((await api('GET', '/api/v1/info')).body).to.deep.equal({ mode: 'cluster', default_namespace: nsA });
+    const home = isolatedHome();
+    try {
+      const kubeconfig = join(home.home, 'kubeconfig');
+      await writeFile(kubeconfig, kubeconfigText({ current: 'team', contexts: [{ name: 'team', namespace: nsB }] }));
+      const env = { ...home.env, FNHOST_URL: platform.url, FNHOST_TOKEN: TOKEN, KUBECONFIG: kubeconfig };
+      const fromKube = await runCli(['function:get', 'hello', '-o', 'json'], { env });
+      expect(fromKube.code, fromKube.stderr).to.equal(0);
+      expect(JSON.parse(fromKube.stdout)).to.include({ namespace: nsB, function_id: derivedFunctionId(nsB, 'hello') });
+      const named = await runCli(['function:get', 'hello', '-o', 'json', '-n', nsA], { env });
+      expect(named.code, named.stderr).to.equal(0);
+      expect(JSON.parse(named.stdout)).to.include({ namespace: nsA });
+    } finally {
+      home.cleanup();
+    }
   });
 
   it('follows kubectl edits through its watch, and a management edit changes only what it names', async () => {
