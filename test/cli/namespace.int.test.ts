@@ -137,6 +137,13 @@ describe('fnhost CLI: the namespace of the current kube context (real process, r
       expect(error).to.match(new RegExp(`^error: the kubeconfig file ${broken} is not valid: .+ \\(line \\d+, column \\d+\\)$`));
       expect(hint).to.match(/^hint: fix the file, or name the namespace with --namespace/);
       expect(rest).to.equal('');
+      // Valid YAML of the wrong shape: the error names the field.
+      writeFileSync(broken, 'current-context: dev\ncontexts:\n- name: dev\n  context: { namespace: [team-a] }\n');
+      const shape = await fnhost(['function:list', '-o', 'json'], { KUBECONFIG: broken });
+      expect(shape.code).to.equal(1);
+      expect(shape.stdout).to.equal('');
+      expect(shape.stderr.split('\n')[0]).to.equal(`error: the kubeconfig file ${broken} is not valid: contexts[0].context.namespace is a list, not a string`);
+      expect(gw.seen.map((s) => s.path), 'only the mode was asked: nothing was listed').to.deep.equal(['/api/v1/info', '/api/v1/info']);
     });
 
     it('FNHOST_DEBUG=1 and the not-found hint say the namespace came from the kube context', async () => {

@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { UsageError, LocalIoError } from '../errors.ts';
-import { kubeconfigPaths, readKubeconfigFiles, type KubeConfigClass } from './kubeconfig.ts';
+import { kubeconfigPaths, readKubeconfigFiles, type YamlParser } from './kubeconfig.ts';
 import { readLogin, type SavedLogin } from './login-file.ts';
 import { resolveNamespace, type GatewayMode, type NamespaceSource } from './namespace.ts';
 import { LOCAL_DEFAULT_URL, localTokenPath, loginFilePath } from './paths.ts';
@@ -40,8 +40,8 @@ export interface ConnectionInputs {
    * could give the namespace. Without it the kube context is never consulted.
    */
   gatewayMode?: (server: Server) => Promise<GatewayMode>;
-  /** client-node's KubeConfig class (tests); by default imported when needed. */
-  kubeConfigClass?: () => Promise<KubeConfigClass>;
+  /** The YAML parser for kubeconfig files (tests); by default js-yaml, imported when needed. */
+  yamlParser?: () => Promise<YamlParser>;
 }
 
 export function normaliseUrl(raw: string, source: string): string {
@@ -90,7 +90,7 @@ export async function resolveConnection(inputs: ConnectionInputs): Promise<Conne
     login: login === undefined ? undefined : { file: loginPath, namespace: login.namespace },
     kubeconfig: () => readKubeconfigFiles(kubeconfigPaths(env, home, cwd)),
     gatewayMode: gatewayMode === undefined ? undefined : () => gatewayMode(server),
-    kubeConfigClass: inputs.kubeConfigClass,
+    yamlParser: inputs.yamlParser,
   });
   return { ...server, namespaceSource: resolved.source, ...(resolved.namespace === undefined ? {} : { namespace: resolved.namespace }) };
 }

@@ -1,5 +1,5 @@
 import { UsageError } from '../errors.ts';
-import { currentKubeContext, type KubeConfigClass, type KubeconfigFile } from './kubeconfig.ts';
+import { currentKubeContext, loadYamlParser, type KubeconfigFile, type YamlParser } from './kubeconfig.ts';
 
 // Which namespace a command's functions are in (cluster mode). The first of:
 //   1. --namespace (-n)
@@ -11,7 +11,7 @@ import { currentKubeContext, type KubeConfigClass, type KubeconfigFile } from '.
 //      (`default` unless FNHOST_DEFAULT_NAMESPACE says otherwise)
 // Later steps are read only when earlier ones give nothing: the kubeconfig
 // files are looked for only then, the gateway is asked its mode only when one
-// exists, and client-node (a heavy import) is loaded only in cluster mode. So
+// exists, and the YAML parser is loaded only in cluster mode. So
 // a broken kubeconfig matters only where it would be used, and a one-machine
 // gateway behaves as before namespaces (it has one, `default`).
 
@@ -40,8 +40,8 @@ export interface NamespaceInputs {
   kubeconfig?: () => Promise<KubeconfigFile[]>;
   /** The gateway's mode (GET /api/v1/info); without it the kube context is not consulted. */
   gatewayMode?: () => Promise<GatewayMode>;
-  /** client-node's KubeConfig class; by default imported when first needed. */
-  kubeConfigClass?: () => Promise<KubeConfigClass>;
+  /** The YAML parser for kubeconfig files; by default js-yaml, imported when first needed. */
+  yamlParser?: () => Promise<YamlParser>;
 }
 
 /** A Kubernetes namespace name: a DNS-1123 label of at most 63 characters. */
@@ -54,10 +54,6 @@ export function validateNamespace(raw: string, source: string): string {
 
 function nonEmpty(value: string | undefined): string | undefined {
   return value === undefined || value.trim() === '' ? undefined : value.trim();
-}
-
-async function importKubeConfig(): Promise<KubeConfigClass> {
-  return (await import('@kubernetes/client-node')).KubeConfig;
 }
 
 export async function resolveNamespace(inputs: NamespaceInputs): Promise<ResolvedNamespace> {
@@ -74,7 +70,7 @@ export async function resolveNamespace(inputs: NamespaceInputs): Promise<Resolve
   if (files.length === 0) return { namespace: undefined, source: { kind: 'gateway-default' } };
   const mode = await inputs.gatewayMode();
   if (mode !== 'cluster') return { namespace: undefined, source: { kind: 'gateway-default', mode } };
-  const kube = currentKubeContext(files, await (inputs.kubeConfigClass ?? importKubeConfig)());
+  const kube = currentKubeContext(files, await (inputs.yamlParser ?? loadYamlParser)());
   if (kube === undefined) return { namespace: undefined, source: { kind: 'gateway-default', mode } };
   if (kube.namespace === undefined) return { namespace: undefined, source: { kind: 'gateway-default', mode, context: kube.context } };
   return {

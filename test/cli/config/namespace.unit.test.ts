@@ -1,5 +1,4 @@
 import { expect } from 'chai';
-import { KubeConfig } from '@kubernetes/client-node';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -9,7 +8,7 @@ import { ApiClient } from '../../../cli/src/api/client.ts';
 import { resolveConnection } from '../../../cli/src/config/connection.ts';
 import { readLogin, writeLogin } from '../../../cli/src/config/login-file.ts';
 import { loginFilePath } from '../../../cli/src/config/paths.ts';
-import type { KubeconfigFile } from '../../../cli/src/config/kubeconfig.ts';
+import { loadYamlParser, type KubeconfigFile } from '../../../cli/src/config/kubeconfig.ts';
 import { describeNamespaceSource, resolveNamespace, type GatewayMode, type NamespaceInputs } from '../../../cli/src/config/namespace.ts';
 import { LocalIoError } from '../../../cli/src/errors.ts';
 import { kubeconfigText } from '../helpers/kubeconfig.ts';
@@ -75,7 +74,7 @@ describe('cli: --namespace (functions on a cluster)', () => {
 
 // The order of config/namespace.ts as a function of its inputs: the flag, the
 // environment, the saved login, and the kubeconfig files' contents (parsed by
-// client-node's real KubeConfig) with the gateway's mode. The later inputs are
+// the real YAML parser, js-yaml) with the gateway's mode. The later inputs are
 // functions so that the test can also check when each is asked for.
 describe('cli: resolveNamespace (flag > FNHOST_NAMESPACE > saved login > kube context in cluster mode > none)', () => {
   const KUBE = kubeconfigText({ current: 'dev', contexts: [{ name: 'dev', namespace: 'team-a' }, { name: 'bare' }] });
@@ -96,9 +95,9 @@ describe('cli: resolveNamespace (flag > FNHOST_NAMESPACE > saved login > kube co
         asked.push('mode');
         return mode;
       },
-      kubeConfigClass: async () => {
-        asked.push('client-node');
-        return KubeConfig;
+      yamlParser: async () => {
+        asked.push('yaml');
+        return loadYamlParser();
       },
       ...rest,
     };
@@ -115,7 +114,7 @@ describe('cli: resolveNamespace (flag > FNHOST_NAMESPACE > saved login > kube co
       namespace: 'team-a',
       source: { kind: 'kube-context', context: 'dev', file: '/home/ada/.kube/config' },
     });
-    expect(asked).to.deep.equal(['kubeconfig', 'mode', 'client-node']);
+    expect(asked).to.deep.equal(['kubeconfig', 'mode', 'yaml']);
   });
 
   it('blank values count as absent', async () => {
