@@ -30,7 +30,7 @@ describe('admin panel in headless Chromium against a real gateway', function () 
     ids = await createScenarioFunctions(gw, targetUrl);
   });
 
-  definePanelScenarios(() => ({ gw, ids }), { targetHost: '127.0.0.1', shotPrefix: '', waitMs: 30_000 });
+  definePanelScenarios(() => ({ gw, ids, targetHost: '127.0.0.1' }), { shotPrefix: '', waitMs: 30_000 });
 
   after(async () => {
     await gw?.stop();

@@ -113,12 +113,15 @@ export async function createScenarioFunctions(gw: PanelGateway, targetUrl: strin
 export interface ScenarioSetup {
   gw: PanelGateway;
   ids: Record<string, string>;
+  /**
+   * The host the `caller` function fetches: what the deny rule names (a loopback address, or the
+   * host's bridge address for pods). Part of setup(), read when the tests run: a suite may learn it
+   * only in its before() (the cluster's bridge address).
+   */
+  targetHost: string;
 }
 
-export interface ScenarioOptions {
-  /** The host the `caller` function fetches: what the deny rule names (a loopback address, or the host's bridge address for pods). */
-  targetHost: string;
-  /** Prefix of the screenshot files (the two suites write into the same folder). */
+export interface ScenarioOptions {  /** Prefix of the screenshot files (the two suites write into the same folder). */
   shotPrefix: string;
   /** How long one locator or condition may take (a cluster run is slower). */
   waitMs: number;
@@ -129,14 +132,13 @@ export interface ScenarioOptions {
  * setup() is read when the tests run, after the suite's before() made the gateway and the functions.
  */
 export function definePanelScenarios(setup: () => ScenarioSetup, options: ScenarioOptions): void {
-  const { targetHost, waitMs } = options;
+  const { waitMs } = options;
   let context: BrowserContext;
   let page: Page;
   let userDataDir: string;
   const foreignRequests: string[] = [];
   const cspViolations: string[] = [];
   const axeChecked: string[] = [];
-  const escapedHost = targetHost.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
   const gw = () => setup().gw;
   const api = (method: string, path: string, body?: unknown) => apiClient(gw())(method, path, body);
@@ -248,6 +250,9 @@ export function definePanelScenarios(setup: () => ScenarioSetup, options: Scenar
     // The server checks with the same rules: a bad pattern sent directly is refused.
     const direct = await api('PUT', '/api/v1/network-policy/functions/caller', { default: 'allow', deny: ['bad host!'] });
     expect(direct.status).to.equal(400);
+    const targetHost = setup().targetHost;
+    expect(targetHost, 'the host the caller function fetches').to.match(/\S/);
+    const escapedHost = targetHost.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
     await input.fill(targetHost);
     expect(await input.getAttribute('aria-invalid')).to.equal('false');
     await deny.getByRole('button', { name: 'Add' }).click();
@@ -271,7 +276,7 @@ export function definePanelScenarios(setup: () => ScenarioSetup, options: Scenar
   it('removing the rule makes the next fetch succeed', async () => {
     await page.getByRole('link', { name: 'Network policies' }).click();
     await page.getByLabel('Scope').selectOption({ label: 'Function caller (own policy)' });
-    await page.getByRole('button', { name: `Remove ${targetHost} from deny list` }).click();
+    await page.getByRole('button', { name: `Remove ${setup().targetHost} from deny list` }).click();
     await page.getByRole('button', { name: 'Save policy' }).click();
     await page.getByText(/Saved the policy of caller/).waitFor();
     const ok = await invoke('caller');
