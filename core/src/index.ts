@@ -6,5 +6,6 @@ export * from './status.ts';
 export * from './validation.ts';
 export * from './cron.ts';
 export * as limits from './limits.ts';
+export * from './instances.ts';
 export type * from './stores.ts';
 export type * from './executor.ts';

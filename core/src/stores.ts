@@ -27,8 +27,13 @@ export interface StoredLog extends ExecutionLog {
 }
 
 export interface LogStore {
-  /** Stores a batch (the gateway's writer batches off the request path). */
-  insert(records: StoredLog[]): Promise<void>;
+  /**
+   * Stores a batch (the gateway's writer batches off the request path). With
+   * `progress`, the store also records the writer instance's progress in the
+   * same unit of work as the batch (see InstanceStore), so that a writer
+   * killed at any point of this call leaves an exact count of what it wrote.
+   */
+  insert(records: StoredLog[], progress?: WriterProgress): Promise<InsertResult>;
   /**
    * One function's logs, newest first by executed_at; records with the same
    * executed_at come newest-inserted first, so the order is deterministic.
@@ -46,6 +51,88 @@ export interface LogStore {
   applyRetention(functionId: string, retention: RetentionPolicy, now: number): Promise<number>;
   /** Removes every record of a deleted function. */
   deleteFunction(functionId: string): Promise<number>;
+}
+
+/**
+ * A log writer's cumulative progress (records since its instance started),
+ * as of `at` (ms, the writer's clock). Sent with every batch and heartbeat.
+ */
+export interface WriterProgress {
+  /** The writer instance (one per gateway process, random). */
+  instance: string;
+  /**
+   * Records the writer owes so far: those accepted into its queue (this batch
+   * and those queued after it included) plus executions running now whose
+   * record is still to come.
+   */
+  accepted: number;
+  /** Records the writer will have written once this batch is stored (for a heartbeat: written so far). */
+  written: number;
+  at: number;
+}
+
+/** `instanceLive` false: the batch was stored, but the instance had been taken for dead (or ended) meanwhile. */
+export type InsertResult = void | { instanceLive: boolean };
+
+/** A gateway instance as registered. */
+export interface InstanceInfo {
+  id: string;
+  /** The machine or pod name, for the operator reading a warning; never a secret. */
+  host: string;
+  pid: number;
+  startedAt: number;
+}
+
+/** A registered instance: live (no `ended`), or ended with what it lost. */
+export interface InstanceState extends InstanceInfo {
+  /** Its last known progress time (ms). */
+  heartbeatAt: number;
+  /** Live: as of the last heartbeat or batch. Ended: the counts its end was judged by. */
+  accepted: number;
+  written: number;
+  ended: null | {
+    at: number;
+    /** `shutdown`: it ended itself; `claimed`: another gateway found it dead. */
+    how: 'shutdown' | 'claimed';
+    /** The claiming instance (claimed only). */
+    by: string | null;
+    /** Records accepted and never written: max(0, accepted - written). */
+    lost: number;
+    /** Of those, records the instance wrote after all (it was alive when claimed; see InstanceStore.recover). */
+    recovered: number;
+  };
+}
+
+/**
+ * Gateway instances and the execution records lost by those that died: a
+ * killed process cannot count its own loss, so every writer keeps its
+ * progress here (with each batch, and by heartbeat when idle), and any
+ * gateway that finds an instance whose heartbeat is older than a bound, and
+ * that did not end itself, claims it (atomically: no instance is counted
+ * twice) and records accepted - written as lost. Ended instances are kept,
+ * so the lost total is the sum over them and reads the same everywhere.
+ */
+export interface InstanceStore {
+  register(info: InstanceInfo, now: number): Promise<void>;
+  /** Records progress; false when the instance is no longer live (claimed or ended). */
+  heartbeat(progress: WriterProgress): Promise<boolean>;
+  /**
+   * A clean end (after the last flush): the instance is removed when it wrote
+   * everything it accepted, else kept as ended with the difference as lost.
+   * False when it was no longer live.
+   */
+  end(progress: WriterProgress, now: number): Promise<boolean>;
+  /**
+   * Claims every live instance but `claimer` whose heartbeat is older than
+   * `now - deadAfterMs` and returns them as claimed, with what was counted.
+   * A batch the dead writer had in flight counts by what of it is stored.
+   */
+  claimStale(claimer: string, deadAfterMs: number, now: number): Promise<InstanceState[]>;
+  get(id: string): Promise<InstanceState | null>;
+  /** A claimed instance that was alive after all wrote `recovered` of the records counted lost (only ever raised). */
+  recover(id: string, recovered: number): Promise<void>;
+  /** Sums over ended instances. */
+  lossTotals(): Promise<{ lost: number; recovered: number; dead: number }>;
 }
 
 /** Total executions ever; never derived from the log count, never lowered by retention. */
@@ -134,6 +221,7 @@ export interface Stores {
   counters: CounterStore;
   kv: KvStore;
   policies: PolicyStore;
+  instances: InstanceStore;
   sessions: SessionStore;
   close(): Promise<void>;
 }

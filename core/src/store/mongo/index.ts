@@ -2,6 +2,7 @@ import { MongoClient, type MongoClientOptions } from 'mongodb';
 import { ValidationError } from '../../errors.ts';
 import type { Stores } from '../../stores.ts';
 import { MongoContext } from './context.ts';
+import { ensureInstanceIndexes, MongoInstanceStore } from './instances.ts';
 import { ensureLogIndexes, MongoLogStore } from './logs.ts';
 import { ensureRecordIndexes, MongoCounterStore, MongoFunctionStore, MongoKvStore, MongoPolicyStore } from './records.ts';
 import { ensureSessionIndexes, MongoSessionStore } from './sessions.ts';
@@ -44,6 +45,7 @@ export async function openMongoStores(options: MongoStoreOptions): Promise<Store
       await client.connect();
       await ensureLogIndexes(db);
       await ensureRecordIndexes(db);
+      await ensureInstanceIndexes(db);
       await ensureSessionIndexes(db);
     }, retry);
   } catch (err) {
@@ -57,6 +59,7 @@ export async function openMongoStores(options: MongoStoreOptions): Promise<Store
     counters: new MongoCounterStore(db, ctx),
     kv: new MongoKvStore(db, ctx),
     policies: new MongoPolicyStore(db, ctx),
+    instances: new MongoInstanceStore(db, ctx),
     sessions: new MongoSessionStore(db, ctx),
     close: () => client.close(),
   };

@@ -1,8 +1,9 @@
 import { MongoBulkWriteError, MongoServerError, type AnyBulkWriteOperation, type Collection, type Db, type Filter } from 'mongodb';
 import type { ExecutionLog, LogPage, LogQuery, RetentionPolicy, StatusFilter, Trigger } from '../../model.ts';
 import { isError, isSuccess, paginate } from '../../status.ts';
-import type { LogStore, StoredLog } from '../../stores.ts';
+import type { InsertResult, LogStore, StoredLog, WriterProgress } from '../../stores.ts';
 import type { MongoContext } from './context.ts';
+import { recordProgress, type InstanceDoc } from './instances.ts';
 
 // Execution logs in one collection for every function.
 //
@@ -55,9 +56,14 @@ export interface LogDoc {
 }
 
 /** A batch whose records are (being) stored but whose counts are not applied yet (see insert). */
-interface PendingDoc {
+export interface PendingDoc {
   _id: string;
   ids: string[];
+  /** With a writer's progress: the writer instance, and its progress once this batch is stored (see instances.ts). */
+  owner?: string;
+  upTo?: number;
+  accepted?: number;
+  at?: number;
 }
 
 interface BucketDoc {
@@ -166,6 +172,7 @@ export class MongoLogStore implements LogStore {
   readonly #totals: Collection<TotalsDoc>;
   readonly #sequences: Collection<SequenceDoc>;
   readonly #pending: Collection<PendingDoc>;
+  readonly #instances: Collection<InstanceDoc>;
   readonly #seekFrom: number;
 
   constructor(db: Db, ctx: MongoContext, options: { seekFrom?: number } = {}) {
@@ -176,10 +183,11 @@ export class MongoLogStore implements LogStore {
     this.#totals = db.collection<TotalsDoc>('log_totals');
     this.#sequences = db.collection<SequenceDoc>('sequences');
     this.#pending = db.collection<PendingDoc>('log_pending');
+    this.#instances = db.collection<InstanceDoc>('gateway_instances');
   }
 
-  async insert(records: StoredLog[]): Promise<void> {
-    if (records.length === 0) return;
+  async insert(records: StoredLog[], progress?: WriterProgress): Promise<InsertResult> {
+    if (records.length === 0) return progress === undefined ? undefined : { instanceLive: await recordProgress(this.#ctx, this.#instances, progress) };
     // A retried $inc only leaves a gap in the sequence, which is harmless.
     const last = await this.#ctx.run('log sequence', true, async () => {
       const doc = await this.#sequences.findOneAndUpdate({ _id: 'logs' }, { $inc: { v: records.length } }, { upsert: true, returnDocument: 'after' });
@@ -210,9 +218,16 @@ export class MongoLogStore implements LogStore {
     // once the counts are applied. A resent record that is already stored
     // (duplicate _id) is counted only if a note still names it, i.e. its
     // counts never got applied. The note costs two small writes per batch.
+    //
+    // With a writer's progress, the note also names the writer instance and
+    // its progress once the batch is stored, and the instance's own progress
+    // is raised past it before the note goes: a writer killed anywhere in
+    // here leaves either the note (whose stored records a claim counts) or
+    // the raised progress, never neither (docs/mongodb.md).
     const ids = docs.map((d) => d._id);
     const pendingId = `batch_${first}`;
-    await this.#ctx.run('log insert', true, () => this.#pending.replaceOne({ _id: pendingId }, { ids }, { upsert: true }));
+    const note: Omit<PendingDoc, '_id'> = progress === undefined ? { ids } : { ids, owner: progress.instance, upTo: progress.written, accepted: progress.accepted, at: progress.at };
+    await this.#ctx.run('log insert', true, () => this.#pending.replaceOne({ _id: pendingId }, note, { upsert: true }));
     let toCount: LogDoc[] = docs;
     await this.#ctx.run('log insert', true, async () => {
       try {
@@ -230,7 +245,23 @@ export class MongoLogStore implements LogStore {
       }
     });
     await this.#addCounts(toCount, 1);
-    await this.#ctx.run('log insert', true, () => this.#pending.deleteMany({ ids: { $in: ids } }));
+    if (progress === undefined) {
+      await this.#ctx.run('log insert', true, () => this.#pending.deleteMany({ ids: { $in: ids } }));
+      return;
+    }
+    let instanceLive: boolean;
+    try {
+      instanceLive = await recordProgress(this.#ctx, this.#instances, progress);
+    } catch (err) {
+      // The batch is stored and counted: failing it now would have the writer
+      // resend it. The note stays, so the batch still counts as written should
+      // this writer die; its next batch raises the progress and removes it.
+      this.#ctx.retry.log(`fnhost store: MongoDB instance progress not recorded (${(err as Error).message}); the batch's note is kept`);
+      return { instanceLive: true };
+    }
+    // This batch's notes, and any earlier one of the writer its progress now covers.
+    await this.#ctx.run('log insert', true, () => this.#pending.deleteMany({ $or: [{ ids: { $in: ids } }, { owner: progress.instance, upTo: { $lte: progress.written } }] }));
+    return { instanceLive };
   }
 
   /** Adds (sign 1) or removes (sign -1) documents from the bucket and total counts. */

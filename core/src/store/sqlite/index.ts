@@ -1,5 +1,6 @@
 import type { Stores } from '../../stores.ts';
 import { SqliteDb } from './db.ts';
+import { SqliteInstanceStore } from './instances.ts';
 import { SqliteLogStore } from './logs.ts';
 import { SqliteCounterStore, SqliteFunctionStore, SqliteKvStore, SqlitePolicyStore } from './records.ts';
 import { prepareDatabase } from './schema.ts';
@@ -28,6 +29,7 @@ export function openSqliteStores(options: SqliteStoreOptions): Stores {
     counters: new SqliteCounterStore(db),
     kv: new SqliteKvStore(db),
     policies: new SqlitePolicyStore(db),
+    instances: new SqliteInstanceStore(db),
     sessions: new SqliteSessionStore(db),
     close: async () => db.close(),
   };

@@ -2,8 +2,9 @@ import type { SQLInputValue } from 'node:sqlite';
 import { ValidationError } from '../../errors.ts';
 import type { ExecutionLog, LogPage, LogQuery, RetentionPolicy, StatusFilter, Trigger } from '../../model.ts';
 import { isError, isSuccess, paginate } from '../../status.ts';
-import type { LogStore, StoredLog } from '../../stores.ts';
+import type { InsertResult, LogStore, StoredLog, WriterProgress } from '../../stores.ts';
 import type { SqliteDb } from './db.ts';
+import { recordProgressSync } from './instances.ts';
 
 // Execution logs on SQLite. How listings stay fast at a million records of one
 // function (performance target P3), with no COUNT over the function's records
@@ -154,9 +155,9 @@ export class SqliteLogStore implements LogStore {
     this.db = db;
   }
 
-  insert(records: StoredLog[]): Promise<void> {
-    return this.db.guard('log insert', () => {
-      if (records.length === 0) return;
+  insert(records: StoredLog[], progress?: WriterProgress): Promise<InsertResult> {
+    return this.db.guard('log insert', (): InsertResult => {
+      if (records.length === 0) return progress === undefined ? undefined : { instanceLive: recordProgressSync(this.db, progress) };
       // Validate the whole batch before writing any of it.
       const rows = records.map((r) => ({ r, ms: executedMs(r), cls: statusClass(r.status_code) }));
       const deltas = new Map<string, CountDelta>();
@@ -168,13 +169,15 @@ export class SqliteLogStore implements LogStore {
       const insert = this.db.stmt(
         'INSERT INTO logs (fn, executed_ms, class, id, status_code, execution_time_ms, error_message, trigger) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
       );
-      this.db.transaction(() => {
+      return this.db.transaction((): InsertResult => {
         const keys = new Map<string, number>();
         for (const functionId of deltas.keys()) keys.set(functionId, this.keyFor(functionId));
         for (const { r, ms, cls } of rows) {
           insert.run(keys.get(r.function_id)!, ms, cls, r.id, r.status_code, Math.round(r.execution_time_ms), r.error_message, r.trigger);
         }
         for (const [functionId, delta] of deltas) this.applyDelta(keys.get(functionId)!, delta);
+        // The writer's progress commits with its batch: what a killed gateway wrote is exactly known.
+        return progress === undefined ? undefined : { instanceLive: recordProgressSync(this.db, progress) };
       });
     });
   }

@@ -5,7 +5,7 @@ import { StoreError } from '../../errors.ts';
 // version a database file was last migrated to; MIGRATIONS[i] moves a database
 // from version i to i + 1, so a later release appends, never edits.
 
-export const SCHEMA_VERSION = 5;
+export const SCHEMA_VERSION = 6;
 
 const MIGRATIONS: readonly string[] = [
   // 0 -> 1: the first schema.
@@ -132,6 +132,26 @@ const MIGRATIONS: readonly string[] = [
   ) WITHOUT ROWID;
   CREATE INDEX IF NOT EXISTS admin_sessions_expiry ON admin_sessions (expires_ms);
   CREATE INDEX IF NOT EXISTS admin_sessions_created ON admin_sessions (created_ms);
+  `,
+  // 5 -> 6: gateway instances, so the records a killed gateway had queued
+  // are counted (core/src/store/sqlite/instances.ts). accepted and written
+  // are the writer's cumulative counts; ended_ms, how, by, lost and recovered
+  // are set when it ended (shut down, or claimed as dead by another gateway).
+  `
+  CREATE TABLE IF NOT EXISTS gateway_instances (
+    id           TEXT PRIMARY KEY,
+    host         TEXT NOT NULL,
+    pid          INTEGER NOT NULL,
+    started_ms   INTEGER NOT NULL,
+    heartbeat_ms INTEGER NOT NULL,
+    accepted     INTEGER NOT NULL,
+    written      INTEGER NOT NULL,
+    ended_ms     INTEGER,
+    how          TEXT,                    -- 'shutdown' or 'claimed'
+    by           TEXT,                    -- the claiming instance
+    lost         INTEGER,
+    recovered    INTEGER
+  ) WITHOUT ROWID;
   `,
 ];
 
