@@ -16,6 +16,7 @@ import { RuntimeTokens } from './internal/tokens.ts';
 import { errorBody } from './invoke/errors.ts';
 import { Invoker, type Diagnoser, type ExecutionRecorder } from './invoke/proxy.ts';
 import type { Logger } from './log.ts';
+import { InstanceTracker } from './logs/instance.ts';
 import { LogWriter } from './logs/writer.ts';
 import { Metrics } from './metrics.ts';
 import { LocalScheduler, systemClock, type Clock } from './scheduler/local.ts';
@@ -72,6 +73,8 @@ export interface Platform<E extends Executor = LocalExecutor> {
   executor: E;
   scheduler: LocalScheduler;
   writer: LogWriter;
+  /** This gateway's instance in the store, and the count of records lost by dead ones. */
+  instances: InstanceTracker;
   invoker: Invoker;
   metrics: Metrics;
   /** A function's runtime token (what its runtime presents to /internal/v1). */
@@ -116,7 +119,15 @@ export async function startPlatform(options: PlatformOptions): Promise<Platform<
   const now = () => clock.now();
   const metrics = new Metrics();
   const tokens = new RuntimeTokens();
-  const writer = new LogWriter({ logs: stores.logs, counters: stores.counters, logger });
+  // The writer's progress goes to the store with each batch, so another gateway can count what a kill took.
+  const instances = new InstanceTracker({
+    store: stores.instances,
+    deadAfterMs: config.deadGatewayAfterMs,
+    progressIntervalMs: config.logProgressIntervalMs,
+    logger,
+    counts: (): { accepted: number; written: number } => ({ accepted: writer.owed, written: writer.written }),
+  });
+  const writer: LogWriter = new LogWriter({ logs: stores.logs, counters: stores.counters, logger, tracker: instances });
   let listenUrl = '';
   const executionUrl = () => config.publicUrl ?? listenUrl;
 
@@ -159,6 +170,7 @@ export async function startPlatform(options: PlatformOptions): Promise<Platform<
   if (cluster !== undefined) {
     const inner = recorder;
     recorder = {
+      begin: () => inner.begin?.(),
       record(log, retention) {
         cluster.onExecution(log.function_id, log.status_code);
         return inner.record(log, retention);
@@ -194,6 +206,7 @@ export async function startPlatform(options: PlatformOptions): Promise<Platform<
         logRecordsWritten: writer.written,
         logWriteFailures: writer.failures,
         runningRuntimes: executor.running,
+        lostRecords: instances.totals,
       }) + (cluster?.metricsText() ?? '');
   });
 
@@ -231,6 +244,8 @@ export async function startPlatform(options: PlatformOptions): Promise<Platform<
 
   if (local !== undefined) await local.reapStale();
   await functions.load();
+  // Registered before the first record; its first look for dead instances runs meanwhile.
+  await instances.start();
   // In cluster mode CronJobs fire schedules: the local scheduler stays empty.
   if (cluster === undefined) for (const fn of functions.all()) scheduler.sync(fn, fn.function_id);
 
@@ -295,6 +310,7 @@ export async function startPlatform(options: PlatformOptions): Promise<Platform<
       // Executions whose connection was cut just now finish (and queue their record) first.
       await invoker.drain(1000);
       await writer.close();
+      await instances.close();
       await cluster?.close();
       await executor.close();
       await invoker.close();
@@ -303,5 +319,5 @@ export async function startPlatform(options: PlatformOptions): Promise<Platform<
     return closing;
   };
 
-  return { url: listenUrl, server, app, routers: [health, admin.router, ...api, internal], functions, executor, scheduler, writer, invoker, metrics, runtimeToken: (id) => (cluster?.runtimeTokens ?? tokens).tokenFor(id), sweep, close };
+  return { url: listenUrl, server, app, routers: [health, admin.router, ...api, internal], functions, executor, scheduler, writer, instances, invoker, metrics, runtimeToken: (id) => (cluster?.runtimeTokens ?? tokens).tokenFor(id), sweep, close };
 }

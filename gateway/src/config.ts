@@ -18,6 +18,16 @@ export interface GatewayConfig {
   shutdownGraceMs: number;
   /** MONGODB_URL: when set, every store lives in MongoDB instead of the embedded SQLite file. */
   mongodbUrl: string | undefined;
+  /**
+   * A gateway instance whose log progress is older than this is taken for
+   * dead and what it had not written is counted lost (FNHOST_GATEWAY_DEAD_AFTER_MS).
+   */
+  deadGatewayAfterMs: number;
+  /**
+   * While executions begin, how soon their count reaches the store (one small
+   * write per interval at most): what a SIGKILL can take uncounted (FNHOST_LOG_PROGRESS_INTERVAL_MS).
+   */
+  logProgressIntervalMs: number;
   /** Bench only (FNHOST_BENCH_DISABLE_RECORDING=1): no execution records, to measure what recording costs (P2). */
   benchDisableRecording: boolean;
 }
@@ -65,6 +75,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     trustProxy: trust === '1' || trust === 'true',
     shutdownGraceMs: intVar(env, 'FNHOST_SHUTDOWN_GRACE_MS', 10_000, 0, 600_000),
     mongodbUrl,
+    deadGatewayAfterMs: intVar(env, 'FNHOST_GATEWAY_DEAD_AFTER_MS', 30_000, 1_000, 3_600_000),
+    logProgressIntervalMs: intVar(env, 'FNHOST_LOG_PROGRESS_INTERVAL_MS', 20, 1, 60_000),
     benchDisableRecording: env.FNHOST_BENCH_DISABLE_RECORDING === '1',
   };
 }

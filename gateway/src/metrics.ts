@@ -28,7 +28,14 @@ export class Metrics {
     this.durationCount++;
   }
 
-  render(gauges: { logQueueDepth: number; logRecordsDropped: number; logRecordsWritten: number; logWriteFailures: number; runningRuntimes: number }): string {
+  render(gauges: {
+    logQueueDepth: number;
+    logRecordsDropped: number;
+    logRecordsWritten: number;
+    logWriteFailures: number;
+    runningRuntimes: number;
+    lostRecords?: { lost: number; recovered: number; dead: number };
+  }): string {
     const lines: string[] = [];
     lines.push('# HELP fnhost_invocations_total Executions by trigger and status class.', '# TYPE fnhost_invocations_total counter');
     TRIGGERS.forEach((trigger, t) => CLASSES.forEach((cls, c) => lines.push(`fnhost_invocations_total{trigger="${trigger}",status_class="${cls}"} ${this.invocations[t]![c]}`)));
@@ -53,6 +60,16 @@ export class Metrics {
       ['fnhost_client_aborts_total', 'counter', 'Invocations whose caller disconnected before the response ended.', this.clientAborts],
     ];
     for (const [name, type, help, value] of simple) lines.push(`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`, `${name} ${value}`);
+    // Read from the store by the last scan, so every gateway on it shows the same values; left out
+    // until a scan succeeded (a 0 followed by the stored total would look like an increase).
+    if (gauges.lostRecords !== undefined) {
+      const lost: Array<[string, string, number]> = [
+        ['fnhost_log_records_lost_total', 'Execution records accepted by gateways that ended without writing them (SIGKILL, OOM kill, node loss, or a shutdown whose store kept failing), counted from the store; the same value on every gateway sharing it.', gauges.lostRecords.lost],
+        ['fnhost_log_records_lost_recovered_total', 'Of fnhost_log_records_lost_total, records written after all by a gateway that was taken for dead while alive (the store unreachable from it for longer than the bound).', gauges.lostRecords.recovered],
+        ['fnhost_gateway_instances_dead_total', 'Gateway instances found dead (no log progress for longer than FNHOST_GATEWAY_DEAD_AFTER_MS and no clean shutdown), from the store.', gauges.lostRecords.dead],
+      ];
+      for (const [name, help, value] of lost) lines.push(`# HELP ${name} ${help}`, `# TYPE ${name} counter`, `${name} ${value}`);
+    }
     return lines.join('\n') + '\n';
   }
 }

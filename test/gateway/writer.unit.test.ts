@@ -1,6 +1,6 @@
 import { expect } from 'chai';
-import type { CounterStore, LogStore, StoredLog } from '@fnhost/core';
-import { LogWriter, expiresAt, type WriterTimers } from '../../gateway/src/logs/writer.ts';
+import type { CounterStore, InsertResult, LogStore, StoredLog, WriterProgress } from '@fnhost/core';
+import { LogWriter, expiresAt, type ProgressTracker, type WriterTimers } from '../../gateway/src/logs/writer.ts';
 
 // A fake timer queue: the test decides when time passes.
 class FakeTimers implements WriterTimers {
@@ -30,15 +30,18 @@ class FakeTimers implements WriterTimers {
 
 class FakeLogs {
   batches: StoredLog[][] = [];
+  progress: Array<WriterProgress | undefined> = [];
   failNext = 0;
   gate: Promise<void> | undefined;
-  async insert(records: StoredLog[]) {
+  async insert(records: StoredLog[], progress?: WriterProgress) {
+    this.progress.push(progress);
     if (this.gate) await this.gate;
     if (this.failNext > 0) {
       this.failNext--;
       throw new Error('disk full');
     }
     this.batches.push([...records]);
+    return { instanceLive: true };
   }
 }
 class FakeCounters {
@@ -51,11 +54,22 @@ class FakeCounters {
 let n = 0;
 const log = (fn = 'f1') => ({ id: `log_${++n}`, function_id: fn, status_code: 200, execution_time_ms: 1, error_message: null, executed_at: '2026-01-01T00:00:00.000Z', trigger: 'http' as const });
 
-function make(opts: { batchSize?: number; maxQueue?: number; fullWaitMs?: number } = {}) {
+/** Records what the writer tells its tracker. */
+class FakeTracker implements ProgressTracker {
+  stored_: Array<{ result: InsertResult; progress: WriterProgress }> = [];
+  progress(accepted: number, written: number): WriterProgress {
+    return { instance: 'gw_test', accepted, written, at: 0 };
+  }
+  stored(result: InsertResult, progress: WriterProgress) {
+    this.stored_.push({ result, progress });
+  }
+}
+
+function make(opts: { batchSize?: number; maxQueue?: number; fullWaitMs?: number; tracker?: ProgressTracker } = {}) {
   const timers = new FakeTimers();
   const logs = new FakeLogs();
   const counters = new FakeCounters();
-  const writer = new LogWriter({ logs: logs as unknown as LogStore, counters: counters as unknown as CounterStore, timers, intervalMs: 50, batchSize: opts.batchSize ?? 3, maxQueue: opts.maxQueue ?? 100, fullWaitMs: opts.fullWaitMs ?? 100 });
+  const writer = new LogWriter({ logs: logs as unknown as LogStore, counters: counters as unknown as CounterStore, timers, intervalMs: 50, batchSize: opts.batchSize ?? 3, maxQueue: opts.maxQueue ?? 100, fullWaitMs: opts.fullWaitMs ?? 100, tracker: opts.tracker });
   return { timers, logs, counters, writer };
 }
 
@@ -117,6 +131,46 @@ describe('gateway log writer', () => {
     await writer.close();
     expect(logs.batches.flat()).to.have.length(5);
     expect(writer.depth).to.equal(0);
+  });
+
+  it('sends its progress with every batch: accepted so far, written once the batch is stored; a failed batch is resent with the same written target', async () => {
+    const tracker = new FakeTracker();
+    const { timers, logs, writer } = make({ batchSize: 3, tracker });
+    for (let i = 0; i < 5; i++) writer.record(log(), { type: 'none' });
+    expect(writer.accepted).to.equal(5);
+    logs.failNext = 1;
+    await timers.advance(0);
+    expect(writer.failures).to.equal(1);
+    writer.record(log(), { type: 'none' });
+    await timers.advance(50);
+    expect(logs.batches.map((b) => b.length)).to.deep.equal([3, 3]);
+    expect(logs.progress.map((p) => p && [p.accepted, p.written])).to.deep.equal([[5, 3], [6, 3], [6, 6]]);
+    expect(tracker.stored_.map((s) => s.progress.written), 'told only of stored batches').to.deep.equal([3, 6]);
+    expect(writer.written).to.equal(6);
+  });
+
+  it('owes the records of executions still running: their progress counts them before their record is queued', async () => {
+    const tracker = new FakeTracker();
+    const { timers, logs, writer } = make({ batchSize: 10, tracker });
+    writer.begin();
+    writer.begin();
+    writer.begin();
+    writer.record(log(), { type: 'none' });
+    expect([writer.accepted, writer.owed]).to.deep.equal([1, 3]);
+    await timers.advance(50);
+    expect(logs.progress.map((p) => p && [p.accepted, p.written])).to.deep.equal([[3, 1]]);
+    writer.record(log(), { type: 'none' });
+    writer.record(log(), { type: 'none' });
+    expect(writer.owed, 'a record queued moves from running to queued').to.equal(3);
+    writer.record(log(), { type: 'none' }); // a record without begin() (tests, direct use)
+    expect(writer.owed).to.equal(4);
+  });
+
+  it('sends no progress without a tracker', async () => {
+    const { timers, logs, writer } = make();
+    writer.record(log(), { type: 'none' });
+    await timers.advance(50);
+    expect(logs.progress).to.deep.equal([undefined]);
   });
 
   it('sets expires_at from time retention only', () => {

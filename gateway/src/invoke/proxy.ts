@@ -41,6 +41,8 @@ export interface FunctionLookup {
 }
 
 export interface ExecutionRecorder {
+  /** An execution that will end in record() began (it reached the function, or runs as a schedule or test). */
+  begin?(): void;
   record(log: ExecutionLog, retention: FunctionRecord['retention']): void | Promise<void>;
 }
 
@@ -230,6 +232,8 @@ export class Invoker {
   }
 
   #forward(ex: Exchange, req: IncomingMessage, res: ServerResponse, path: string, body: Buffer | null): void {
+    // From here on every path ends in a record (#finish with ran = true).
+    this.#o.recorder.begin?.();
     const headers = this.#upstreamHeaders(req.headers, req.socket.remoteAddress ?? '', ex);
     this.#send(ex, req.method!, path, headers, body).then(
       (response) => this.#respond(ex, res, response),
@@ -453,6 +457,7 @@ export class Invoker {
    */
   async run(fn: FunctionRecord, trigger: Trigger, request: RunRequest): Promise<RunResult> {
     const ex = this.#begin(fn, trigger, performance.now(), Date.now());
+    this.#o.recorder.begin?.();
     if (!fn.active) {
       const err = new FunctionInactiveError(fn.name);
       this.#finish(ex, err.status, err.message, true);

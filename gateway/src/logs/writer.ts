@@ -1,4 +1,4 @@
-import type { CounterStore, LogStore, RetentionPolicy, StoredLog, ExecutionLog } from '@fnhost/core';
+import type { CounterStore, LogStore, RetentionPolicy, StoredLog, ExecutionLog, InsertResult, WriterProgress } from '@fnhost/core';
 import type { Logger } from '../log.ts';
 
 // Execution records and total-execution increments leave the request path
@@ -8,6 +8,12 @@ import type { Logger } from '../log.ts';
 // that the record is dropped and counted in `dropped` (exported as a metric),
 // never silently. A failing store keeps records queued and retries; `close()`
 // flushes everything that is left.
+//
+// With a progress tracker (gateway/src/logs/instance.ts), every batch also
+// carries the writer's cumulative counts (`owed`: records queued plus
+// executions running whose record is to come; `written` once the batch is
+// stored), which the store records with the batch: what a SIGKILL takes with
+// the queue and the running executions is then counted by another gateway.
 
 export interface WriterTimers {
   setTimeout(fn: () => void, ms: number): unknown;
@@ -23,9 +29,18 @@ export const realTimers: WriterTimers = {
   clearTimeout: (h) => clearTimeout(h as NodeJS.Timeout),
 };
 
+/** Where the writer's progress goes (InstanceTracker). Counts are the writer's own, since it started. */
+export interface ProgressTracker {
+  progress(accepted: number, written: number): WriterProgress;
+  stored(result: InsertResult, progress: WriterProgress): void;
+  /** An execution began (no I/O here: the tracker coalesces these into one write per interval). */
+  touch?(): void;
+}
+
 export interface LogWriterOptions {
   logs: LogStore;
   counters: CounterStore;
+  tracker?: ProgressTracker;
   intervalMs?: number;
   batchSize?: number;
   maxQueue?: number;
@@ -48,6 +63,7 @@ export class LogWriter {
   readonly #fullWaitMs: number;
   readonly #timers: WriterTimers;
   readonly #logger: Logger | undefined;
+  readonly #tracker: ProgressTracker | undefined;
   #queue: StoredLog[] = [];
   #increments = new Map<string, number>();
   #timer: unknown = undefined;
@@ -55,6 +71,10 @@ export class LogWriter {
   #spaceWaiters: Array<() => void> = [];
   #closed = false;
   dropped = 0;
+  /** Records taken into the queue (dropped ones are not). */
+  accepted = 0;
+  /** Executions begun (begin()) whose record() has not come yet. */
+  #running = 0;
   written = 0;
   failures = 0;
 
@@ -67,6 +87,7 @@ export class LogWriter {
     this.#fullWaitMs = options.fullWaitMs ?? 2_000;
     this.#timers = options.timers ?? realTimers;
     this.#logger = options.logger;
+    this.#tracker = options.tracker;
   }
 
   get depth(): number {
@@ -78,8 +99,26 @@ export class LogWriter {
     return this.#increments.get(functionId) ?? 0;
   }
 
+  /** An execution began whose record() will come: counted in `owed` from now on. */
+  begin(): void {
+    this.#running++;
+    this.#tracker?.touch?.();
+  }
+
+  /**
+   * Records this writer owes: those queued so far plus executions running
+   * whose record is still to come (a dropped record leaves both). This, not
+   * `accepted`, is the progress sent to the store, so that a kill while
+   * executions run, or between a response's last byte and its record, still
+   * counts them.
+   */
+  get owed(): number {
+    return this.accepted + this.#running;
+  }
+
   /** Queues one record (and its counter increment). Resolves once queued or dropped. */
   record(log: ExecutionLog, retention: RetentionPolicy): void | Promise<void> {
+    if (this.#running > 0) this.#running--;
     const stored: StoredLog = { ...log, expires_at: expiresAt(retention, Date.parse(log.executed_at)) };
     if (this.#closed) {
       // After the last flush nothing would write it: say so, never lose it silently.
@@ -122,6 +161,7 @@ export class LogWriter {
 
   #enqueue(stored: StoredLog): void {
     this.#queue.push(stored);
+    this.accepted++;
     this.#increments.set(stored.function_id, (this.#increments.get(stored.function_id) ?? 0) + 1);
     this.#kick(this.#queue.length >= this.#batchSize ? 0 : this.#intervalMs);
   }
@@ -158,9 +198,14 @@ export class LogWriter {
       const increments = this.#increments;
       this.#increments = new Map();
       try {
-        if (batch.length > 0) await this.#logs.insert(batch);
-        this.#queue.splice(0, batch.length);
-        this.written += batch.length;
+        if (batch.length > 0) {
+          // Built just before sending, so `accepted` is as fresh as it can be.
+          const progress = this.#tracker?.progress(this.owed, this.written + batch.length);
+          const result = await this.#logs.insert(batch, progress);
+          this.#queue.splice(0, batch.length);
+          this.written += batch.length;
+          if (progress !== undefined) this.#tracker!.stored(result, progress);
+        }
       } catch (err) {
         this.failures++;
         this.#mergeBack(increments);
