@@ -1,4 +1,4 @@
-import type { FunctionResource } from './types.ts';
+import type { FunctionResource } from '@fnhost/core/function-resource.ts';
 
 // Idle scale to zero (spec.scaleToZero.idleSeconds), decided from the
 // Function alone so that a reconcile stays level-triggered: the gateway

@@ -1,7 +1,7 @@
 import { limits } from '@fnhost/core';
 import { derivedFunctionId } from '@fnhost/core/function-identity.ts';
-import { API_VERSION, KIND } from './types.ts';
-import type { FunctionResource, OwnerReference } from './types.ts';
+import { API_VERSION, KIND } from '@fnhost/core/function-resource.ts';
+import type { FunctionResource, OwnerReference } from '@fnhost/core/function-resource.ts';
 
 // Names of what a Function owns. The CRD limits a Function's name to
 // MAX_FUNCTION_NAME_LENGTH (40) characters, so `fn-<name>-cron` is at most 48

@@ -1,4 +1,4 @@
-import type { Condition, FunctionStatus } from './types.ts';
+import type { Condition, FunctionStatus } from '@fnhost/core/function-resource.ts';
 
 // Status is computed as a whole, then compared with what is stored; it is
 // written only when it differs. A condition keeps its lastTransitionTime while

@@ -3,7 +3,8 @@ import { createHash } from 'node:crypto';
 import * as vm from 'node:vm';
 import { limits, validateCron, validateRoutes, validateTimezone } from '@fnhost/core';
 import { nameFits, ownedNames, MAX_CRONJOB_NAME_LENGTH } from './names.ts';
-import type { FunctionResource, Settings } from './types.ts';
+import type { FunctionResource } from '@fnhost/core/function-resource.ts';
+import type { Settings } from './types.ts';
 
 // What the CRD schema cannot check (or an older CRD might not), checked before
 // anything is applied. A problem becomes Ready=False with `reason` and

@@ -1,6 +1,7 @@
 import type { Clock } from '../../operator/src/clock.ts';
 import { loadSettings } from '../../operator/src/settings.ts';
-import type { FunctionResource, Settings } from '../../operator/src/types.ts';
+import type { FunctionResource } from '@fnhost/core/function-resource.ts';
+import type { Settings } from '../../operator/src/types.ts';
 
 export const TOKEN_KEY = 'unit-test-token-key-0123456789abcdef';
 

@@ -2,7 +2,8 @@ import { ConflictError, FnhostError, NotFoundError, ValidationError, type Functi
 import type { FunctionIndex } from '../functions/service.ts';
 import { KubeApiError, paths, type KubeClient } from './kube.ts';
 import type { Change } from './reflector.ts';
-import { keyOf, recordFromResource, resourceForCreate, specPatch, type FunctionResource } from './resource.ts';
+import type { FunctionResource } from '@fnhost/core/function-resource.ts';
+import { keyOf, recordFromResource, resourceForCreate, specPatch } from './resource.ts';
 
 // Functions in cluster mode. The truth is the Function resources in the API
 // server; the gateway holds them in a cache fed by a watch (Reflector), so an

@@ -1,64 +1,17 @@
 import { derivedFunctionId } from '@fnhost/core/function-identity.ts';
+import { API_VERSION, KIND, type FunctionEnvVar, type FunctionResource, type FunctionSpec } from '@fnhost/core/function-resource.ts';
 import { limits, isoTimestamp, type FunctionRecord, type RetentionPolicy, type Schedule } from '@fnhost/core';
 
-// The Function custom resource as the cluster-mode gateway reads and writes
-// it, and the pure mapping between it and core's FunctionRecord. The two
+// The pure mapping between the Function custom resource (its shape, shared
+// with the operator, is core/src/function-resource.ts) and core's
+// FunctionRecord, as the cluster-mode gateway reads and writes it. The two
 // derivations the gateway and the operator must agree on (the functionId and
 // the per-function tokens) come from core/src/function-identity.ts.
 
-export const GROUP = 'fnhost.dev';
-export const VERSION = 'v1alpha1';
-export const API_VERSION = `${GROUP}/${VERSION}`;
-export const KIND = 'Function';
 /** Field manager of every write the gateway makes (spec edits, status feedback). */
 export const FIELD_MANAGER = 'fnhost-gateway';
 /** When the management API last changed the Function (FunctionRecord.updated_at). */
 export const ANNOTATION_UPDATED_AT = 'fnhost.dev/updated-at';
-
-export interface EnvEntry {
-  name: string;
-  value?: string;
-  valueFrom?: Record<string, unknown>;
-}
-
-export interface FunctionSpec {
-  code: string;
-  functionId?: string;
-  routes?: string[];
-  env?: EnvEntry[];
-  timeoutSeconds?: number;
-  memoryMiB?: number;
-  active?: boolean;
-  schedule?: { cron: string; timezone?: string; suspend?: boolean };
-  retention?: { type: 'time' | 'count' | 'none'; days?: number; count?: number };
-  replicas?: number;
-  scaleToZero?: { idleSeconds?: number };
-}
-
-export interface FunctionResource {
-  apiVersion?: string;
-  kind?: string;
-  metadata: {
-    name: string;
-    namespace?: string;
-    uid?: string;
-    resourceVersion?: string;
-    generation?: number;
-    creationTimestamp?: string;
-    deletionTimestamp?: string;
-    annotations?: Record<string, string>;
-    labels?: Record<string, string>;
-  };
-  spec: FunctionSpec;
-  status?: {
-    functionId?: string;
-    url?: string;
-    conditions?: Array<{ type: string; status: string; reason?: string; message?: string }>;
-    lastInvocationTime?: string;
-    errorRate?: string;
-    [field: string]: unknown;
-  };
-}
 
 export { FUNCTION_ID_NAMESPACE, derivedFunctionId, uuidV5 } from '@fnhost/core/function-identity.ts';
 
@@ -137,7 +90,7 @@ function specSchedule(s: Schedule): NonNullable<FunctionSpec['schedule']> {
   return { cron: s.cron, timezone: s.timezone, suspend: !s.enabled };
 }
 
-function specEnv(env: Record<string, string>): EnvEntry[] {
+function specEnv(env: Record<string, string>): FunctionEnvVar[] {
   return Object.entries(env).map(([name, value]) => ({ name, value }));
 }
 

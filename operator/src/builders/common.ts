@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto';
 import { limits } from '@fnhost/core';
 import { functionIdOf, labelsFor, ownerReference } from '../names.ts';
-import type { FunctionResource, KubeObject, Settings } from '../types.ts';
+import type { FunctionResource } from '@fnhost/core/function-resource.ts';
+import type { KubeObject, Settings } from '../types.ts';
 
 /** Metadata every owned object carries: labels and the controller owner reference. */
 export function ownedMeta(fn: FunctionResource, name: string, extraLabels: Record<string, string> = {}): KubeObject['metadata'] {

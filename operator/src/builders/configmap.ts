@@ -1,5 +1,6 @@
 import { ownedNames } from '../names.ts';
-import type { FunctionResource, KubeObject } from '../types.ts';
+import type { FunctionResource } from '@fnhost/core/function-resource.ts';
+import type { KubeObject } from '../types.ts';
 import { ownedMeta } from './common.ts';
 
 /**

@@ -1,5 +1,6 @@
 import { LABEL_ROLE, ownedNames, ROLE_SCHEDULE } from '../names.ts';
-import type { FunctionResource, KubeObject, Settings } from '../types.ts';
+import type { FunctionResource } from '@fnhost/core/function-resource.ts';
+import type { KubeObject, Settings } from '../types.ts';
 import { containerSecurityContext, effectiveSpec, ownedMeta, podSecurityContext } from './common.ts';
 import { SCHEDULE_TOKEN_KEY } from './secret.ts';
 

@@ -1,5 +1,6 @@
 import { ownedNames, selectorFor, ANNOTATION_CONFIG_HASH, LABEL_ROLE, ROLE_RUNTIME } from '../names.ts';
-import type { FunctionResource, KubeObject, Settings } from '../types.ts';
+import type { FunctionResource } from '@fnhost/core/function-resource.ts';
+import type { KubeObject, Settings } from '../types.ts';
 import { configHash, containerSecurityContext, effectiveSpec, ownedMeta, podSecurityContext } from './common.ts';
 import { CODE_FILE_NAME } from './configmap.ts';
 import { RUNTIME_TOKEN_KEY } from './secret.ts';

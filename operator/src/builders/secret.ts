@@ -1,6 +1,7 @@
 import { ownedNames } from '../names.ts';
 import { deriveToken } from '../tokens.ts';
-import type { FunctionResource, KubeObject, Settings } from '../types.ts';
+import type { FunctionResource } from '@fnhost/core/function-resource.ts';
+import type { KubeObject, Settings } from '../types.ts';
 import { effectiveSpec, ownedMeta } from './common.ts';
 
 export const RUNTIME_TOKEN_KEY = 'runtime-token';

@@ -1,5 +1,6 @@
 import { ownedNames, runtimePodSelector } from '../names.ts';
-import type { FunctionResource, KubeObject } from '../types.ts';
+import type { FunctionResource } from '@fnhost/core/function-resource.ts';
+import type { KubeObject } from '../types.ts';
 import { ownedMeta } from './common.ts';
 
 export const SERVICE_PORT = 80;

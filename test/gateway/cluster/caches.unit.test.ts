@@ -4,13 +4,14 @@ import { EndpointIndex, readyOrigins, type EndpointSlice } from '../../../gatewa
 import { ClusterExecutor, FunctionUnavailableError, holdBoundMs, oomKilledRecently } from '../../../gateway/src/cluster/executor.ts';
 import { FunctionCache, apiErrorFor, olderVersion } from '../../../gateway/src/cluster/functions.ts';
 import { KubeApiError } from '../../../gateway/src/cluster/kube.ts';
-import { derivedFunctionId, deriveToken, recordFromResource, type FunctionResource } from '../../../gateway/src/cluster/resource.ts';
+import { API_VERSION, KIND, type FunctionResource } from '@fnhost/core/function-resource.ts';
+import { derivedFunctionId, deriveToken, recordFromResource } from '../../../gateway/src/cluster/resource.ts';
 import { isClusterMode, loadClusterSettings } from '../../../gateway/src/cluster/settings.ts';
 import { DerivedTokens } from '../../../gateway/src/cluster/tokens.ts';
 import { FakeClock, settle } from './fakes.ts';
 
 function fnRes(name: string, rv: string, extra: Partial<FunctionResource['metadata']> = {}, code = 'x'): FunctionResource {
-  return { metadata: { name, namespace: 'ns', uid: `uid-${name}`, resourceVersion: rv, creationTimestamp: '2026-11-23T10:00:00Z', ...extra }, spec: { code } };
+  return { apiVersion: API_VERSION, kind: KIND, metadata: { name, namespace: 'ns', uid: `uid-${name}`, resourceVersion: rv, creationTimestamp: '2026-11-23T10:00:00Z', ...extra }, spec: { code } };
 }
 
 function slice(name: string, service: string, endpoints: EndpointSlice['endpoints'], ports: EndpointSlice['ports'] = [{ name: 'http', port: 8080 }]): EndpointSlice {
@@ -113,7 +114,7 @@ describe('cluster mode: EndpointSlices', () => {
 });
 
 describe('cluster mode: executor (pods as upstreams, hold queue)', () => {
-  const fn = recordFromResource({ metadata: { name: 'a', namespace: 'ns' }, spec: { code: 'x', timeoutSeconds: 5 } })!;
+  const fn = recordFromResource({ apiVersion: API_VERSION, kind: KIND, metadata: { name: 'a', namespace: 'ns' }, spec: { code: 'x', timeoutSeconds: 5 } })!;
 
   it('answers at once with a ready pod', async () => {
     const idx = new EndpointIndex();
@@ -192,7 +193,7 @@ describe('cluster mode: telling an OOM-killed container from a crash', () => {
     const clock = new FakeClock();
     clock.t = now;
     let reads = 0;
-    const fnRec = recordFromResource({ metadata: { name: 'a', namespace: 'ns' }, spec: { code: 'x' } })!;
+    const fnRec = recordFromResource({ apiVersion: API_VERSION, kind: KIND, metadata: { name: 'a', namespace: 'ns' }, spec: { code: 'x' } })!;
     const ex = new ClusterExecutor({
       endpoints: new EndpointIndex(),
       clock,

@@ -1,8 +1,8 @@
 import { expect } from 'chai';
 import type { FunctionRecord } from '@fnhost/core';
+import type { FunctionResource } from '@fnhost/core/function-resource.ts';
 import {
   ANNOTATION_UPDATED_AT, derivedFunctionId, functionIdOf, readyOf, recordFromResource, resourceForCreate, specPatch,
-  type FunctionResource,
 } from '../../../gateway/src/cluster/resource.ts';
 
 function resource(spec: Partial<FunctionResource['spec']> = {}, meta: Partial<FunctionResource['metadata']> = {}): FunctionResource {
@@ -118,7 +118,7 @@ describe('cluster mode: Function resource ↔ FunctionRecord', () => {
   it('reads the Ready condition', () => {
     expect(readyOf(resource())).to.equal(null);
     const r = resource();
-    r.status = { conditions: [{ type: 'Ready', status: 'False', reason: 'ImageUnavailable', message: 'no image' }] };
+    r.status = { conditions: [{ type: 'Ready', status: 'False', reason: 'ImageUnavailable', message: 'no image', lastTransitionTime: '2026-11-23T10:01:00Z' }] };
     expect(readyOf(r)).to.deep.equal({ status: 'False', reason: 'ImageUnavailable', message: 'no image' });
   });
 });
