@@ -1,11 +1,8 @@
-// Time is injected so that the work queue, backoff and leader election can be
-// tested without waiting.
+import type { Clock } from '@fnhost/core/clock.ts';
 
-export interface Clock {
-  now(): number;
-  setTimeout(fn: () => void, ms: number): unknown;
-  clearTimeout(handle: unknown): void;
-}
+// Time is injected (core/src/clock.ts) so that the work queue, backoff and
+// leader election can be tested without waiting. The operator's timers never
+// keep the process alive (unref).
 
 export const systemClock: Clock = {
   now: () => Date.now(),

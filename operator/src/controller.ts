@@ -1,7 +1,7 @@
 import { makeInformer } from '@kubernetes/client-node';
 import type { KubernetesObject } from '@kubernetes/client-node';
 import { Backoff } from './clock.ts';
-import type { Clock } from './clock.ts';
+import type { Clock } from '@fnhost/core/clock.ts';
 import { KubeApiError, KubeClient, paths } from './kube.ts';
 import type { Logger } from './log.ts';
 import type { Metrics } from './metrics.ts';

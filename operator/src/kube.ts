@@ -2,7 +2,7 @@ import { KubeConfig, RequestContext, HttpMethod } from '@kubernetes/client-node'
 import { fetch } from 'undici';
 import type { Dispatcher } from 'undici';
 import { sleep, systemClock } from './clock.ts';
-import type { Clock } from './clock.ts';
+import type { Clock } from '@fnhost/core/clock.ts';
 
 // A thin REST client over the kubeconfig's credentials and TLS settings (the
 // same RequestContext + undici path client-node's own Watch uses). It exists

@@ -1,5 +1,5 @@
 import { sleep } from './clock.ts';
-import type { Clock } from './clock.ts';
+import type { Clock } from '@fnhost/core/clock.ts';
 import { KubeClient, isConflict, paths } from './kube.ts';
 import type { Logger } from './log.ts';
 

@@ -1,5 +1,5 @@
 import { configMapFor, cronJobFor, deploymentFor, secretFor, serviceFor, serviceUrl } from './builders/index.ts';
-import type { Clock } from './clock.ts';
+import type { Clock } from '@fnhost/core/clock.ts';
 import { KubeApiError, KubeClient, paths } from './kube.ts';
 import type { LogCleaner } from './logcleaner.ts';
 import type { Logger } from './log.ts';

@@ -1,4 +1,4 @@
-import type { Clock } from './clock.ts';
+import type { Clock } from '@fnhost/core/clock.ts';
 
 // A de-duplicating, rate-limited work queue in the manner of client-go's:
 // - a key waiting in the queue is there once, however often it is added;

@@ -6,7 +6,7 @@ import { digest } from '../../gateway/src/auth.ts';
 import { loadConfig } from '../../gateway/src/config.ts';
 import { startPlatform, type Platform } from '../../gateway/src/app.ts';
 import { silentLogger } from '../../gateway/src/log.ts';
-import type { Clock } from '../../gateway/src/scheduler/local.ts';
+import type { Clock } from '@fnhost/core/clock.ts';
 
 // An in-process gateway on port 0 with a real SQLite file and real runtime
 // processes; used where a test must reach inside (a test clock, a runtime's

@@ -1,4 +1,4 @@
-import type { Clock } from '../../operator/src/clock.ts';
+import type { Clock } from '@fnhost/core/clock.ts';
 import { loadSettings } from '../../operator/src/settings.ts';
 import type { FunctionResource } from '@fnhost/core/function-resource.ts';
 import type { Settings } from '../../operator/src/types.ts';

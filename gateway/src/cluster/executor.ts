@@ -1,5 +1,5 @@
 import { FnhostError, type Executor, type FunctionRecord, type RecycleReason, type Upstream } from '@fnhost/core';
-import type { Clock } from '../scheduler/local.ts';
+import type { Clock } from '@fnhost/core/clock.ts';
 import type { EndpointIndex } from './endpoints.ts';
 import { keyOf, serviceNameOf } from './resource.ts';
 

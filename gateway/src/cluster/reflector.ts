@@ -1,4 +1,4 @@
-import type { Clock } from '../scheduler/local.ts';
+import type { Clock } from '@fnhost/core/clock.ts';
 import type { Logger } from '../log.ts';
 import { KubeApiError, type ListResult, type WatchEvent } from './kube.ts';
 

@@ -1,7 +1,8 @@
 import { nextFireTime, type FunctionRecord } from '@fnhost/core';
 import type { ClusterParts } from '../app.ts';
 import type { Logger } from '../log.ts';
-import { systemClock, type Clock } from '../scheduler/local.ts';
+import type { Clock } from '@fnhost/core/clock.ts';
+import { systemClock } from '../scheduler/local.ts';
 import { EndpointIndex, type EndpointSlice } from './endpoints.ts';
 import { ClusterExecutor, type PodStatusView } from './executor.ts';
 import { FunctionCache, KubeFunctionStore } from './functions.ts';

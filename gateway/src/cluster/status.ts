@@ -1,4 +1,4 @@
-import type { Clock } from '../scheduler/local.ts';
+import type { Clock } from '@fnhost/core/clock.ts';
 import type { Logger } from '../log.ts';
 
 // Invocation feedback onto each Function's status: the last invocation time

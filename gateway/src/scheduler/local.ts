@@ -1,4 +1,5 @@
 import { nextFireTime, type FunctionRecord } from '@fnhost/core';
+import type { Clock } from '@fnhost/core/clock.ts';
 import type { Logger } from '../log.ts';
 
 // Runs each enabled schedule of an active function at its next fire time
@@ -8,11 +9,9 @@ import type { Logger } from '../log.ts';
 // A fire that finds the previous run of the same function still going is
 // not skipped: runs may overlap, as with an HTTP call.
 
-export interface Clock {
-  now(): number;
-  setTimeout(fn: () => void, ms: number): unknown;
-  clearTimeout(handle: unknown): void;
-}
+// The clock contract is core's (core/src/clock.ts), shared with the operator;
+// app.ts takes it from here with this systemClock (whose timers are not unref'd).
+export type { Clock };
 
 export const systemClock: Clock = {
   now: () => Date.now(),

@@ -1,4 +1,4 @@
-import type { Clock } from '../../../gateway/src/scheduler/local.ts';
+import type { Clock } from '@fnhost/core/clock.ts';
 import type { Logger } from '../../../gateway/src/log.ts';
 
 /** A clock whose time moves only when the test says so; due timers run in order. */
