@@ -1,4 +1,5 @@
 import { createHash, createHmac } from 'node:crypto';
+import type { FunctionResource } from './function-resource.ts';
 
 // What the operator and the cluster-mode gateway must compute alike without
 // talking to each other (they meet only through the API server): a Function's
@@ -20,6 +21,11 @@ export function uuidV5(name: string, namespaceUuid: string): string {
 /** The derived identity of a Function: the same namespace/name always gives the same id (kubectl apply, restore, GitOps re-sync). */
 export function derivedFunctionId(namespace: string, name: string): string {
   return uuidV5(`${namespace}/${name}`, FUNCTION_ID_NAMESPACE);
+}
+
+/** A Function's id: spec.functionId (set once, for imported functions) wins over the derived id. */
+export function functionIdOf(res: FunctionResource): string {
+  return res.spec.functionId ?? derivedFunctionId(res.metadata.namespace ?? 'default', res.metadata.name);
 }
 
 export type TokenPurpose = 'runtime' | 'schedule';

@@ -1,5 +1,5 @@
 import { limits } from '@fnhost/core';
-import { derivedFunctionId } from '@fnhost/core/function-identity.ts';
+import { functionIdOf } from '@fnhost/core/function-identity.ts';
 import { API_VERSION, KIND } from '@fnhost/core/function-resource.ts';
 import type { FunctionResource, OwnerReference } from '@fnhost/core/function-resource.ts';
 
@@ -46,12 +46,7 @@ export function nameFits(functionName: string): boolean {
 }
 
 // The id derivation is shared with the cluster-mode gateway (core/src/function-identity.ts).
-export { FUNCTION_ID_NAMESPACE, derivedFunctionId, uuidV5 } from '@fnhost/core/function-identity.ts';
-
-/** spec.functionId (set once, for imported functions) wins over the derived id. */
-export function functionIdOf(fn: FunctionResource): string {
-  return fn.spec.functionId ?? derivedFunctionId(fn.metadata.namespace ?? 'default', fn.metadata.name);
-}
+export { FUNCTION_ID_NAMESPACE, derivedFunctionId, functionIdOf, uuidV5 } from '@fnhost/core/function-identity.ts';
 
 export function keyOf(namespace: string | undefined, name: string): string {
   return `${namespace ?? ''}/${name}`;

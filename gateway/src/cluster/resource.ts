@@ -1,4 +1,4 @@
-import { derivedFunctionId } from '@fnhost/core/function-identity.ts';
+import { functionIdOf } from '@fnhost/core/function-identity.ts';
 import { API_VERSION, KIND, type FunctionEnvVar, type FunctionResource, type FunctionSpec } from '@fnhost/core/function-resource.ts';
 import { limits, isoTimestamp, type FunctionRecord, type RetentionPolicy, type Schedule } from '@fnhost/core';
 
@@ -13,14 +13,7 @@ export const FIELD_MANAGER = 'fnhost-gateway';
 /** When the management API last changed the Function (FunctionRecord.updated_at). */
 export const ANNOTATION_UPDATED_AT = 'fnhost.dev/updated-at';
 
-export { FUNCTION_ID_NAMESPACE, derivedFunctionId, uuidV5 } from '@fnhost/core/function-identity.ts';
-
-/** spec.functionId (set once, for imported functions) wins over the derived id, as in the operator. */
-export function functionIdOf(res: FunctionResource): string {
-  return res.spec.functionId ?? derivedFunctionId(res.metadata.namespace ?? 'default', res.metadata.name);
-}
-
-export { deriveToken, type TokenPurpose } from '@fnhost/core/function-identity.ts';
+export { FUNCTION_ID_NAMESPACE, derivedFunctionId, deriveToken, functionIdOf, uuidV5, type TokenPurpose } from '@fnhost/core/function-identity.ts';
 
 /** The Service the operator makes for a function; its EndpointSlices carry this name. */
 export function serviceNameOf(functionName: string): string {
