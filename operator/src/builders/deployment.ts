@@ -83,9 +83,11 @@ export function deploymentFor(fn: FunctionResource, settings: Settings, options:
               // Probed every second: a pod scaled up from zero serves the call the
               // gateway holds as soon as the kubelet sees it ready (P5b), and one
               // local HTTP GET a second is nothing next to a runtime's idle cost.
+              // No startup probe: readiness would wait for it to pass first (up to
+              // a second more, measured), and the runtime listens within a second,
+              // far inside the liveness probe's 5 s delay and three misses.
               readinessProbe: { httpGet: { path: '/healthz', port: 'http' }, periodSeconds: 1, timeoutSeconds: 2, failureThreshold: 3 },
               livenessProbe: { tcpSocket: { port: 'http' }, initialDelaySeconds: 5, periodSeconds: 10, timeoutSeconds: 3, failureThreshold: 3 },
-              startupProbe: { tcpSocket: { port: 'http' }, periodSeconds: 1, failureThreshold: 60 },
               volumeMounts: [
                 { name: 'code', mountPath: CODE_MOUNT_PATH, readOnly: true },
                 { name: 'tmp', mountPath: '/tmp' },
