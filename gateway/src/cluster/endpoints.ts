@@ -5,6 +5,8 @@ import type { Change } from './reflector.ts';
 // ready pod's address (as Knative's activator and Fission's router do): no
 // extra hop through the Service's virtual IP, and a pod that stops being ready
 // (or starts terminating) leaves the rotation as soon as its slice says so.
+// The index also keeps each Service's *starting* pods (an address, not ready
+// yet, not terminating), which the executor probes itself while calls wait.
 
 export const SERVICE_NAME_LABEL = 'kubernetes.io/service-name';
 export const RUNTIME_PORT_NAME = 'http';
@@ -19,20 +21,46 @@ export interface EndpointSlice {
   }> | null;
 }
 
-/** `http://ip:port` of every endpoint of the slice that may take calls: ready and not terminating. */
-export function readyOrigins(slice: EndpointSlice): string[] {
+/** The runtime port of a slice (named `http`, or its only port), or undefined when it has none or no IP addresses. */
+function runtimePort(slice: EndpointSlice): number | undefined {
   const ports = slice.ports ?? [];
   const port = (ports.find((p) => p.name === RUNTIME_PORT_NAME) ?? (ports.length === 1 ? ports[0] : undefined))?.port;
-  if (port === undefined || (slice.addressType !== undefined && slice.addressType !== 'IPv4' && slice.addressType !== 'IPv6')) return [];
+  if (slice.addressType !== undefined && slice.addressType !== 'IPv4' && slice.addressType !== 'IPv6') return undefined;
+  return port;
+}
+
+type SliceEndpoint = NonNullable<EndpointSlice['endpoints']>[number];
+
+function originsWhere(slice: EndpointSlice, take: (e: SliceEndpoint) => boolean): string[] {
+  const port = runtimePort(slice);
+  if (port === undefined) return [];
   const out: string[] = [];
   for (const e of slice.endpoints ?? []) {
-    // An unset `ready` means unknown, which consumers treat as ready (the API's own advice).
-    if (e.conditions?.ready === false || e.conditions?.terminating === true) continue;
+    if (!take(e)) continue;
     const address = e.addresses[0];
     if (address === undefined) continue;
     out.push(address.includes(':') ? `http://[${address}]:${port}` : `http://${address}:${port}`);
   }
   return out;
+}
+
+/** `http://ip:port` of every endpoint of the slice that may take calls: ready and not terminating. */
+export function readyOrigins(slice: EndpointSlice): string[] {
+  // An unset `ready` means unknown, which consumers treat as ready (the API's own advice).
+  return originsWhere(slice, (e) => e.conditions?.ready !== false && e.conditions?.terminating !== true);
+}
+
+/**
+ * `http://ip:port` of every endpoint of the slice that is starting: it has an
+ * address, `ready` is explicitly false and it is not terminating. The
+ * EndpointSlice controller lists a pod, not ready, as soon as it has an IP,
+ * long before the kubelet's readiness probe passes; the gateway probes these
+ * itself while calls are held (ClusterExecutor). A pod that was ready and failed its
+ * readiness probe looks the same, which is harmless: it is only used if its
+ * /healthz answers 200 to the gateway.
+ */
+export function startingOrigins(slice: EndpointSlice): string[] {
+  return originsWhere(slice, (e) => e.conditions?.ready === false && e.conditions?.terminating !== true);
 }
 
 /** `namespace/service` of the Service a slice belongs to, or undefined. */
@@ -41,14 +69,20 @@ export function serviceKeyOf(slice: EndpointSlice): string | undefined {
   return service === undefined ? undefined : `${slice.metadata.namespace ?? ''}/${service}`;
 }
 
-/** Ready origins per Service, with round-robin picking and waiters for a Service that has none yet. */
+/**
+ * Ready and starting origins per Service, with round-robin picking, waiters
+ * for a Service that has no ready origin yet, and listeners told of every
+ * change of a Service's origins (the executor's probers follow them).
+ */
 export class EndpointIndex {
-  /** service key → slice name → origins */
-  readonly #slices = new Map<string, Map<string, string[]>>();
+  /** service key → slice name → its origins */
+  readonly #slices = new Map<string, Map<string, { ready: string[]; starting: string[] }>>();
   readonly #origins = new Map<string, string[]>();
+  readonly #starting = new Map<string, string[]>();
   readonly #next = new Map<string, number>();
   readonly #sliceService = new Map<string, string>();
   readonly #waiters = new Map<string, Set<() => void>>();
+  readonly #listeners = new Set<(service: string) => void>();
 
   apply(change: Change<EndpointSlice>): void {
     const sliceKey = change.key;
@@ -65,10 +99,10 @@ export class EndpointIndex {
       return;
     }
     this.#sliceService.set(sliceKey, service);
-    this.#set(service, sliceKey, readyOrigins(change.object));
+    this.#set(service, sliceKey, { ready: readyOrigins(change.object), starting: startingOrigins(change.object) });
   }
 
-  #set(service: string, sliceKey: string, origins: string[] | undefined): void {
+  #set(service: string, sliceKey: string, origins: { ready: string[]; starting: string[] } | undefined): void {
     let slices = this.#slices.get(service);
     if (origins === undefined) {
       slices?.delete(sliceKey);
@@ -77,22 +111,33 @@ export class EndpointIndex {
       slices.set(sliceKey, origins);
     }
     const all: string[] = [];
-    for (const list of slices?.values() ?? []) for (const o of list) if (!all.includes(o)) all.push(o);
+    for (const list of slices?.values() ?? []) for (const o of list.ready) if (!all.includes(o)) all.push(o);
+    // Ready in one slice wins over starting in another (a pod listed twice while slices are rewritten).
+    const starting: string[] = [];
+    for (const list of slices?.values() ?? []) for (const o of list.starting) if (!all.includes(o) && !starting.includes(o)) starting.push(o);
+    if (starting.length === 0) this.#starting.delete(service);
+    else this.#starting.set(service, starting);
     if (all.length === 0) {
       this.#origins.delete(service);
       if (slices !== undefined && slices.size === 0) this.#slices.delete(service);
-      return;
+    } else {
+      this.#origins.set(service, all);
+      const waiters = this.#waiters.get(service);
+      if (waiters !== undefined) {
+        this.#waiters.delete(service);
+        for (const wake of waiters) wake();
+      }
     }
-    this.#origins.set(service, all);
-    const waiters = this.#waiters.get(service);
-    if (waiters !== undefined) {
-      this.#waiters.delete(service);
-      for (const wake of waiters) wake();
-    }
+    for (const listener of this.#listeners) listener(service);
   }
 
   origins(service: string): readonly string[] {
     return this.#origins.get(service) ?? [];
+  }
+
+  /** Origins of the Service's starting pods (an address, not ready, not terminating). */
+  starting(service: string): readonly string[] {
+    return this.#starting.get(service) ?? [];
   }
 
   /** The next ready origin of the Service, round robin; undefined when it has none. */
@@ -114,5 +159,11 @@ export class EndpointIndex {
       s?.delete(wake);
       if (s !== undefined && s.size === 0) this.#waiters.delete(service);
     };
+  }
+
+  /** Calls `listener(service)` after every change of a Service's slices (ready or starting origins); returns how to stop. */
+  subscribe(listener: (service: string) => void): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
   }
 }

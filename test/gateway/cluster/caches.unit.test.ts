@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { ConflictError, FnhostError, NotFoundError, ValidationError } from '@fnhost/core';
-import { EndpointIndex, readyOrigins, type EndpointSlice } from '../../../gateway/src/cluster/endpoints.ts';
+import { EndpointIndex, readyOrigins, startingOrigins, type EndpointSlice } from '../../../gateway/src/cluster/endpoints.ts';
 import { ClusterExecutor, FunctionUnavailableError, holdBoundMs, oomKilledRecently } from '../../../gateway/src/cluster/executor.ts';
 import { FunctionCache, apiErrorFor, olderVersion } from '../../../gateway/src/cluster/functions.ts';
 import { KubeApiError } from '../../../gateway/src/cluster/kube.ts';
@@ -90,6 +90,43 @@ describe('cluster mode: EndpointSlices', () => {
     expect(readyOrigins({ ...s, addressType: 'IPv6', endpoints: [{ addresses: ['fd00::5'] }] })).to.deep.equal(['http://[fd00::5]:8080']);
     expect(readyOrigins({ ...s, addressType: 'FQDN' })).to.deep.equal([]);
     expect(readyOrigins({ ...s, ports: null })).to.deep.equal([]);
+  });
+
+  it('takes as starting the endpoints with an address, ready: false and not terminating', () => {
+    const s = slice('s1', 'fn-a', [
+      { addresses: ['10.0.0.1'], conditions: { ready: true } },
+      { addresses: ['10.0.0.2'], conditions: { ready: false } },
+      { addresses: ['10.0.0.3'], conditions: { ready: false, terminating: true } },
+      { addresses: ['10.0.0.4'], conditions: {} },
+      { addresses: [], conditions: { ready: false } },
+      { addresses: ['10.0.0.6'], conditions: { ready: false, serving: false, terminating: false } },
+    ]);
+    expect(startingOrigins(s)).to.deep.equal(['http://10.0.0.2:8080', 'http://10.0.0.6:8080']);
+    expect(startingOrigins({ ...s, addressType: 'IPv6', endpoints: [{ addresses: ['fd00::5'], conditions: { ready: false } }] })).to.deep.equal(['http://[fd00::5]:8080']);
+    expect(startingOrigins({ ...s, addressType: 'FQDN' })).to.deep.equal([]);
+    expect(startingOrigins({ ...s, ports: [] })).to.deep.equal([]);
+  });
+
+  it('keeps the starting origins per Service and tells subscribers of every change', () => {
+    const idx = new EndpointIndex();
+    const changes: string[] = [];
+    const stop = idx.subscribe((service) => changes.push(service));
+    idx.apply({ key: 'ns/s1', object: slice('s1', 'fn-a', [{ addresses: ['10.0.0.1'], conditions: { ready: false } }]) });
+    idx.apply({ key: 'ns/s2', object: slice('s2', 'fn-a', [{ addresses: ['10.0.0.2'], conditions: { ready: false } }]) });
+    expect(idx.starting('ns/fn-a')).to.deep.equal(['http://10.0.0.1:8080', 'http://10.0.0.2:8080']);
+    expect(idx.origins('ns/fn-a')).to.deep.equal([]);
+    // Ready in one slice wins over starting in another (a pod listed twice while slices are rewritten).
+    idx.apply({ key: 'ns/s3', object: slice('s3', 'fn-a', [{ addresses: ['10.0.0.1'], conditions: { ready: true } }]) });
+    expect(idx.starting('ns/fn-a')).to.deep.equal(['http://10.0.0.2:8080']);
+    expect(idx.origins('ns/fn-a')).to.deep.equal(['http://10.0.0.1:8080']);
+    idx.apply({ key: 'ns/s2', object: slice('s2', 'fn-a', [{ addresses: ['10.0.0.2'], conditions: { ready: false, terminating: true } }]) });
+    expect(idx.starting('ns/fn-a')).to.deep.equal([]);
+    idx.apply({ key: 'ns/s9', object: slice('s9', 'fn-b', [{ addresses: ['10.0.0.9'], conditions: { ready: false } }]) });
+    expect(changes).to.deep.equal(['ns/fn-a', 'ns/fn-a', 'ns/fn-a', 'ns/fn-a', 'ns/fn-b']);
+    stop();
+    idx.apply({ key: 'ns/s9', object: undefined });
+    expect(changes, 'a stopped subscriber hears nothing').to.have.length(5);
+    expect(idx.starting('ns/fn-b')).to.deep.equal([]);
   });
 
   it('merges the slices of a Service, balances round robin, follows updates and deletions, and wakes waiters', () => {
