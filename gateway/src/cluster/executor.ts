@@ -13,10 +13,44 @@ import { keyOf, serviceNameOf } from './resource.ts';
 // bounded time, while the executor asks for the function to be woken (a
 // status write the operator reacts to); they go on as soon as a pod is ready.
 // Past the bounds the caller gets 503 with a message saying which bound.
+//
+// "Ready" comes from two sources, whichever is first. The slice saying so
+// takes the kubelet's readiness probe (a period of a second) plus the
+// EndpointSlice update and the watch; measured, a pod's runtime answers
+// /healthz 200 about a second before that. So, as Knative's activator does,
+// while calls of a function are held the executor probes the function's
+// *starting* pods itself (slice endpoints with an address, ready: false, not
+// terminating): GET <pod>/healthz every PROBE_INTERVAL_MS, and the held calls
+// go to the first pod that answers 200. One prober per function, shared by all
+// its held calls, living only while at least one is held.
 
 export const DEFAULT_HOLD_MS = 30_000;
 export const DEFAULT_MAX_HELD = 1000;
 export const DEFAULT_MAX_HELD_PER_FUNCTION = 200;
+
+/** How often a starting pod of a function with held calls is probed (GET /healthz). */
+export const PROBE_INTERVAL_MS = 25;
+/** A probe without an answer after this long fails (and is aborted); the runtime answers /healthz in a millisecond. */
+export const PROBE_TIMEOUT_MS = 250;
+/** At most this many starting pods of one function are probed at a time (one probe in flight per pod). */
+export const MAX_PROBES_PER_FUNCTION = 4;
+/** At most this many probes start per PROBE_INTERVAL_MS in all: many functions waking at once take turns. */
+export const MAX_PROBES_PER_INTERVAL = 64;
+/**
+ * How long a pod that answered the gateway's probe also takes new calls of its
+ * function while its slice does not say it is ready yet (the slice normally
+ * does about a second later). Dropped earlier as soon as the function has a
+ * ready pod, or the slice drops the pod or marks it terminating.
+ */
+export const PROBED_POD_TTL_MS = 5000;
+
+/**
+ * GET `<origin>/healthz` of a runtime pod: true only on 200. The runtime
+ * answers 503 while its function module loads (`starting`) or failed to load
+ * (`error`), and a generic runtime not specialized yet answers 503 too. The
+ * executor aborts `signal` after PROBE_TIMEOUT_MS.
+ */
+export type HealthProbe = (origin: string, signal: AbortSignal) => Promise<boolean>;
 
 export class FunctionUnavailableError extends FnhostError {
   constructor(message: string) {
@@ -63,9 +97,24 @@ export interface ClusterExecutorOptions {
   lookup?: (functionId: string) => FunctionRecord | undefined;
   /** Asks for the function to be scaled up (the status feedback's wake). */
   wake: (fn: FunctionRecord) => void;
+  /** Probes a starting pod while calls are held (unset: held calls wait for the slice only). */
+  probe?: HealthProbe;
   holdMs?: number;
   maxHeld?: number;
   maxHeldPerFunction?: number;
+}
+
+/** The one prober of a Service while calls of its function are held. */
+interface Prober {
+  service: string;
+  /** Releases of the held calls: each sends its call to the origin given. */
+  held: Set<(origin: string) => void>;
+  /** origin → its probe in flight */
+  inflight: Map<string, { abort: AbortController; timer: unknown }>;
+  /** Where the next round starts among the starting origins (more than MAX_PROBES_PER_FUNCTION take turns). */
+  cursor: number;
+  /** When it last started a probe (a sequence number; 0: never): the least recent goes first. */
+  turn: number;
 }
 
 /** How long one call may be held: the setting, but never past the function's own time limit. */
@@ -77,13 +126,30 @@ export class ClusterExecutor implements Executor {
   readonly #o: ClusterExecutorOptions;
   readonly #heldPer = new Map<string, number>();
   #held = 0;
+  /** service → its prober, while calls of it are held */
+  readonly #probers = new Map<string, Prober>();
+  /** service → a pod that answered the probe, used until its slice catches up (PROBED_POD_TTL_MS at most) */
+  readonly #probed = new Map<string, { origin: string; until: number }>();
+  #tick: unknown;
+  #budget = 0;
+  #budgetResetAt = Number.NEGATIVE_INFINITY;
+  /** Counts rounds of probes, to order the probers (Prober.turn). */
+  #turns = 0;
+  #closed = false;
+  readonly #unsubscribe: () => void;
   /** Calls that had to wait for a pod, and those that gave up. */
   holds = 0;
   holdTimeouts = 0;
   holdRejections = 0;
+  /** Held calls sent on because the gateway's own probe found a pod, or because a slice said one is ready. */
+  releasedByProbe = 0;
+  releasedBySlice = 0;
+  /** Health probes started. */
+  probes = 0;
 
   constructor(options: ClusterExecutorOptions) {
     this.#o = options;
+    this.#unsubscribe = options.probe === undefined ? () => undefined : options.endpoints.subscribe((service) => this.#endpointsChanged(service));
   }
 
   get held(): number {
@@ -95,11 +161,27 @@ export class ClusterExecutor implements Executor {
     return 0;
   }
 
+  /** Services being probed now (tests, diagnostics). */
+  get probing(): number {
+    return this.#probers.size;
+  }
+
   acquire(fn: FunctionRecord): Promise<Upstream> {
     const service = keyOf(fn.namespace, serviceNameOf(fn.name));
-    const origin = this.#o.endpoints.pick(service);
+    const origin = this.#o.endpoints.pick(service) ?? this.#probedOrigin(service);
     if (origin !== undefined) return Promise.resolve({ origin });
     return this.#hold(fn, service);
+  }
+
+  /** The pod that answered the probe, while still starting in its slice and within PROBED_POD_TTL_MS. */
+  #probedOrigin(service: string): string | undefined {
+    const entry = this.#probed.get(service);
+    if (entry === undefined) return undefined;
+    if (this.#o.clock.now() >= entry.until || !this.#o.endpoints.starting(service).includes(entry.origin)) {
+      this.#probed.delete(service);
+      return undefined;
+    }
+    return entry.origin;
   }
 
   async #hold(fn: FunctionRecord, service: string): Promise<Upstream> {
@@ -118,30 +200,166 @@ export class ClusterExecutor implements Executor {
     this.#o.wake(fn);
     const bound = holdBoundMs(this.#o.holdMs ?? DEFAULT_HOLD_MS, fn.timeout_seconds);
     try {
-      const origin = await new Promise<string | undefined>((resolve) => {
+      const released = await new Promise<{ origin: string; by: 'probe' | 'slice' } | undefined>((resolve) => {
+        let done = false;
         let timer: unknown;
-        const stop = this.#o.endpoints.whenReady(service, () => {
+        let stopWaiting = (): void => undefined;
+        let leave = (): void => undefined;
+        const finish = (result: { origin: string; by: 'probe' | 'slice' } | undefined): void => {
+          if (done) return;
+          done = true;
           this.#o.clock.clearTimeout(timer);
-          resolve(this.#o.endpoints.pick(service));
+          stopWaiting();
+          leave();
+          resolve(result);
+        };
+        stopWaiting = this.#o.endpoints.whenReady(service, () => {
+          const origin = this.#o.endpoints.pick(service);
+          finish(origin === undefined ? undefined : { origin, by: 'slice' });
         });
-        timer = this.#o.clock.setTimeout(() => {
-          stop();
-          resolve(undefined);
-        }, bound);
+        timer = this.#o.clock.setTimeout(() => finish(undefined), bound);
+        if (this.#o.probe !== undefined && !this.#closed) leave = this.#join(service, (origin) => finish({ origin, by: 'probe' }));
       });
-      if (origin === undefined) {
+      if (released === undefined) {
         this.holdTimeouts++;
         throw new FunctionUnavailableError(
           `function ${fn.name} (namespace ${fn.namespace}) has no ready pod after ${Math.round(bound / 1000)} s: it is scaling up from zero or cannot start (kubectl describe function ${fn.name} -n ${fn.namespace})`,
         );
       }
-      return { origin };
+      if (released.by === 'probe') this.releasedByProbe++;
+      else this.releasedBySlice++;
+      return { origin: released.origin };
     } finally {
       this.#held--;
       const left = (this.#heldPer.get(fn.function_id) ?? 1) - 1;
       if (left === 0) this.#heldPer.delete(fn.function_id);
       else this.#heldPer.set(fn.function_id, left);
     }
+  }
+
+  // --- probing the starting pods of functions with held calls -------------
+
+  /** A held call joins its Service's prober (started by the first); returns how to leave it (the last one out stops it). */
+  #join(service: string, release: (origin: string) => void): () => void {
+    let p = this.#probers.get(service);
+    const first = p === undefined;
+    if (p === undefined) {
+      p = { service, held: new Set(), inflight: new Map(), cursor: 0, turn: 0 };
+      this.#probers.set(service, p);
+    }
+    p.held.add(release);
+    if (first) {
+      // A pod already starting (a rollout, or a call that came a moment after the wake) is probed at once.
+      this.#probeService(p);
+      this.#schedule();
+    }
+    const prober = p;
+    return () => {
+      prober.held.delete(release);
+      if (prober.held.size === 0) this.#stop(prober);
+    };
+  }
+
+  #stop(p: Prober): void {
+    if (this.#probers.get(p.service) === p) this.#probers.delete(p.service);
+    for (const [origin, probe] of p.inflight) this.#cancel(p, origin, probe);
+    if (this.#probers.size === 0 && this.#tick !== undefined) {
+      this.#o.clock.clearTimeout(this.#tick);
+      this.#tick = undefined;
+    }
+  }
+
+  #cancel(p: Prober, origin: string, probe: { abort: AbortController; timer: unknown }): void {
+    this.#o.clock.clearTimeout(probe.timer);
+    probe.abort.abort();
+    if (p.inflight.get(origin) === probe) p.inflight.delete(origin);
+  }
+
+  /** One timer for all probers: every PROBE_INTERVAL_MS while any call is held. */
+  #schedule(): void {
+    if (this.#tick !== undefined || this.#probers.size === 0) return;
+    this.#tick = this.#o.clock.setTimeout(() => {
+      this.#tick = undefined;
+      // Least recently probed first: functions left out by the budget come first next time.
+      for (const p of [...this.#probers.values()].sort((a, b) => a.turn - b.turn)) {
+        if (this.#budgetLeft() === 0) break;
+        this.#probeService(p);
+      }
+      this.#schedule();
+    }, PROBE_INTERVAL_MS);
+  }
+
+  /** Probes left in this interval (MAX_PROBES_PER_INTERVAL, renewed every PROBE_INTERVAL_MS). */
+  #budgetLeft(): number {
+    const now = this.#o.clock.now();
+    if (now >= this.#budgetResetAt) {
+      this.#budget = MAX_PROBES_PER_INTERVAL;
+      this.#budgetResetAt = now + PROBE_INTERVAL_MS;
+    }
+    return this.#budget;
+  }
+
+  /** Starts a probe of each starting pod of the Service that has none in flight, within the bounds. */
+  #probeService(p: Prober): void {
+    const starting = this.#o.endpoints.starting(p.service);
+    const n = starting.length;
+    let started = 0;
+    for (let k = 0; k < n && p.inflight.size < MAX_PROBES_PER_FUNCTION && this.#budgetLeft() > 0; k++) {
+      const origin = starting[(p.cursor + k) % n]!;
+      if (p.inflight.has(origin)) continue;
+      this.#probeOne(p, origin);
+      started++;
+    }
+    p.cursor = n === 0 ? 0 : (p.cursor + started) % n;
+    if (started > 0) p.turn = ++this.#turns;
+  }
+
+  #probeOne(p: Prober, origin: string): void {
+    this.#budget--;
+    this.probes++;
+    const probe = { abort: new AbortController(), timer: undefined as unknown };
+    p.inflight.set(origin, probe);
+    let settled = false;
+    const settle = (ok: boolean): void => {
+      if (settled) return;
+      settled = true;
+      this.#o.clock.clearTimeout(probe.timer);
+      // Cancelled meanwhile (the prober stopped, or the pod left): its answer is not used.
+      if (p.inflight.get(origin) !== probe) return;
+      p.inflight.delete(origin);
+      if (ok) this.#answered(p, origin);
+    };
+    probe.timer = this.#o.clock.setTimeout(() => {
+      probe.abort.abort();
+      settle(false);
+    }, PROBE_TIMEOUT_MS);
+    let answer: Promise<boolean>;
+    try {
+      answer = this.#o.probe!(origin, probe.abort.signal);
+    } catch {
+      answer = Promise.resolve(false);
+    }
+    answer.then((ok) => settle(ok === true), () => settle(false));
+  }
+
+  /** A starting pod answered /healthz 200: the Service's held calls go to it, and new calls until its slice catches up. */
+  #answered(p: Prober, origin: string): void {
+    if (this.#probers.get(p.service) !== p) return;
+    // Gone from the slice or terminating since the probe began: never used. (Ready meanwhile: the slice released the calls.)
+    if (!this.#o.endpoints.starting(p.service).includes(origin)) return;
+    this.#probed.set(p.service, { origin, until: this.#o.clock.now() + PROBED_POD_TTL_MS });
+    for (const release of [...p.held]) release(origin);
+  }
+
+  /** A Service's slices changed: drop what they no longer allow, and probe a newly starting pod at once. */
+  #endpointsChanged(service: string): void {
+    const starting = this.#o.endpoints.starting(service);
+    const entry = this.#probed.get(service);
+    if (entry !== undefined && (this.#o.endpoints.origins(service).length > 0 || !starting.includes(entry.origin))) this.#probed.delete(service);
+    const p = this.#probers.get(service);
+    if (p === undefined) return;
+    for (const [origin, probe] of p.inflight) if (!starting.includes(origin)) this.#cancel(p, origin, probe);
+    this.#probeService(p);
   }
 
   /**
@@ -176,5 +394,10 @@ export class ClusterExecutor implements Executor {
   /** The operator converges the pods on the Function; the gateway only watches. */
   async sync(): Promise<void> {}
 
-  async close(): Promise<void> {}
+  async close(): Promise<void> {
+    this.#closed = true;
+    this.#unsubscribe();
+    for (const p of [...this.#probers.values()]) this.#stop(p);
+    this.#probed.clear();
+  }
 }

@@ -6,6 +6,7 @@ import { systemClock } from '../scheduler/local.ts';
 import { EndpointIndex, type EndpointSlice } from './endpoints.ts';
 import { ClusterExecutor, type PodStatusView } from './executor.ts';
 import { FunctionCache, KubeFunctionStore } from './functions.ts';
+import { httpHealthProbe } from './probe.ts';
 import { KubeApiError, KubeClient, paths } from './kube.ts';
 import { Reflector } from './reflector.ts';
 import type { FunctionResource } from '@fnhost/core/function-resource.ts';
@@ -16,8 +17,9 @@ import { DerivedTokens } from './tokens.ts';
 
 // Builds the cluster-mode parts of the gateway (ClusterParts in app.ts): two
 // watches (Functions; EndpointSlices of the operator's Services), the caches
-// they feed, the pod-picking executor with its hold queue, derived tokens and
-// the status feedback. Resolves once both watches have listed, so /readyz
+// they feed, the pod-picking executor with its hold queue (and the HTTP probe
+// of starting pods it uses while calls are held), derived tokens and the
+// status feedback. Resolves once both watches have listed, so /readyz
 // turns 200 only when the gateway knows every function and its pods.
 
 /** Only the EndpointSlices of Services the operator made (the Service's labels are copied onto its slices). */
@@ -101,6 +103,7 @@ export async function startCluster(options: ClusterStartOptions): Promise<Starte
     runtimePods: async (fn) =>
       (await client.list<PodStatusView>(paths.pods(fn.namespace), { labelSelector: `fnhost.dev/function=${fn.name},fnhost.dev/role=runtime` })).items,
     wake: (fn) => feedback.wake(fn.function_id),
+    probe: httpHealthProbe,
     holdMs: settings.holdMs,
     maxHeld: settings.maxHeld,
     maxHeldPerFunction: settings.maxHeldPerFunction,
@@ -146,11 +149,17 @@ export async function startCluster(options: ClusterStartOptions): Promise<Starte
         ['fnhost_cluster_holds_total', 'counter', 'Calls that had to wait for a ready pod.', executor.holds],
         ['fnhost_cluster_hold_timeouts_total', 'counter', 'Held calls that got no pod within their bound (503).', executor.holdTimeouts],
         ['fnhost_cluster_hold_rejections_total', 'counter', 'Calls refused because too many were held (503).', executor.holdRejections],
+        ['fnhost_cluster_pod_probes_total', 'counter', 'Health probes of starting pods while calls were held.', executor.probes],
         ['fnhost_cluster_status_writes_total', 'counter', 'Function status writes (invocation feedback).', feedback.writes],
         ['fnhost_cluster_api_requests_total', 'counter', 'Kubernetes API requests (not watches).', client.requests],
         ['fnhost_cluster_api_throttled_total', 'counter', 'API requests answered 429 and retried.', client.throttled],
       ];
-      return lines.map(([name, type, help, value]) => `# HELP ${name} ${help}\n# TYPE ${name} ${type}\n${name} ${value}\n`).join('');
+      const releases =
+        '# HELP fnhost_cluster_hold_releases_total Held calls sent on to a pod, by what found it first: probe (the gateway probing a starting pod) or slice (its EndpointSlice said ready).\n' +
+        '# TYPE fnhost_cluster_hold_releases_total counter\n' +
+        `fnhost_cluster_hold_releases_total{by="probe"} ${executor.releasedByProbe}\n` +
+        `fnhost_cluster_hold_releases_total{by="slice"} ${executor.releasedBySlice}\n`;
+      return lines.map(([name, type, help, value]) => `# HELP ${name} ${help}\n# TYPE ${name} ${type}\n${name} ${value}\n`).join('') + releases;
     },
     async close(): Promise<void> {
       functionsWatch.stop();

@@ -23,8 +23,9 @@ import { isolatedHome, runCli } from '../../cli/helpers/run.ts';
 // the gateway through its watch, calls go to the addresses of EndpointSlices
 // (here a stand-in runtime on the host's bridge address, behind a slice the
 // test writes, so that no operator or pod is involved), a call for a function
-// without a ready endpoint is held, and the status feedback reaches the
-// Function. The whole platform on the cluster is test/e2e/.
+// without a ready endpoint is held (and sent on early when the gateway's own
+// /healthz probe finds a starting endpoint answering 200), and the status
+// feedback reaches the Function. The whole platform on the cluster is test/e2e/.
 
 const TOKEN = 'cluster-gateway-admin-token-0123';
 const TOKEN_KEY = 'cluster-gateway-token-key-0123456789abcdef';
@@ -43,6 +44,9 @@ describe('cluster-mode gateway (real API server)', function () {
   let stub: Server;
   let stubPort: number;
   const seen: Array<{ url: string; headers: IncomingMessage['headers'] }> = [];
+  /** What the stand-in answers to GET /healthz (a runtime answers 503 until its function module is loaded). */
+  let stubHealth = 503;
+  let healthProbes = 0;
 
   const api = async (method: string, path: string, body?: unknown) => {
     const r = await fetch(platform.url + path, {
@@ -57,16 +61,16 @@ describe('cluster-mode gateway (real API server)', function () {
     const r = await kubectl(['get', 'fn', name, '-n', ns, '-o', 'json']);
     return r.code === 0 ? JSON.parse(r.stdout) : null;
   };
-  const slice = (ns: string, fnName: string, ready: boolean) => ({
+  const slice = (ns: string, fnName: string, ready: boolean, terminating = false) => ({
     apiVersion: 'discovery.k8s.io/v1',
     kind: 'EndpointSlice',
     metadata: { name: `fn-${fnName}-test`, namespace: ns, labels: { 'kubernetes.io/service-name': `fn-${fnName}`, 'app.kubernetes.io/managed-by': 'fnhost-operator' } },
     addressType: 'IPv4',
     ports: [{ name: 'http', port: stubPort, protocol: 'TCP' }],
-    endpoints: [{ addresses: [cluster.hostIp ?? '10.244.0.1'], conditions: { ready } }],
+    endpoints: [{ addresses: [cluster.hostIp ?? '10.244.0.1'], conditions: terminating ? { ready, terminating } : { ready } }],
   });
-  const applySlice = async (ns: string, fnName: string, ready: boolean) => {
-    const r = await kubectl(['apply', '--server-side', '--field-manager=test', '-f', '-'], JSON.stringify(slice(ns, fnName, ready)));
+  const applySlice = async (ns: string, fnName: string, ready: boolean, terminating = false) => {
+    const r = await kubectl(['apply', '--server-side', '--field-manager=test', '-f', '-'], JSON.stringify(slice(ns, fnName, ready, terminating)));
     expect(r.code, r.stderr).to.equal(0);
   };
 
@@ -86,6 +90,12 @@ describe('cluster-mode gateway (real API server)', function () {
 
     // A stand-in runtime on the bridge address (what a pod's address would be).
     stub = createServer((req, res) => {
+      if (req.url === '/healthz') {
+        // The gateway's own probe of a starting pod (not a call: not in `seen`).
+        healthProbes++;
+        res.writeHead(stubHealth, { 'content-type': 'application/json' }).end(JSON.stringify({ status: stubHealth === 200 ? 'ok' : 'starting' }));
+        return;
+      }
       seen.push({ url: req.url!, headers: req.headers });
       req.resume();
       req.on('end', () => {
@@ -223,6 +233,46 @@ describe('cluster-mode gateway (real API server)', function () {
     expect((await fetch(`${platform.url}/invoke/${id}`)).status).to.equal(503);
     await applySlice(nsA, 'hello', true);
     await waitFor('the endpoint back', async () => parts.endpoints.origins(`${nsA}/fn-hello`).length === 1, 20_000, 50);
+  });
+
+  it('sends a held call to a starting endpoint (ready: false) whose /healthz answers 200, while its slice still says not ready; never to a terminating one', async () => {
+    const id = derivedFunctionId(nsA, 'hello');
+    const service = `${nsA}/fn-hello`;
+    await applySlice(nsA, 'hello', false);
+    await waitFor('the endpoint to be starting, not ready', async () => parts.endpoints.origins(service).length === 0 && parts.endpoints.starting(service).length === 1, 20_000, 50);
+    const byProbe = parts.executorImpl.releasedByProbe;
+    const bySlice = parts.executorImpl.releasedBySlice;
+    const probesBefore = healthProbes;
+    stubHealth = 200;
+    try {
+      const answer = await fetch(`${platform.url}/invoke/${id}/probed`);
+      expect(answer.status).to.equal(200);
+      expect(await answer.json()).to.deep.equal({ from: 'stub', path: '/probed' });
+      expect(healthProbes, 'the gateway probed /healthz itself').to.be.greaterThan(probesBefore);
+      expect(parts.executorImpl.releasedByProbe).to.equal(byProbe + 1);
+      expect(parts.executorImpl.releasedBySlice).to.equal(bySlice);
+      // The slice still says not ready, in the gateway's index and on the API server.
+      expect(parts.endpoints.origins(service)).to.deep.equal([]);
+      const onServer = JSON.parse((await kubectl(['get', 'endpointslice', 'fn-hello-test', '-n', nsA, '-o', 'json'])).stdout);
+      expect(onServer.endpoints[0].conditions.ready).to.equal(false);
+      const metricsText = await (await fetch(`${platform.url}/metrics`)).text();
+      expect(metricsText).to.match(/^fnhost_cluster_hold_releases_total\{by="probe"\} [1-9]/m);
+      expect(metricsText).to.match(/^fnhost_cluster_pod_probes_total [1-9]/m);
+
+      // Terminating: never probed or used, though its /healthz still answers 200.
+      await applySlice(nsA, 'hello', false, true);
+      await waitFor('the endpoint to be terminating', async () => parts.endpoints.starting(service).length === 0, 20_000, 50);
+      const probesAtTerminating = healthProbes;
+      const refused = await fetch(`${platform.url}/invoke/${id}/terminating`);
+      expect(refused.status).to.equal(503);
+      expect(((await refused.json()) as { error: string }).error).to.equal('function_unavailable');
+      expect(healthProbes, 'a terminating endpoint is not probed').to.equal(probesAtTerminating);
+      expect(seen.map((r) => r.url)).to.not.include('/terminating');
+    } finally {
+      stubHealth = 503;
+    }
+    await applySlice(nsA, 'hello', true);
+    await waitFor('the endpoint back', async () => parts.endpoints.origins(service).length === 1, 20_000, 50);
   });
 
   it('logs a call with the scheduled-trigger token as trigger schedule, refuses a wrong one, and accepts the derived runtime token on the internal API', async () => {
