@@ -1,6 +1,6 @@
 // Cluster mode on the test cluster (test/cluster/): P1 on the cluster, P5b, P6, P7.
 //
-//   node bench/cluster.ts [--seconds 6] [--rounds 2] [--functions 1000] [--cold 5] [--only p1,p7,p5b,p6]
+//   node bench/cluster.ts [--seconds 6] [--rounds 2] [--functions 1000] [--cold 5] [--only p1,p7,p1off,p5b,p6]
 //
 // Installs the chart as test/e2e does (images built with the harness's buildah,
 // MongoDB = the wire-protocol stand-in on the host behind a relay on the bridge
@@ -9,6 +9,8 @@
 //        straight to the function pod's IP (the runtime itself); throughput
 //        ratio, and the latency added at half of the gateway's max rate.
 //   P7   1,000 concurrent connections vs 100 through the gateway: errors, ratio.
+//   p1off (diagnostic) the gateway upgraded with recording off vs the same hop:
+//        how much of P1's gap is the MongoDB writes on these shared cores.
 //   P5b  the first call to a function scaled to zero for idleness
 //        (spec.scaleToZero.idleSeconds 30): the gateway holds it, its wake
 //        write makes the operator scale the Deployment up, and the call is
@@ -112,7 +114,7 @@ try {
       return (f.status?.conditions ?? []).some((c: { type: string; status: string; reason: string }) => c.type === 'Ready' && c.status === 'True' && c.reason === 'Available') ? f : null;
     }, 180_000, 500);
 
-  if (ONLY.has('p1') || ONLY.has('p7')) {
+  if (ONLY.has('p1') || ONLY.has('p7') || ONLY.has('p1off')) {
     await apply('hello', { code: HELLO, timeoutSeconds: 10 });
     await ready('hello');
     const pod = (await getJson(['get', 'pods', '-n', fnNs, '-l', 'fnhost.dev/function=hello,fnhost.dev/role=runtime'])).items[0];
@@ -179,6 +181,33 @@ s.keepAliveTimeout = 65000; s.listen(8080, '0.0.0.0');`;
       log(`| 100 | ${at100.rps.toFixed(0)} | ${at100.p50} | ${at100.p99} | ${at100.errors} |`);
       log(`| 1000 | ${at1000.rps.toFixed(0)} | ${at1000.p50} | ${at1000.p99} | ${at1000.errors} |`);
       log(`ratio 1000/100: ${(at1000.rps / at100.rps).toFixed(2)}×`);
+    }
+    if (ONLY.has('p1off')) {
+      // What recording costs here: the gateway upgraded with its bench-only switch (no records,
+      // so no MongoDB writes, which go to the Java stand-in on these same two cores), against
+      // the same hop; then upgraded back.
+      const upgrade = async (extraEnv: Array<{ name: string; value: string }>) => {
+        const r = await run(helm, ['upgrade', release, `${ROOT}charts/fnhost`, '-n', relNs, '--reuse-values', '--set-json', `gateway.extraEnv=${JSON.stringify(extraEnv)}`, '--wait', '--timeout', '5m'], { env: { KUBECONFIG: cluster.kubeconfig }, timeoutMs: 600_000 });
+        if (r.code !== 0) throw new Error(`helm upgrade: ${r.stderr}`);
+        const pod = await waitFor('one gateway pod of the new revision', async () => {
+          const pods = (await getJson(['get', 'pods', '-n', relNs, '-l', 'app.kubernetes.io/component=gateway'])).items.filter((p: any) => !p.metadata.deletionTimestamp);
+          return pods.length === 1 && pods[0].status.podIP ? pods[0] : null;
+        }, 120_000, 500);
+        const url = `http://${pod.status.podIP}:8080/invoke/${derivedFunctionId(fnNs, 'hello')}`;
+        await waitFor('the upgraded gateway to serve hello', async () => (await fetch(url)).status === 200, 60_000, 500);
+        await autocannon({ url, connections: 50, duration: 3 });
+        return url;
+      };
+      const offUrl = await upgrade([{ name: 'FNHOST_BENCH_DISABLE_RECORDING', value: '1' }]);
+      const rows: Array<{ hop: number; off: number }> = [];
+      for (let round = 1; round <= ROUNDS; round++) rows.push({ hop: (await load(hop, 50)).rps, off: (await load(offUrl, 50)).rps });
+      log('\n## P1 on the cluster with recording off (bench switch; no MongoDB writes)');
+      log('| round | undici hop pod → function | gateway pod IP, recording off | ratio |');
+      log('|---|---|---|---|');
+      rows.forEach((r, i) => log(`| ${i + 1} | ${r.hop.toFixed(0)} | ${r.off.toFixed(0)} | ${(r.off / r.hop).toFixed(2)}× |`));
+      const ratios = rows.map((r) => r.off / r.hop).sort((a, b) => a - b);
+      log(`median ratio: ${ratios[Math.floor(ratios.length / 2)]!.toFixed(2)}×`);
+      await upgrade([]);
     }
   }
 
