@@ -200,6 +200,28 @@ describe('dead gateway instances: the tracker', () => {
       expect(c.tracker.totals, 'neither is taken for dead afterwards').to.deep.equal({ lost: 2, recovered: 0, dead: 0 });
     });
 
+    it('a progress write refused because the clean end removed the instance (it was in flight) starts no new instance', async () => {
+      // The store answers the heartbeat only after the end went through, as a pool of connections may.
+      let release!: () => void;
+      const gate = new Promise<void>((resolve) => (release = resolve));
+      const slow = Object.create(stores.instances) as Stores['instances'];
+      slow.heartbeat = async (progress) => {
+        await gate;
+        return stores.instances.heartbeat(progress);
+      };
+      const a = new Gateway({ ...stores, instances: slow }, clock, 'a');
+      await a.tracker.start();
+      a.accept(5);
+      await a.flush(5);
+      const tick = a.tracker.tick();
+      await a.tracker.close();
+      expect(await stores.instances.get('a-1'), 'ended cleanly').to.equal(null);
+      release();
+      await tick;
+      expect(a.tracker.id).to.equal('a-1');
+      expect(await stores.instances.get('a-2'), 'no instance left live after the end').to.equal(null);
+    });
+
     it('a gateway taken for dead while alive goes on under a new id and gives back the records it writes after all', async () => {
       const a = new Gateway(stores, clock, 'a');
       const b = new Gateway(stores, clock, 'b');

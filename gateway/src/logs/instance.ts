@@ -265,6 +265,10 @@ export class InstanceTracker {
 
   #revive(claimedId: string): Promise<void> {
     if (claimedId !== this.#id) return this.#reviving ?? Promise.resolve();
+    // After close() nothing is written any more: a progress write that was in
+    // flight and refused because the clean end removed the instance must not
+    // register a new one (it would stay live and be claimed as dead later).
+    if (this.#closed) return this.#reviving ?? Promise.resolve();
     this.#reviving ??= (async () => {
       try {
         const claimed = await this.#store.get(claimedId);
