@@ -31,7 +31,11 @@ export interface LogStore {
    * Stores a batch (the gateway's writer batches off the request path). With
    * `progress`, the store also records the writer instance's progress in the
    * same unit of work as the batch (see InstanceStore), so that a writer
-   * killed at any point of this call leaves an exact count of what it wrote.
+   * killed at any point of this call leaves an exact count of what it wrote,
+   * and adds each record it stores to its function's execution counter
+   * (CounterStore) with the batch's counts, each record once: the writer
+   * then adds only what it never stores (dropped records). A writer resends a
+   * failed batch unchanged (the same records with the same progress).
    */
   insert(records: StoredLog[], progress?: WriterProgress): Promise<InsertResult>;
   /**
@@ -126,6 +130,9 @@ export interface InstanceStore {
    * Claims every live instance but `claimer` whose heartbeat is older than
    * `now - deadAfterMs` and returns them as claimed, with what was counted.
    * A batch the dead writer had in flight counts by what of it is stored.
+   * Where a batch's counts are written apart from its records (MongoDB), the
+   * claim also finishes the batches the dead writer left half done: their
+   * stored records get their counts and executions, each once.
    */
   claimStale(claimer: string, deadAfterMs: number, now: number): Promise<InstanceState[]>;
   get(id: string): Promise<InstanceState | null>;
@@ -135,7 +142,11 @@ export interface InstanceStore {
   lossTotals(): Promise<{ lost: number; recovered: number; dead: number }>;
 }
 
-/** Total executions ever; never derived from the log count, never lowered by retention. */
+/**
+ * Total executions ever; never derived from the log count, never lowered by
+ * retention. A gateway's executions reach it through LogStore.insert with
+ * progress (the stored ones) and through add (those whose record was dropped).
+ */
 export interface CounterStore {
   /** Adds to several functions' counters at once (the writer batches these too). */
   add(increments: ReadonlyMap<string, number>): Promise<void>;

@@ -166,6 +166,54 @@ describe('gateway log writer', () => {
     expect(writer.owed).to.equal(4);
   });
 
+  it('resends a failed batch unchanged, records and progress, even when more arrived meanwhile', async () => {
+    const tracker = new FakeTracker();
+    const { timers, logs, writer } = make({ batchSize: 10, tracker });
+    writer.record(log(), { type: 'none' });
+    writer.record(log(), { type: 'none' });
+    logs.failNext = 1;
+    await timers.advance(50);
+    expect(writer.failures).to.equal(1);
+    for (let i = 0; i < 3; i++) writer.record(log(), { type: 'none' });
+    await timers.advance(50);
+    expect(logs.batches.map((b) => b.length), 'the two again, then the three').to.deep.equal([2, 3]);
+    expect(logs.progress.map((p) => p && p.written)).to.deep.equal([2, 2, 5]);
+  });
+
+  it('with a tracker, leaves the executions of the records it stores to the store (counted with their batch) and adds only the dropped ones', async () => {
+    const tracker = new FakeTracker();
+    const { timers, logs, counters, writer } = make({ batchSize: 100, maxQueue: 2, fullWaitMs: 100, tracker });
+    let release!: () => void;
+    logs.gate = new Promise((r) => (release = r));
+    writer.record(log(), { type: 'none' });
+    writer.record(log('f2'), { type: 'none' });
+    expect([writer.pendingCount('f1'), writer.pendingCount('f2')], 'queued: not in the store yet').to.deep.equal([1, 1]);
+    const third = writer.record(log(), { type: 'none' });
+    await timers.advance(200);
+    await third;
+    expect(writer.dropped).to.equal(1);
+    release();
+    await writer.close();
+    expect(logs.batches.flat()).to.have.length(2);
+    expect(Object.fromEntries(counters.totals), 'the dropped one only').to.deep.equal({ f1: 1 });
+    expect([writer.pendingCount('f1'), writer.pendingCount('f2')]).to.deep.equal([0, 0]);
+  });
+
+  it('with a tracker, a failed batch stays in pendingCount until it is stored', async () => {
+    const tracker = new FakeTracker();
+    const { timers, logs, counters, writer } = make({ batchSize: 10, tracker });
+    logs.failNext = 1;
+    writer.record(log(), { type: 'none' });
+    writer.record(log(), { type: 'none' });
+    await timers.advance(50);
+    expect(writer.failures).to.equal(1);
+    expect(writer.pendingCount('f1')).to.equal(2);
+    await timers.advance(50);
+    expect(logs.batches.flat()).to.have.length(2);
+    expect(writer.pendingCount('f1')).to.equal(0);
+    expect(counters.totals.size).to.equal(0);
+  });
+
   it('sends no progress without a tracker', async () => {
     const { timers, logs, writer } = make();
     writer.record(log(), { type: 'none' });

@@ -14,6 +14,11 @@ import type { Logger } from '../log.ts';
 // executions running whose record is to come; `written` once the batch is
 // stored), which the store records with the batch: what a SIGKILL takes with
 // the queue and the running executions is then counted by another gateway.
+// Such a batch also counts its records' executions in the store, with the
+// batch (LogStore.insert), so total executions never miss a stored record even
+// when the gateway is killed mid-batch; the writer adds only the executions
+// of records it drops. A failed batch is resent unchanged (same records, same
+// progress), which is what lets the store apply a batch's counts once.
 
 export interface WriterTimers {
   setTimeout(fn: () => void, ms: number): unknown;
@@ -65,7 +70,12 @@ export class LogWriter {
   readonly #logger: Logger | undefined;
   readonly #tracker: ProgressTracker | undefined;
   #queue: StoredLog[] = [];
+  /** Executions to add through the CounterStore: dropped records, and queued ones when there is no tracker. */
   #increments = new Map<string, number>();
+  /** With a tracker: queued records per function, whose executions the store counts with their batch. */
+  #queuedBy = new Map<string, number>();
+  /** The size of a batch that failed: the next attempt sends exactly those records again. */
+  #resend: number | undefined;
   #timer: unknown = undefined;
   #flushing: Promise<void> | undefined;
   #spaceWaiters: Array<() => void> = [];
@@ -94,9 +104,9 @@ export class LogWriter {
     return this.#queue.length;
   }
 
-  /** Increments not yet stored, so total_executions is exact before a flush. */
+  /** Executions not yet counted in the store, so total_executions is exact before a flush. */
   pendingCount(functionId: string): number {
-    return this.#increments.get(functionId) ?? 0;
+    return (this.#increments.get(functionId) ?? 0) + (this.#queuedBy.get(functionId) ?? 0);
   }
 
   /** An execution began whose record() will come: counted in `owed` from now on. */
@@ -153,7 +163,7 @@ export class LogWriter {
       this.dropped++;
       this.#logger?.error('execution log dropped: the log queue stayed full', { function_id: stored.function_id, log_id: stored.id });
       // The execution still happened: count it even when its record is lost.
-      this.#increments.set(stored.function_id, (this.#increments.get(stored.function_id) ?? 0) + 1);
+      add(this.#increments, stored.function_id, 1);
       return;
     }
     this.#enqueue(stored);
@@ -162,7 +172,7 @@ export class LogWriter {
   #enqueue(stored: StoredLog): void {
     this.#queue.push(stored);
     this.accepted++;
-    this.#increments.set(stored.function_id, (this.#increments.get(stored.function_id) ?? 0) + 1);
+    add(this.#tracker === undefined ? this.#increments : this.#queuedBy, stored.function_id, 1);
     this.#kick(this.#queue.length >= this.#batchSize ? 0 : this.#intervalMs);
   }
 
@@ -194,9 +204,13 @@ export class LogWriter {
 
   async #drain(): Promise<void> {
     while (this.#queue.length > 0 || this.#increments.size > 0) {
-      const batch = this.#queue.slice(0, this.#batchSize);
+      const batch = this.#queue.slice(0, this.#resend ?? this.#batchSize);
       const increments = this.#increments;
       this.#increments = new Map();
+      // With a tracker the store counts these executions with the batch: taken
+      // out of pendingCount while it is sent (as the increments are), put back on failure.
+      const executions = this.#tracker === undefined ? null : countByFunction(batch);
+      if (executions !== null) for (const [id, n] of executions) add(this.#queuedBy, id, -n);
       try {
         if (batch.length > 0) {
           // Built just before sending, so `accepted` is as fresh as it can be.
@@ -204,11 +218,14 @@ export class LogWriter {
           const result = await this.#logs.insert(batch, progress);
           this.#queue.splice(0, batch.length);
           this.written += batch.length;
+          this.#resend = undefined;
           if (progress !== undefined) this.#tracker!.stored(result, progress);
         }
       } catch (err) {
         this.failures++;
+        this.#resend = batch.length;
         this.#mergeBack(increments);
+        if (executions !== null) for (const [id, n] of executions) add(this.#queuedBy, id, n);
         this.#logger?.error('writing execution logs failed; will retry', { error: (err as Error).message, records: batch.length });
         return;
       }
@@ -228,7 +245,7 @@ export class LogWriter {
   }
 
   #mergeBack(increments: Map<string, number>): void {
-    for (const [id, n] of increments) this.#increments.set(id, (this.#increments.get(id) ?? 0) + n);
+    for (const [id, n] of increments) add(this.#increments, id, n);
   }
 
   /** Flushes until empty (retrying a failing store up to `attempts` times). */
@@ -244,4 +261,17 @@ export class LogWriter {
       this.#logger?.error('execution logs lost at shutdown: the store kept failing', { records: this.#queue.length });
     }
   }
+}
+
+/** Adds n to a per-function count, dropping it at 0. */
+function add(counts: Map<string, number>, functionId: string, n: number): void {
+  const next = (counts.get(functionId) ?? 0) + n;
+  if (next === 0) counts.delete(functionId);
+  else counts.set(functionId, next);
+}
+
+function countByFunction(batch: readonly StoredLog[]): Map<string, number> {
+  const counts = new Map<string, number>();
+  for (const record of batch) add(counts, record.function_id, 1);
+  return counts;
 }

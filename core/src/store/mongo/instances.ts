@@ -2,7 +2,7 @@ import { MongoServerError, type Collection, type Db } from 'mongodb';
 import { isStale, judgeDead, openNotes } from '../../instances.ts';
 import type { InstanceInfo, InstanceState, InstanceStore, WriterProgress } from '../../stores.ts';
 import type { MongoContext } from './context.ts';
-import type { PendingDoc } from './logs.ts';
+import { LogCounts, type PendingDoc } from './counts.ts';
 
 // Gateway instances and what dead ones lost (`gateway_instances`; the seam is
 // described in core/src/stores.ts, the guarantee in docs/mongodb.md).
@@ -16,6 +16,15 @@ import type { PendingDoc } from './logs.ts';
 // is exactly what it stored. A claim is one conditional update on the values
 // it judged, so two gateways never both claim an instance, and an instance
 // that wrote meanwhile is not claimed.
+//
+// A writer killed between storing a batch's records and applying their
+// counts leaves the counts short of the records. The claimer finishes the
+// dead writer's notes right after the claim (LogCounts.settleNotes: the
+// counts of exactly the stored records each note names, keyed so that no
+// count document takes a batch twice, then the note goes), and every scan
+// finishes the notes of any writer that is no longer live and wrote none for
+// the bound (a claimer that died half way, a shutdown that could not write
+// everything).
 
 export interface InstanceDoc {
   _id: string;
@@ -59,12 +68,14 @@ export class MongoInstanceStore implements InstanceStore {
   readonly #instances: Collection<InstanceDoc>;
   readonly #pending: Collection<PendingDoc>;
   readonly #logs: Collection<{ _id: string }>;
+  readonly #counts: LogCounts;
 
   constructor(db: Db, ctx: MongoContext) {
     this.#ctx = ctx;
     this.#instances = db.collection<InstanceDoc>('gateway_instances');
     this.#pending = db.collection<PendingDoc>('log_pending');
     this.#logs = db.collection<{ _id: string }>('logs');
+    this.#counts = new LogCounts(db, ctx);
   }
 
   async register(info: InstanceInfo, now: number): Promise<void> {
@@ -85,8 +96,22 @@ export class MongoInstanceStore implements InstanceStore {
 
   async end(progress: WriterProgress, now: number): Promise<boolean> {
     const lost = Math.max(0, progress.accepted - progress.written);
+    if (lost === 0) {
+      // Every batch was stored and counted: a note left (its removal failed) is done, and
+      // then the marks of this writer on the totals and counters are never consulted again.
+      const removed = await this.#ctx.run('instance end', true, async () => (await this.#instances.deleteOne({ _id: progress.instance, ...live })).deletedCount === 1);
+      if (removed) {
+        try {
+          await this.#ctx.run('instance end', true, () => this.#pending.deleteMany({ owner: progress.instance }));
+          await this.#counts.forget(progress.instance);
+        } catch (err) {
+          // The end stands. A note left is finished by a scan later (its marks say it is counted).
+          this.#ctx.retry.log(`fnhost store: MongoDB cleaning up after a clean end failed (${(err as Error).message})`);
+        }
+      }
+      return removed;
+    }
     return this.#ctx.run('instance end', true, async () => {
-      if (lost === 0) return (await this.#instances.deleteOne({ _id: progress.instance, ...live })).deletedCount === 1;
       const result = await this.#instances.updateOne({ _id: progress.instance, ...live }, {
         $set: { endedAt: new Date(now), how: 'shutdown', by: null, lost, recovered: 0, accepted: progress.accepted, written: progress.written, heartbeatAt: new Date(progress.at) },
       });
@@ -120,7 +145,34 @@ export class MongoInstanceStore implements InstanceStore {
       const doc = result ?? (await this.#instances.findOne({ _id: candidate._id, by: claimer, endedAt: new Date(now) }));
       if (doc) claimed.push(toState(doc));
     }
+    try {
+      await this.#settleNotes(new Set(claimed.map((c) => c.id)), deadAfterMs, now);
+    } catch (err) {
+      // The claims stand; the next scan (this gateway's or another's) finishes the notes.
+      this.#ctx.retry.log(`fnhost store: MongoDB finishing dead writers' batch notes failed (${(err as Error).message}); the next scan retries`);
+    }
     return claimed;
+  }
+
+  /**
+   * Finishes the notes of writers that are not live: those claimed just now,
+   * and any other whose notes are all older than the bound (so a later scan
+   * never finishes the batch in flight of a gateway taken for dead while
+   * alive that still writes under its old id).
+   */
+  async #settleNotes(claimedNow: ReadonlySet<string>, deadAfterMs: number, now: number): Promise<void> {
+    const owners = (await this.#ctx.run('instance notes', true, () => this.#pending.distinct('owner', { owner: { $exists: true } })))
+      .filter((o): o is string => typeof o === 'string');
+    if (owners.length === 0) return;
+    const liveOwners = new Set((await this.#ctx.run('instance notes', true, () => this.#instances
+      .find({ _id: { $in: owners }, ...live }, { projection: { _id: 1 } })
+      .toArray())).map((d) => d._id));
+    for (const owner of owners) {
+      if (liveOwners.has(owner)) continue;
+      const notes = await this.#ctx.run('instance notes', true, () => this.#pending.find({ owner }).toArray());
+      if (!claimedNow.has(owner) && notes.some((n) => (n.at ?? 0) > now - deadAfterMs)) continue;
+      await this.#counts.settleNotes(notes);
+    }
   }
 
   async get(id: string): Promise<InstanceState | null> {

@@ -3,6 +3,7 @@ import type { ExecutionLog, LogPage, LogQuery, RetentionPolicy, StatusFilter, Tr
 import { isError, isSuccess, paginate } from '../../status.ts';
 import type { InsertResult, LogStore, StoredLog, WriterProgress } from '../../stores.ts';
 import type { MongoContext } from './context.ts';
+import { allDuplicates, LogCounts, writeErrorIndexes, type BucketDoc, type PendingDoc, type StatusClass, type TotalsDoc } from './counts.ts';
 import { recordProgress, type InstanceDoc } from './instances.ts';
 
 // Execution logs in one collection for every function.
@@ -32,13 +33,10 @@ import { recordProgress, type InstanceDoc } from './instances.ts';
 const MINUTE = 60_000;
 const HOUR = 3_600_000;
 const DAY = 86_400_000;
-const SPANS = [MINUTE, HOUR, DAY] as const;
 /** Pages starting this far from both ends are found through the buckets instead of skipping. */
 export const DEFAULT_SEEK_FROM = 1_000;
 /** Records deleted per round trip in applyRetention. */
 const DELETE_CHUNK = 5_000;
-
-type StatusClass = 's' | 'e' | 'o';
 
 export interface LogDoc {
   _id: string;
@@ -55,38 +53,7 @@ export interface LogDoc {
   expireAt?: Date;
 }
 
-/** A batch whose records are (being) stored but whose counts are not applied yet (see insert). */
-export interface PendingDoc {
-  _id: string;
-  ids: string[];
-  /** With a writer's progress: the writer instance, and its progress once this batch is stored (see instances.ts). */
-  owner?: string;
-  upTo?: number;
-  accepted?: number;
-  at?: number;
-}
-
-interface BucketDoc {
-  _id: string;
-  function_id: string;
-  /** The bucket's length: MINUTE, HOUR or DAY (ms). */
-  span: number;
-  /** Its first millisecond, a multiple of span. */
-  start: number;
-  all: number;
-  s: number;
-  e: number;
-  expireAt?: Date;
-}
-
-interface TotalsDoc {
-  _id: string;
-  all: number;
-  s: number;
-  e: number;
-  /** The time retention (ms) whose expireAt the stored records carry; null or absent: none. */
-  keepMs?: number | null;
-}
+export type { PendingDoc } from './counts.ts';
 
 interface SequenceDoc {
   _id: string;
@@ -103,10 +70,6 @@ export function minuteOf(ms: number): number {
 
 function countField(status: StatusFilter): 'all' | 's' | 'e' {
   return status === 'success' ? 's' : status === 'error' ? 'e' : 'all';
-}
-
-function bucketId(functionId: string, span: number, start: number): string {
-  return `${functionId}|${span}|${start}`;
 }
 
 /**
@@ -135,6 +98,25 @@ export function planPage(total: number, limit: number, page: number): { skip: nu
   const take = Math.min(limit, total - offset);
   if (offset > total - offset - take) return { skip: total - offset - take, take, reverse: true };
   return { skip: offset, take, reverse: false };
+}
+
+/** A record as stored, `seq` its place in the global insertion order. */
+export function toLogDoc(record: StoredLog, seq: number): LogDoc {
+  const ms = Date.parse(record.executed_at);
+  const doc: LogDoc = {
+    _id: record.id,
+    function_id: record.function_id,
+    executed_at: new Date(ms),
+    minute: minuteOf(ms),
+    seq,
+    cls: statusClass(record.status_code),
+    status_code: record.status_code,
+    execution_time_ms: record.execution_time_ms,
+    error_message: record.error_message,
+    trigger: record.trigger,
+  };
+  if (record.expires_at !== null) doc.expireAt = new Date(record.expires_at);
+  return doc;
 }
 
 export function toLog(doc: LogDoc): ExecutionLog {
@@ -173,6 +155,7 @@ export class MongoLogStore implements LogStore {
   readonly #sequences: Collection<SequenceDoc>;
   readonly #pending: Collection<PendingDoc>;
   readonly #instances: Collection<InstanceDoc>;
+  readonly #counts: LogCounts;
   readonly #seekFrom: number;
 
   constructor(db: Db, ctx: MongoContext, options: { seekFrom?: number } = {}) {
@@ -184,6 +167,7 @@ export class MongoLogStore implements LogStore {
     this.#sequences = db.collection<SequenceDoc>('sequences');
     this.#pending = db.collection<PendingDoc>('log_pending');
     this.#instances = db.collection<InstanceDoc>('gateway_instances');
+    this.#counts = new LogCounts(db, ctx);
   }
 
   async insert(records: StoredLog[], progress?: WriterProgress): Promise<InsertResult> {
@@ -194,23 +178,7 @@ export class MongoLogStore implements LogStore {
       return doc!.v;
     });
     const first = last - records.length + 1;
-    const docs = records.map((record, i): LogDoc => {
-      const ms = Date.parse(record.executed_at);
-      const doc: LogDoc = {
-        _id: record.id,
-        function_id: record.function_id,
-        executed_at: new Date(ms),
-        minute: minuteOf(ms),
-        seq: first + i,
-        cls: statusClass(record.status_code),
-        status_code: record.status_code,
-        execution_time_ms: record.execution_time_ms,
-        error_message: record.error_message,
-        trigger: record.trigger,
-      };
-      if (record.expires_at !== null) doc.expireAt = new Date(record.expires_at);
-      return doc;
-    });
+    const docs = records.map((record, i) => toLogDoc(record, first + i));
 
     // Records and counts are separate writes (no transactions needed), so a
     // batch sent again after a failure must count each record exactly once.
@@ -223,10 +191,14 @@ export class MongoLogStore implements LogStore {
     // its progress once the batch is stored, and the instance's own progress
     // is raised past it before the note goes: a writer killed anywhere in
     // here leaves either the note (whose stored records a claim counts) or
-    // the raised progress, never neither (docs/mongodb.md).
+    // the raised progress, never neither (docs/mongodb.md). Such a batch also
+    // adds its records to the execution counters, and its counts are keyed
+    // by (writer, upTo) (counts.ts): a resend, or a claimer finishing the
+    // note of a writer killed before its counts were applied
+    // (LogCounts.settleNotes), changes each count document once.
     const ids = docs.map((d) => d._id);
     const pendingId = `batch_${first}`;
-    const note: Omit<PendingDoc, '_id'> = progress === undefined ? { ids } : { ids, owner: progress.instance, upTo: progress.written, accepted: progress.accepted, at: progress.at };
+    const note: Omit<PendingDoc, '_id'> = progress === undefined ? { ids } : { ids, owner: progress.instance, upTo: progress.written, accepted: progress.accepted, at: progress.at, exec: true };
     await this.#ctx.run('log insert', true, () => this.#pending.replaceOne({ _id: pendingId }, note, { upsert: true }));
     let toCount: LogDoc[] = docs;
     await this.#ctx.run('log insert', true, async () => {
@@ -244,7 +216,7 @@ export class MongoLogStore implements LogStore {
         toCount = docs.filter((d, i) => !duplicates.has(i) || noted.has(d._id));
       }
     });
-    await this.#addCounts(toCount, 1);
+    await this.#counts.apply(toCount, 1, progress === undefined ? {} : { key: { writer: progress.instance, upTo: progress.written }, executions: true });
     if (progress === undefined) {
       await this.#ctx.run('log insert', true, () => this.#pending.deleteMany({ ids: { $in: ids } }));
       return;
@@ -264,57 +236,20 @@ export class MongoLogStore implements LogStore {
     return { instanceLive };
   }
 
-  /** Adds (sign 1) or removes (sign -1) documents from the bucket and total counts. */
-  async #addCounts(docs: Pick<LogDoc, 'function_id' | 'minute' | 'cls' | 'expireAt'>[], sign: 1 | -1): Promise<void> {
-    if (docs.length === 0) return;
-    const buckets = new Map<string, { function_id: string; span: number; start: number; all: number; s: number; e: number; expireAt: number | null }>();
-    const totals = new Map<string, { all: number; s: number; e: number }>();
-    for (const doc of docs) {
-      let total = totals.get(doc.function_id);
-      if (!total) totals.set(doc.function_id, total = { all: 0, s: 0, e: 0 });
-      total.all += sign;
-      if (doc.cls !== 'o') total[doc.cls] += sign;
-      for (const span of SPANS) {
-        const start = Math.floor(doc.minute / span) * span;
-        const id = bucketId(doc.function_id, span, start);
-        let bucket = buckets.get(id);
-        if (!bucket) buckets.set(id, bucket = { function_id: doc.function_id, span, start, all: 0, s: 0, e: 0, expireAt: null });
-        bucket.all += sign;
-        if (doc.cls !== 'o') bucket[doc.cls] += sign;
-        // A bucket outlives its records by its span: it is only counted while
-        // its start is inside the window, i.e. before now passes end + days.
-        if (doc.expireAt) bucket.expireAt = Math.max(bucket.expireAt ?? 0, doc.expireAt.getTime() + span);
-      }
-    }
-    const bucketOps: AnyBulkWriteOperation<BucketDoc>[] = [...buckets].map(([id, b]) => ({
-      updateOne: {
-        filter: { _id: id },
-        update: {
-          $inc: { all: b.all, s: b.s, e: b.e },
-          $setOnInsert: { function_id: b.function_id, span: b.span, start: b.start },
-          ...(sign === 1 && b.expireAt !== null ? { $max: { expireAt: new Date(b.expireAt) } } : {}),
-        },
-        upsert: sign === 1,
-      },
-    }));
-    const totalOps: AnyBulkWriteOperation<TotalsDoc>[] = [...totals].map(([id, t]) => ({
-      updateOne: { filter: { _id: id }, update: { $inc: { all: t.all, s: t.s, e: t.e } }, upsert: sign === 1 },
-    }));
-    // $inc is not idempotent: retried only when it never reached a server.
-    await this.#ctx.run('log counts', false, async () => {
-      await this.#buckets.bulkWrite(bucketOps, { ordered: false });
-      await this.#totals.bulkWrite(totalOps, { ordered: false });
-    });
-  }
-
   async #totalsOf(functionId: string): Promise<TotalsDoc> {
     const doc = await this.#ctx.run('log totals', true, () => this.#totals.findOne({ _id: functionId }));
     return doc ?? { _id: functionId, all: 0, s: 0, e: 0 };
   }
 
-  /** The `n`-th newest record (1-based) of a function with `total` records, read from the nearer end. */
-  async #nth(functionId: string, n: number, total: number): Promise<Cut | null> {
-    const fromNewest = n <= total / 2;
+  /**
+   * The `n`-th newest record (1-based) of a function with `total` records,
+   * read from the nearer end; with `fromNewestOnly`, always from the newest end,
+   * so that a `total` short of the stored records (a killed writer's batch
+   * whose counts a claimer has not finished yet) can only give an older cut,
+   * never a newer one.
+   */
+  async #nth(functionId: string, n: number, total: number, fromNewestOnly = false): Promise<Cut | null> {
+    const fromNewest = fromNewestOnly || n <= total / 2;
     const skip = fromNewest ? n - 1 : total - n;
     // Far from both ends: start from the buckets, as deep pages do.
     const seek = skip >= this.#seekFrom ? await this.#seek(functionId, 'all', n - 1) : null;
@@ -457,7 +392,8 @@ export class MongoLogStore implements LogStore {
     });
     if (retention.type === 'none') return 0;
     if (totals.all <= retention.count) return 0;
-    const cut = await this.#nth(functionId, retention.count, totals.all);
+    // A sweep deletes: its cut is read from the newest end (see #nth).
+    const cut = await this.#nth(functionId, retention.count, totals.all, true);
     if (!cut) return 0;
     return this.#deleteWhere(functionId, before(cut));
   }
@@ -491,12 +427,20 @@ export class MongoLogStore implements LogStore {
     });
   }
 
-  /** Deletes a function's records matching `where`, in chunks, taking them off the counts. */
+  /**
+   * Deletes a function's records matching `where`, in chunks, taking them off
+   * the counts. Records a batch note names are left for a later sweep: their
+   * counts may not be applied yet (a batch in flight, or one a killed writer
+   * left until a claimer finishes it), and taking off counts never added
+   * would leave totalCount short of what the listing shows.
+   */
   async #deleteWhere(functionId: string, where: Filter<LogDoc>): Promise<number> {
+    const noted = await this.#ctx.run('log sweep', true, async () => (await this.#pending.find({}, { projection: { ids: 1 } }).toArray()).flatMap((n) => n.ids));
+    const unnoted: Filter<LogDoc> = noted.length === 0 ? {} : { _id: { $nin: noted } };
     let deleted = 0;
     for (;;) {
       const chunk = await this.#ctx.run('log sweep', true, () => this.#logs
-        .find({ function_id: functionId, ...where }, { projection: { function_id: 1, minute: 1, cls: 1 } })
+        .find({ function_id: functionId, ...where, ...unnoted }, { projection: { function_id: 1, minute: 1, cls: 1 } })
         .limit(DELETE_CHUNK)
         .toArray());
       if (chunk.length === 0) break;
@@ -504,7 +448,7 @@ export class MongoLogStore implements LogStore {
       deleted += result.deletedCount;
       // Taken off the counts as found; a record the TTL monitor removed between
       // the find and the delete was outside every read filter already.
-      await this.#addCounts(chunk, -1);
+      await this.#counts.apply(chunk, -1);
       if (chunk.length < DELETE_CHUNK) break;
       await new Promise((resolve) => setImmediate(resolve));
     }
@@ -522,16 +466,6 @@ export class MongoLogStore implements LogStore {
       return result.deletedCount;
     });
   }
-}
-
-function writeErrorIndexes(err: MongoBulkWriteError): number[] {
-  const errors = Array.isArray(err.writeErrors) ? err.writeErrors : [err.writeErrors];
-  return errors.map((e) => e.index);
-}
-
-function allDuplicates(err: MongoBulkWriteError): boolean {
-  const errors = Array.isArray(err.writeErrors) ? err.writeErrors : [err.writeErrors];
-  return errors.length > 0 && errors.every((e) => e.code === 11000);
 }
 
 /** Index specs, created at start (createIndexes is idempotent for equal specs). */

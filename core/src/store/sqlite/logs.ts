@@ -5,6 +5,7 @@ import { isError, isSuccess, paginate } from '../../status.ts';
 import type { InsertResult, LogStore, StoredLog, WriterProgress } from '../../stores.ts';
 import type { SqliteDb } from './db.ts';
 import { recordProgressSync } from './instances.ts';
+import { addExecutionsSync } from './records.ts';
 
 // Execution logs on SQLite. How listings stay fast at a million records of one
 // function (performance target P3), with no COUNT over the function's records
@@ -176,8 +177,14 @@ export class SqliteLogStore implements LogStore {
           insert.run(keys.get(r.function_id)!, ms, cls, r.id, r.status_code, Math.round(r.execution_time_ms), r.error_message, r.trigger);
         }
         for (const [functionId, delta] of deltas) this.applyDelta(keys.get(functionId)!, delta);
-        // The writer's progress commits with its batch: what a killed gateway wrote is exactly known.
-        return progress === undefined ? undefined : { instanceLive: recordProgressSync(this.db, progress) };
+        if (progress === undefined) return undefined;
+        // A writer's batch: its executions are counted with it, and its progress
+        // commits with it, so what a killed gateway wrote is exactly known and
+        // every stored record is in its function's counts and counter.
+        const executions = new Map<string, number>();
+        for (const { r } of rows) executions.set(r.function_id, (executions.get(r.function_id) ?? 0) + 1);
+        addExecutionsSync(this.db, executions);
+        return { instanceLive: recordProgressSync(this.db, progress) };
       });
     });
   }

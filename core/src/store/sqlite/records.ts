@@ -63,6 +63,14 @@ function parseRecord(row: { record: string } | undefined): FunctionRecord | null
   return row === undefined ? null : (JSON.parse(row.record) as FunctionRecord);
 }
 
+/** Adds to execution counters inside the caller's transaction (CounterStore.add, and a writer's batch in SqliteLogStore.insert). */
+export function addExecutionsSync(db: SqliteDb, increments: ReadonlyMap<string, number>): void {
+  const upsert = db.stmt(
+    'INSERT INTO execution_counters (function_id, total) VALUES (?, ?) ON CONFLICT (function_id) DO UPDATE SET total = total + excluded.total',
+  );
+  for (const [functionId, n] of increments) if (n !== 0) upsert.run(functionId, n);
+}
+
 export class SqliteCounterStore implements CounterStore {
   private readonly db: SqliteDb;
 
@@ -73,12 +81,7 @@ export class SqliteCounterStore implements CounterStore {
   add(increments: ReadonlyMap<string, number>): Promise<void> {
     return this.db.guard('counter add', () => {
       if (increments.size === 0) return;
-      const upsert = this.db.stmt(
-        'INSERT INTO execution_counters (function_id, total) VALUES (?, ?) ON CONFLICT (function_id) DO UPDATE SET total = total + excluded.total',
-      );
-      this.db.transaction(() => {
-        for (const [functionId, n] of increments) if (n !== 0) upsert.run(functionId, n);
-      });
+      this.db.transaction(() => addExecutionsSync(this.db, increments));
     });
   }
 
