@@ -19,7 +19,8 @@ import type { Logger } from './log.ts';
 import { InstanceTracker } from './logs/instance.ts';
 import { LogWriter } from './logs/writer.ts';
 import { Metrics } from './metrics.ts';
-import { LocalScheduler, systemClock, type Clock } from './scheduler/local.ts';
+import type { Clock } from '@fnhost/core/clock.ts';
+import { LocalScheduler, systemClock } from './scheduler/local.ts';
 
 // Assembles one gateway: stores, the function cache, the local executor, the
 // scheduler, the log writer, the Koa app (management API, internal API,

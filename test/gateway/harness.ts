@@ -7,6 +7,7 @@ import { loadConfig } from '../../gateway/src/config.ts';
 import { startPlatform, type Platform } from '../../gateway/src/app.ts';
 import { silentLogger } from '../../gateway/src/log.ts';
 import type { Clock } from '@fnhost/core/clock.ts';
+import { pollUntil } from '../helpers/wait.ts';
 
 // An in-process gateway on port 0 with a real SQLite file and real runtime
 // processes; used where a test must reach inside (a test clock, a runtime's
@@ -79,20 +80,9 @@ export async function startHarness(options: { clock?: Clock; env?: Record<string
   };
 }
 
-/** Polls until check() returns a truthy value or the deadline passes. */
-export async function waitFor<T>(check: () => Promise<T> | T, what: string, timeoutMs = 20_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const value = await check();
-      if (value) return value;
-    } catch (err) {
-      last = err;
-    }
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${last ? `: ${(last as Error).message}` : ''}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
+/** Polls until check() returns a truthy value or the deadline passes (the shared pollUntil, every 25 ms). */
+export function waitFor<T>(check: () => Promise<T> | T, what: string, timeoutMs = 20_000): Promise<T> {
+  return pollUntil(what, async () => check(), timeoutMs, 25);
 }
 
 export function isAlive(pid: number): boolean {

@@ -10,8 +10,7 @@ import type { Logger } from '../log.ts';
 // not skipped: runs may overlap, as with an HTTP call.
 
 // The clock contract is core's (core/src/clock.ts), shared with the operator;
-// app.ts takes it from here with this systemClock (whose timers are not unref'd).
-export type { Clock };
+// this systemClock's timers are not unref'd.
 
 export const systemClock: Clock = {
   now: () => Date.now(),
