@@ -87,7 +87,9 @@ describe('Function pods on the node (real cluster)', function () {
     try {
       body = JSON.parse(text);
     } catch {}
-    return { status: res.status, kind: res.headers.get('x-fnhost-error-kind'), body };
+    const headers: Record<string, string> = {};
+    res.headers.forEach((value, name) => (headers[name] = value));
+    return { status: res.status, kind: res.headers.get('x-fnhost-error-kind'), body, headers };
   };
   /** Calls /hi until it answers 200; returns how long that took. */
   const msUntilServing = async () => {
@@ -226,8 +228,18 @@ describe('Function pods on the node (real cluster)', function () {
     await patchFn('greeter', { active: true });
     const active = await waitReady('greeter');
     expect(readyOf(active).reason).to.equal('Available');
-    const back = await waitFor('an answer after reactivation', () => call('/hi', 5000).catch(() => null), 60_000, 500);
-    expect(back.body).to.deep.equal({ version: 2, greeting: 'bonjour', path: '/hi' });
+    // Until kube-proxy has the new pod's endpoint, the ClusterIP refuses or
+    // answers from elsewhere; what was seen before the first 200 is kept for
+    // the failure message.
+    const seen: unknown[] = [];
+    const back = await waitFor('an answer 200 after reactivation', async () => {
+      const res = await call('/hi', 5000).catch((err: Error) => ({ status: 0, kind: null, body: err.message, headers: {} }));
+      if (res.status === 200) return res;
+      seen.push(res);
+      return null;
+    }, 60_000, 500);
+    expect(back.body, `answers before it: ${JSON.stringify(seen.slice(-5))}`).to.deep.equal({ version: 2, greeting: 'bonjour', path: '/hi' });
+    if (seen.some((r: any) => r.status !== 0)) console.log(`      answers other than 200 before the reactivated pod's: ${JSON.stringify(seen.filter((r: any) => r.status !== 0))}`);
   });
 
   it("a scheduled function's CronJob fires a job pod that calls the gateway with the schedule token", async () => {
