@@ -16,6 +16,13 @@ export const API_VERSION = `${GROUP}/${VERSION}`;
 export const KIND = 'Function';
 export const PLURAL = 'functions';
 
+/** REST paths of Functions on the API server (the operator's and the gateway's clients share them). */
+export const functionPaths = {
+  list: (ns?: string) => (ns ? `/apis/${API_VERSION}/namespaces/${ns}/${PLURAL}` : `/apis/${API_VERSION}/${PLURAL}`),
+  one: (ns: string, name: string) => `/apis/${API_VERSION}/namespaces/${ns}/${PLURAL}/${name}`,
+  status: (ns: string, name: string) => `/apis/${API_VERSION}/namespaces/${ns}/${PLURAL}/${name}/status`,
+};
+
 export interface ObjectMeta {
   name: string;
   namespace?: string;

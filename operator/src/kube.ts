@@ -3,6 +3,7 @@ import { fetch } from 'undici';
 import type { Dispatcher } from 'undici';
 import { sleep, systemClock } from './clock.ts';
 import type { Clock } from '@fnhost/core/clock.ts';
+import { functionPaths } from '@fnhost/core/function-resource.ts';
 
 // A thin REST client over the kubeconfig's credentials and TLS settings (the
 // same RequestContext + undici path client-node's own Watch uses). It exists
@@ -183,9 +184,9 @@ function safeJson(text: string): unknown {
 
 /** REST paths of the kinds the operator touches. */
 export const paths = {
-  functions: (ns?: string) => (ns ? `/apis/fnhost.dev/v1alpha1/namespaces/${ns}/functions` : '/apis/fnhost.dev/v1alpha1/functions'),
-  function: (ns: string, name: string) => `/apis/fnhost.dev/v1alpha1/namespaces/${ns}/functions/${name}`,
-  functionStatus: (ns: string, name: string) => `/apis/fnhost.dev/v1alpha1/namespaces/${ns}/functions/${name}/status`,
+  functions: functionPaths.list,
+  function: functionPaths.one,
+  functionStatus: functionPaths.status,
   object: (apiVersion: string, kind: string, ns: string, name?: string) => {
     const plural = PLURALS[kind];
     if (!plural) throw new Error(`unknown kind ${kind}`);

@@ -1,6 +1,7 @@
 import type { KubeConfig } from '@kubernetes/client-node';
 import { fetch, type Dispatcher } from 'undici';
 import { FnhostError } from '@fnhost/core';
+import { functionPaths } from '@fnhost/core/function-resource.ts';
 
 // A thin client of the Kubernetes API over the kubeconfig's (or the pod's
 // service account's) credentials and TLS settings: client-node's
@@ -196,9 +197,9 @@ function safeJson(text: string): unknown {
 }
 
 export const paths = {
-  functions: (ns?: string) => (ns ? `/apis/fnhost.dev/v1alpha1/namespaces/${ns}/functions` : '/apis/fnhost.dev/v1alpha1/functions'),
-  function: (ns: string, name: string) => `/apis/fnhost.dev/v1alpha1/namespaces/${ns}/functions/${name}`,
-  functionStatus: (ns: string, name: string) => `/apis/fnhost.dev/v1alpha1/namespaces/${ns}/functions/${name}/status`,
+  functions: functionPaths.list,
+  function: functionPaths.one,
+  functionStatus: functionPaths.status,
   endpointSlices: (ns?: string) => (ns ? `/apis/discovery.k8s.io/v1/namespaces/${ns}/endpointslices` : '/apis/discovery.k8s.io/v1/endpointslices'),
   pods: (ns: string) => `/api/v1/namespaces/${ns}/pods`,
 };
