@@ -86,9 +86,12 @@ export async function startGenericRuntime(opts: { env?: Record<string, string> }
   };
 }
 
-/** Spawns `node runtime-image/src/main.ts` with exactly this environment and waits for its listening line. */
-export async function spawnRuntime(env: Record<string, string>, dir: string): Promise<RunningRuntime> {
-  const child = spawn(process.execPath, [RUNTIME_MAIN], { env, cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
+/**
+ * Spawns `node runtime-image/src/main.ts` (or `main` after `nodeArgs`, such as the image's
+ * built dist/main.js) with exactly this environment and waits for its listening line.
+ */
+export async function spawnRuntime(env: Record<string, string>, dir: string, how: { main?: string; nodeArgs?: string[] } = {}): Promise<RunningRuntime> {
+  const child = spawn(process.execPath, [...(how.nodeArgs ?? []), how.main ?? RUNTIME_MAIN], { env, cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
   const lines: string[] = [];
   const waiters = new Set<{ match: RegExp; resolve: (l: string) => void }>();
   const onLine = (line: string) => {
