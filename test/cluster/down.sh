@@ -54,6 +54,10 @@ if command -v iptables >/dev/null; then
     eval "iptables -w -t nat ${rule/-A/-D}" 2>/dev/null || true
     [ -n "$chain" ] && { iptables -w -t nat -F "$chain" 2>/dev/null; iptables -w -t nat -X "$chain" 2>/dev/null; }
   done
+  for hook in OUTPUT FORWARD; do
+    while iptables -w -D "$hook" -j FNHOST-SERVICE-CIDR 2>/dev/null; do :; done
+  done
+  iptables -w -F FNHOST-SERVICE-CIDR 2>/dev/null; iptables -w -X FNHOST-SERVICE-CIDR 2>/dev/null
   for ipt in iptables ip6tables; do
     command -v $ipt >/dev/null || continue
     # The kubelet's own chains (kube-proxy --cleanup leaves them).

@@ -53,6 +53,23 @@ guard() {
   done
 }
 
+# Traffic to a Service address that kube-proxy has not DNATed (its rules change
+# while a Service goes from no endpoints to some, and back) would leave by the
+# machine's default route; the sandbox's egress proxy answers anything on port
+# 80 there with an empty 404, and a keep-alive client then keeps talking to it
+# (seen: a test got 404s from a Service's ClusterIP for a minute while its pod
+# answered on its own IP). A real node sends it nowhere useful either. So
+# refuse it here: nat OUTPUT/PREROUTING run before the filter table, so traffic
+# kube-proxy did DNAT no longer has a Service address by then.
+guard_service_cidr() {
+  local chain=FNHOST-SERVICE-CIDR hook
+  iptables -w -N "$chain" 2>/dev/null || iptables -w -F "$chain"
+  iptables -w -A "$chain" -d "$SERVICE_CIDR" -j REJECT --reject-with icmp-port-unreachable
+  for hook in OUTPUT FORWARD; do
+    iptables -w -C "$hook" -j "$chain" 2>/dev/null || iptables -w -A "$hook" -j "$chain"
+  done
+}
+
 control_plane() {
   "$HERE/system-deps.sh"
   need_bins etcd kube-apiserver kube-controller-manager kube-scheduler kubectl
@@ -170,6 +187,7 @@ serializeImagePulls: false
 nodeStatusUpdateFrequency: 4s
 YAML
   guard 10250 FNHOST-KUBELET
+  guard_service_cidr
   start_bg kubelet kubelet --config="$D/kubelet.yaml" --kubeconfig="$KUBECONFIG_FILE" \
     --hostname-override="$NODE_NAME" --node-ip="$BRIDGE_IP" --root-dir="$D/kubelet"
   start_bg kube-proxy kube-proxy --kubeconfig="$KUBECONFIG_FILE" --hostname-override="$NODE_NAME" \
