@@ -346,19 +346,7 @@ export class Invoker {
     if (small && !(statusCode === 500 && errorMessage === null)) {
       // The common case: a small answer of known size, read in one go and written with one call.
       body.arrayBuffer().then(
-        (ab) => {
-          if (res.destroyed) {
-            this.#o.metrics.clientAborts++;
-            this.#finish(ex, statusCode, errorMessage ?? 'client disconnected before the response was sent', true);
-            return;
-          }
-          const data = Buffer.from(ab);
-          headers['content-length'] = String(data.length);
-          res.writeHead(statusCode, headers);
-          res.end(data);
-          const finalMessage = errorMessage;
-          res.once('close', () => this.#finish(ex, statusCode, res.writableFinished ? finalMessage : (finalMessage ?? 'client disconnected before the response ended'), true));
-        },
+        (ab) => this.#sendWhole(ex, res, statusCode, headers, Buffer.from(ab), errorMessage),
         (err: unknown) => this.#bodyFailed(ex, res, statusCode, err),
       );
       return;
@@ -374,16 +362,7 @@ export class Invoker {
             this.#stream(ex, res, body, statusCode, errorMessage);
             return;
           }
-          if (res.destroyed) {
-            this.#o.metrics.clientAborts++;
-            this.#finish(ex, statusCode, errorMessage ?? 'client disconnected before the response was sent', true);
-            return;
-          }
-          headers['content-length'] = String(data.length);
-          res.writeHead(statusCode, headers);
-          res.end(data);
-          const finalMessage = errorMessage;
-          res.once('close', () => this.#finish(ex, statusCode, res.writableFinished ? finalMessage : (finalMessage ?? 'client disconnected before the response ended'), true));
+          this.#sendWhole(ex, res, statusCode, headers, data, errorMessage);
         },
         (err: unknown) => this.#bodyFailed(ex, res, statusCode, err),
       );
@@ -391,6 +370,19 @@ export class Invoker {
     }
     res.writeHead(statusCode, headers);
     this.#stream(ex, res, body, statusCode, errorMessage);
+  }
+
+  /** A whole (buffered) answer in one write, with its length; recorded when the client's side closes. */
+  #sendWhole(ex: Exchange, res: ServerResponse, statusCode: number, headers: Record<string, string | string[]>, data: Buffer, errorMessage: string | null): void {
+    if (res.destroyed) {
+      this.#o.metrics.clientAborts++;
+      this.#finish(ex, statusCode, errorMessage ?? 'client disconnected before the response was sent', true);
+      return;
+    }
+    headers['content-length'] = String(data.length);
+    res.writeHead(statusCode, headers);
+    res.end(data);
+    res.once('close', () => this.#finish(ex, statusCode, res.writableFinished ? errorMessage : (errorMessage ?? 'client disconnected before the response ended'), true));
   }
 
   #stream(ex: Exchange, res: ServerResponse, body: Dispatcher.ResponseData['body'], statusCode: number, errorMessage: string | null): void {
