@@ -20,10 +20,11 @@ if is_root && command -v apt-get >/dev/null && [ -f /etc/debian_version ]; then
   log "installing Debian packages: ${missing[*]}"
   export DEBIAN_FRONTEND=noninteractive
   t0=$SECONDS
+  # The log's folder first: on a fresh machine nothing under the cache exists yet.
+  mkdir -p "$LOG_BUILD" "$(dirname "$TIMINGS")"
   apt-get -o DPkg::Lock::Timeout=900 update -qq
   apt-get -o DPkg::Lock::Timeout=900 install -y -qq --no-install-recommends "${missing[@]}" >"$LOG_BUILD/apt.log" 2>&1 \
-    || { mkdir -p "$LOG_BUILD"; die "apt-get install ${missing[*]} failed; see $LOG_BUILD/apt.log"; }
-  mkdir -p "$(dirname "$TIMINGS")"
+    || { die "apt-get install ${missing[*]} failed; see $LOG_BUILD/apt.log"; }
   printf '%s %s %ss rc=0\n' "$(date -u +%FT%TZ)" apt-install "$((SECONDS - t0))" >> "$TIMINGS"
   # Debian starts the packaged containerd service; the harness runs its own.
 else
