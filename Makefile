@@ -6,13 +6,8 @@ SHELL := /bin/bash
 NPM   ?= npm
 BIN   := node_modules/.bin
 
-# Debian packages the test suites drive for real: tmux (the CLI's interactive
-# pager) and chromium (the admin panel's browser tests).
-TEST_SYSTEM_PACKAGES := tmux chromium
-
-
 .PHONY: test-all test-local
-.PHONY: start test test-unit test-integration typecheck install admin system-deps clean
+.PHONY: start test test-unit test-integration typecheck install admin system-deps start-deps lint-shell clean
 
 # node_modules is rebuilt when a manifest or the lock file changes.
 node_modules/.installed: package.json package-lock.json core/package.json runtime-image/package.json gateway/package.json operator/package.json cli/package.json admin/package.json
@@ -27,22 +22,21 @@ install: node_modules/.installed
 admin: install
 	@if [ -f admin/vite.config.ts ] || [ -f admin/vite.config.js ]; then $(NPM) run --silent build -w admin; fi
 
-start: install admin
+start: install admin start-deps
 	$(NPM) run --silent start
 
-# Installs what the tests drive (as root on Debian), or names what is missing.
+# Debian packages, installed when missing (as root on Debian) or named:
+# tools/install/packages.sh keeps the lists; test/install/ tests every install
+# step from an empty cache with a stand-in package manager.
+start-deps:
+	@tools/install/packages.sh start
+
 system-deps:
-	@missing=""; \
-	command -v tmux >/dev/null || missing="$$missing tmux"; \
-	[ -x /usr/bin/chromium ] || missing="$$missing chromium"; \
-	if [ -n "$$missing" ]; then \
-	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-	    echo "installing test packages:$$missing"; \
-	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
-	  else \
-	    echo "error: the tests need these Debian packages:$$missing (run: sudo apt-get install$$missing)"; exit 1; \
-	  fi; \
-	fi
+	@tools/install/packages.sh test
+
+# Every shell script of the repository through shellcheck (tools/lint-shell.sh).
+lint-shell: system-deps
+	@tools/lint-shell.sh
 
 typecheck: install
 	$(BIN)/tsc -p tsconfig.json
@@ -57,10 +51,10 @@ test-integration: install admin system-deps
 # Every suite: cluster-prebuild first (cold Kubernetes/helm/CoreDNS builds start
 # niced in the background and overlap the other suites), the cluster suites last
 # on one real single-node Kubernetes built on this machine (test/cluster/README.md).
-test: cluster-prebuild typecheck test-unit test-integration test-cluster-ci
+test: cluster-prebuild lint-shell typecheck test-unit test-integration test-cluster-ci
 
 # The same without the cluster (minutes instead of up to ~40 on a cold machine).
-test-local: typecheck test-unit test-integration
+test-local: lint-shell typecheck test-unit test-integration
 
 # Kept for habit: the same as make test.
 test-all: test

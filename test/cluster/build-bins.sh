@@ -5,6 +5,7 @@
 #   usage: build-bins.sh            (all of them, in parallel, niced)
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
+# shellcheck source=lib.sh
 . "$HERE/lib.sh"
 
 need_go

@@ -7,6 +7,7 @@
 # Safe to run when nothing is up.
 set -uo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
+# shellcheck source=lib.sh
 . "$HERE/lib.sh"
 t0=$SECONDS
 
@@ -27,7 +28,7 @@ if running containerd; then
     "${CTR[@]}" tasks kill -s SIGKILL "$t" >/dev/null 2>&1 || true
   done
   for t in $("${CTR[@]}" tasks ls -q 2>/dev/null); do
-    for i in 1 2 3 4 5 6 7 8 9 10; do "${CTR[@]}" tasks delete -f "$t" >/dev/null 2>&1 && break; sleep 0.3; done
+    for _ in 1 2 3 4 5 6 7 8 9 10; do "${CTR[@]}" tasks delete -f "$t" >/dev/null 2>&1 && break; sleep 0.3; done
   done
   for c in $("${CTR[@]}" containers ls -q 2>/dev/null); do "${CTR[@]}" containers delete "$c" >/dev/null 2>&1 || true; done
 fi
@@ -74,6 +75,8 @@ fi
 
 # 6. Mounts under the state dir (kubelet volumes, its root bind, container rootfs), deepest first.
 if [ -d "$D" ]; then
+  # Mount points have no white space here (the harness makes them all).
+  # shellcheck disable=SC2013
   for m in $(awk -v d="$D" '$5 == d || index($5, d "/") == 1 {print $5}' /proc/self/mountinfo | sort -r); do
     umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || log "could not unmount $m"
   done

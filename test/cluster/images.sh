@@ -11,6 +11,7 @@
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
 REPO="$(cd "$HERE/../.." && pwd)"
+# shellcheck source=lib.sh
 . "$HERE/lib.sh"
 
 NODE_BASE="localhost/node-base:24-slim"
@@ -68,6 +69,7 @@ build_rootfs() {
     # A debootstrap ended half-way (prebuild.sh ends it when make stops) may
     # leave /proc or /sys mounted inside: unmount, and never cross into a mount.
     local m
+    # shellcheck disable=SC2013 # debootstrap's mount points have no white space
     for m in $(awk -v d="$rootfs" 'index($5, d "/") == 1 {print $5}' /proc/self/mountinfo | sort -r); do
       umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || true
     done

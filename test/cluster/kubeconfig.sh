@@ -2,6 +2,7 @@
 # Writes D/kubeconfig (admin token, the harness CA, https://127.0.0.1:6443).
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
+# shellcheck source=lib.sh
 . "$HERE/lib.sh"
 umask 077
 cat > "$KUBECONFIG_FILE.tmp" <<KC

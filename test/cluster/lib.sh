@@ -1,3 +1,6 @@
+# shellcheck shell=bash
+# The settings below are read by the scripts that source this file:
+# shellcheck disable=SC2034
 # Shared settings and helpers of the cluster harness (sourced, not run).
 # Everything the harness builds is cached outside the repository under
 # $FNHOST_CACHE (~/.cache/fnhost); everything a running cluster owns (pids,
@@ -29,7 +32,9 @@ SERVICE_CIDR="10.96.0.0/16"
 NODE_NAME="fnhost-node"
 CNI_NAME="fnhost"
 
-export PATH="$K8S_BIN:$TOOLS_BIN:/usr/sbin:/sbin:$PATH"
+# sbin last: root tools (iptables, modprobe) for shells whose PATH lacks it, without
+# shadowing what PATH already offers.
+export PATH="$K8S_BIN:$TOOLS_BIN:$PATH:/usr/sbin:/sbin"
 
 log() { printf '%s [cluster] %s\n' "$(date -u +%H:%M:%S)" "$*" >&2; }
 die() { printf 'error: %s\n' "$*" >&2; exit 1; }
@@ -75,7 +80,7 @@ stop_pid() {
   pid="$(cat "$f")"
   if kill -0 "$pid" 2>/dev/null; then
     kill -TERM "$pid" 2>/dev/null || true
-    for i in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
     if kill -0 "$pid" 2>/dev/null; then log "$name (pid $pid) ignored SIGTERM; SIGKILL"; kill -KILL "$pid" 2>/dev/null || true; fi
     log "$name stopped (pid $pid)"
   fi

@@ -4,6 +4,7 @@
 # addresses), the service-account key pair, and the admin token.
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
+# shellcheck source=lib.sh
 . "$HERE/lib.sh"
 P="$D/pki"
 [ -f "$P/.done" ] && exit 0

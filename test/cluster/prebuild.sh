@@ -12,6 +12,7 @@
 #   usage: prebuild.sh WATCH_PID
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
+# shellcheck source=lib.sh
 . "$HERE/lib.sh"
 
 watch="${1:?usage: prebuild.sh WATCH_PID}"
@@ -28,6 +29,7 @@ if cached; then log "cluster binaries and rootfs cached"; exit 0; fi
 mkdir -p "$LOG_BUILD"
 log "starting the cluster builds in the background (niced; log $LOG_BUILD/prebuild.log)"
 # setsid: the job leads its own process group, which is what gets ended.
+# shellcheck disable=SC2016 # the job's script expands its own variables
 setsid bash -c '
   here="$1" watch="$2"
   "$here/build-bins.sh" all & b=$!

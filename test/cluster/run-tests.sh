@@ -9,12 +9,14 @@
 set -uo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
 REPO="$(cd "$HERE/../.." && pwd)"
+# shellcheck source=lib.sh
 . "$HERE/lib.sh"
 
 # Started by this run = no harness process was running before it.
 started=1
 for p in etcd kube-apiserver containerd kubelet; do running "$p" && started=0; done
 
+# shellcheck disable=SC2317 # called by the EXIT trap
 finish() {
   local rc=$?
   trap - EXIT INT TERM
@@ -31,7 +33,7 @@ trap 'exit 130' INT TERM
 
 t0=$SECONDS
 timed cluster-up-for-tests "$HERE/up.sh" all || { log "the test cluster did not come up (see above)"; exit 1; }
-cd "$REPO"
+cd "$REPO" || exit
 PATH="$REPO/node_modules/.bin:$PATH" timed cluster-tests mocha --config "$HERE/mocharc.cluster.json" "$@"
 rc=$?
 log "cluster step: $((SECONDS - t0)) s, mocha exit $rc"

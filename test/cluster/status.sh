@@ -2,6 +2,7 @@
 # Prints which cluster processes run and the node's state; exit 0 when all are up.
 set -uo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
+# shellcheck source=lib.sh
 . "$HERE/lib.sh"
 rc=0
 for p in etcd kube-apiserver kube-controller-manager kube-scheduler containerd kubelet kube-proxy coredns; do

@@ -1,32 +1,24 @@
 #!/usr/bin/env bash
-# Installs the Debian packages the cluster needs (as root on Debian), or
-# names what to install. Idempotent.
+# Installs the Debian packages the test cluster needs (as root on Debian), or
+# names what to install. Idempotent. The packages of make start and make
+# test themselves are tools/install/packages.sh's.
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
+# shellcheck source=lib.sh
 . "$HERE/lib.sh"
+# shellcheck source=../../tools/install/debian.sh
+. "$HERE/../../tools/install/debian.sh"
 
-# package:command that proves it is installed
-wanted=(containerd:containerd runc:runc containernetworking-plugins:/usr/lib/cni/bridge
-        buildah:buildah iptables:iptables debootstrap:debootstrap gcc:gcc libc6-dev:/usr/lib/x86_64-linux-gnu/libc.a
-        kmod:modprobe iproute2:ip procps:sysctl util-linux:nsenter)
-missing=()
-for w in "${wanted[@]}"; do
-  pkg="${w%%:*}" probe="${w#*:}"
-  if [[ "$probe" == /* ]]; then [ -e "$probe" ] || missing+=("$pkg")
-  else command -v "$probe" >/dev/null || missing+=("$pkg"); fi
-done
-[ ${#missing[@]} -eq 0 ] && exit 0
-if is_root && command -v apt-get >/dev/null && [ -f /etc/debian_version ]; then
-  log "installing Debian packages: ${missing[*]}"
-  export DEBIAN_FRONTEND=noninteractive
-  t0=$SECONDS
-  # The log's folder first: on a fresh machine nothing under the cache exists yet.
-  mkdir -p "$LOG_BUILD" "$(dirname "$TIMINGS")"
-  apt-get -o DPkg::Lock::Timeout=900 update -qq
-  apt-get -o DPkg::Lock::Timeout=900 install -y -qq --no-install-recommends "${missing[@]}" >"$LOG_BUILD/apt.log" 2>&1 \
-    || { die "apt-get install ${missing[*]} failed; see $LOG_BUILD/apt.log"; }
+# containerd, runc and the CNI plugins run the pods; buildah builds the
+# images; debootstrap the node base's rootfs; gcc and libc6-dev the static
+# pause binary; iptables, kmod, iproute2, procps and util-linux (nsenter)
+# set up the node's network. (Debian starts the packaged containerd service;
+# the harness runs its own.)
+wanted=(containerd runc containernetworking-plugins buildah iptables debootstrap gcc libc6-dev
+        kmod iproute2 procps util-linux)
+t0=$SECONDS
+ensure_debian_packages "$LOG_BUILD" "${wanted[@]}" || die "the test cluster's Debian packages are missing (see above)"
+if [ $((SECONDS - t0)) -gt 0 ]; then
+  mkdir -p "$(dirname "$TIMINGS")"
   printf '%s %s %ss rc=0\n' "$(date -u +%FT%TZ)" apt-install "$((SECONDS - t0))" >> "$TIMINGS"
-  # Debian starts the packaged containerd service; the harness runs its own.
-else
-  die "the test cluster needs these Debian packages: ${missing[*]} (run as root: apt-get install ${missing[*]})"
 fi

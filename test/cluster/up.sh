@@ -7,6 +7,7 @@
 #                  localhost/fnhost-runtime:dev
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
+# shellcheck source=lib.sh
 . "$HERE/lib.sh"
 
 what="${1:-all}"

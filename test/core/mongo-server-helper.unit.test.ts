@@ -9,18 +9,18 @@ import { buildMongoServer } from '../helpers/mongo-server.ts';
 
 describe('MongoDB stand-in build without java/mvn', () => {
   let cache: string;
-  const saved = { path: process.env['PATH'], cache: process.env['FNHOST_CACHE_DIR'] };
+  const saved = { path: process.env['PATH'], cache: process.env['FNHOST_CACHE'] };
 
   beforeEach(() => {
     cache = mkdtempSync(join(tmpdir(), 'fnhost-mongo-cache-'));
-    process.env['FNHOST_CACHE_DIR'] = cache;
+    process.env['FNHOST_CACHE'] = cache;
     process.env['PATH'] = join(cache, 'empty-bin');
   });
 
   afterEach(() => {
     process.env['PATH'] = saved.path;
-    if (saved.cache === undefined) delete process.env['FNHOST_CACHE_DIR'];
-    else process.env['FNHOST_CACHE_DIR'] = saved.cache;
+    if (saved.cache === undefined) delete process.env['FNHOST_CACHE'];
+    else process.env['FNHOST_CACHE'] = saved.cache;
     rmSync(cache, { recursive: true, force: true });
   });
 

@@ -7,7 +7,8 @@ import { fileURLToPath } from 'node:url';
 
 // A MongoDB for tests: MONGODB_URL when it is set (a real server), otherwise
 // mongo-java-server (in memory) from test/mongo-server/, built once per
-// machine with Maven into ~/.cache/fnhost/mongo-server/<hash of the sources>/
+// machine with Maven into $FNHOST_CACHE/mongo-server/<hash of the sources>/
+// (~/.cache/fnhost by default, as the cluster harness's cache)
 // and started on 127.0.0.1. See test/README.md for what the stand-in lacks.
 
 export interface MongoTestServer {
@@ -41,6 +42,12 @@ function sourceHash(): string {
   return hash.digest('hex').slice(0, 16);
 }
 
+/** The cache every install step of the tests shares (as test/cluster/lib.sh computes it). */
+function fnhostCache(): string {
+  const env = process.env;
+  return env['FNHOST_CACHE'] || join(env['XDG_CACHE_HOME'] || join(homedir(), '.cache'), 'fnhost');
+}
+
 function requireTool(command: string, args: string[]): void {
   const result = spawnSync(command, args, { stdio: 'ignore' });
   if (result.error || result.status !== 0) {
@@ -50,8 +57,7 @@ function requireTool(command: string, args: string[]): void {
 
 /** Builds the launcher when missing; returns the java -cp classpath. */
 export function buildMongoServer(): string {
-  const cacheRoot = process.env['FNHOST_CACHE_DIR'] ?? join(homedir(), '.cache', 'fnhost');
-  const dir = join(cacheRoot, 'mongo-server', sourceHash());
+  const dir = join(fnhostCache(), 'mongo-server', sourceHash());
   const classpathFile = join(dir, 'classpath.txt');
   if (!existsSync(classpathFile)) {
     requireTool('java', ['-version']);
@@ -126,6 +132,6 @@ async function stopChild(child: ChildProcess): Promise<void> {
 
 /** For diagnostics: the size of the cached build, or null when none. */
 export function mongoServerCacheInfo(): string | null {
-  const dir = join(process.env['FNHOST_CACHE_DIR'] ?? join(homedir(), '.cache', 'fnhost'), 'mongo-server', sourceHash());
+  const dir = join(fnhostCache(), 'mongo-server', sourceHash());
   return existsSync(dir) ? `${dir} (${statSync(dir).mtime.toISOString()})` : null;
 }

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# The Debian packages fnhost's own targets need, installed when missing
+# (as root on Debian) or named:
+#   tools/install/packages.sh start   what `make start` needs
+#   tools/install/packages.sh test    what `make test` drives for real too
+# The test cluster's packages are test/cluster/system-deps.sh's.
+set -euo pipefail
+HERE="$(cd "$(dirname "$0")" && pwd)"
+# shellcheck source=debian.sh
+. "$HERE/debian.sh"
+
+# make start: nothing yet beyond Node, which comes from npm.
+START_PACKAGES=()
+# make test: tmux (the CLI's interactive pager, driven in a real terminal),
+# chromium (the admin panel's browser suites), shellcheck (every shell script
+# is checked in make test).
+TEST_PACKAGES=(tmux chromium shellcheck)
+
+FNHOST_CACHE="${FNHOST_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/fnhost}"
+
+case "${1:-}" in
+  start) wanted=("${START_PACKAGES[@]}") ;;
+  test) wanted=("${START_PACKAGES[@]}" "${TEST_PACKAGES[@]}") ;;
+  *) echo "usage: tools/install/packages.sh start|test" >&2; exit 2 ;;
+esac
+[ ${#wanted[@]} -eq 0 ] && exit 0
+ensure_debian_packages "$FNHOST_CACHE/logs" "${wanted[@]}"
