@@ -251,7 +251,9 @@ export async function startPlatform(options: PlatformOptions): Promise<Platform<
   if (cluster === undefined) for (const fn of functions.all()) scheduler.sync(fn, fn.function_id);
 
   await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
+    server.once('error', (err: NodeJS.ErrnoException) =>
+      reject(err.code === 'EADDRINUSE' ? new FnhostError('port_in_use', 500, `port ${config.port} on ${config.host} is already in use (another fnhost gateway, or another program): stop it, or set PORT to a free port`, { expose: true }) : err),
+    );
     server.listen(config.port, config.host, () => {
       server.off('error', reject);
       resolve();

@@ -5,6 +5,7 @@ import { openMongoStores, redactUrl } from '@fnhost/core/store/mongo/index.ts';
 import { openSqliteStores } from '@fnhost/core/store/sqlite/index.ts';
 import type { GatewayConfig } from './config.ts';
 import { loadAdminToken } from './auth.ts';
+import { lockDataDir, type DataDirLock } from './data-dir-lock.ts';
 import { loadConfig } from './config.ts';
 import { startPlatform, type Platform } from './app.ts';
 import { isClusterMode, loadClusterSettings } from './cluster/settings.ts';
@@ -17,12 +18,16 @@ import { stdoutLogger as logger } from './log.ts';
 // from Function resources, calls go to the functions' pods, and every store
 // is MongoDB.
 
+let lock: DataDirLock | undefined;
+
 async function main(): Promise<void> {
   const config = loadConfig();
   const clusterMode = isClusterMode(process.env);
   // Parsed before anything starts, so a bad setting stops the start with its name.
   const clusterSettings = clusterMode ? loadClusterSettings(process.env) : undefined;
   await mkdir(config.dataDir, { recursive: true, mode: 0o700 });
+  // Before anything reads or changes the data folder: a second gateway on it refuses here.
+  lock = await lockDataDir(config.dataDir);
   const adminToken = await loadAdminToken(config.dataDir, config.token);
   const { stores, description } = await openStores(config);
   let platform: Platform<import('@fnhost/core').Executor>;
@@ -34,6 +39,8 @@ async function main(): Promise<void> {
   } else {
     platform = await startPlatform({ config, stores, adminToken, logger });
   }
+  await lock.setUrl(platform.url);
+  const held = lock;
   logger.info('gateway listening', { url: platform.url, mode: clusterMode ? 'cluster' : 'local', data_dir: config.dataDir, store: description, token_source: adminToken.source, pid: process.pid });
   if (!clusterMode && (process.stdout.isTTY || process.env.FNHOST_QUIET !== '1')) {
     const tokenHint = adminToken.source === 'FNHOST_TOKEN' ? 'the token is the FNHOST_TOKEN you set' : `token: cat ${relative(process.cwd(), adminToken.file) || adminToken.file}`;
@@ -51,7 +58,8 @@ async function main(): Promise<void> {
     stopping = true;
     logger.info('shutting down', { signal });
     platform.close().then(
-      () => {
+      async () => {
+        await held.release();
         logger.info('stopped', { pending_logs: platform.writer.depth, dropped_logs: platform.writer.dropped });
         process.exit(0);
       },
@@ -77,7 +85,8 @@ async function openStores(config: GatewayConfig): Promise<{ stores: Stores; desc
   return { stores: openSqliteStores({ path }), description: `sqlite ${path}` };
 }
 
-main().catch((err: unknown) => {
+main().catch(async (err: unknown) => {
   logger.error('gateway failed to start', { error: (err as Error).message, code: (err as { code?: string }).code });
+  await lock?.release();
   process.exit(1);
 });

@@ -1,6 +1,7 @@
 import { expect } from 'chai';
 import { stat } from 'node:fs/promises';
-import { get } from 'node:http';
+import { createServer, get, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { startGateway } from '../helpers/platform.ts';
 import { isAlive, waitFor } from './harness.ts';
@@ -114,6 +115,52 @@ describe('gateway process (node gateway/src/main.ts)', function () {
       failed = err as Error;
     }
     expect(failed?.message).to.match(/FNHOST_MAX_TIMEOUT_SECONDS=\\"lots\\" is not an integer/);
+  });
+});
+
+describe('a second gateway on the same data folder', function () {
+  this.timeout(90_000);
+
+  it('refuses to start, naming the first one\'s pid and URL, and the first keeps serving a call in flight', async () => {
+    const token = 'a-long-enough-admin-token';
+    // The call in flight waits on this server until the test releases it.
+    const held: ServerResponse[] = [];
+    const gate = createServer((_req, res) => held.push(res));
+    await new Promise<void>((r) => gate.listen(0, '127.0.0.1', r));
+    const gatePort = (gate.address() as AddressInfo).port;
+    const first = await startGateway({ keepDataDir: true, token });
+    const dataDir = first.dataDir;
+    try {
+      const created = await api(first.url, token, 'POST', '/api/v1/functions', {
+        name: 'held',
+        code: 'export default async (req, res) => { await (await fetch(`http://127.0.0.1:${req.query.port}/`)).text(); res.json({ pid: process.pid }); }',
+      });
+      const inflight = fetch(`${created.body.invocation_url}?port=${gatePort}`).then(async (r) => ({ status: r.status, body: await r.json() }));
+      await waitFor(() => held.length === 1, 'the call to be in flight in the runtime');
+      let refusal: Error | undefined;
+      try {
+        const second = await startGateway({ dataDir, token });
+        await second.stop();
+      } catch (err) {
+        refusal = err as Error;
+      }
+      expect(refusal?.message).to.include(`another fnhost gateway (pid ${first.pid}, serving ${first.url}) is using the data folder ${dataDir}`);
+      expect(refusal?.message).not.to.include('ended runtimes');
+      held[0]!.end('go');
+      const answered = await inflight;
+      expect(answered.status).to.equal(200);
+      expect(isAlive(answered.body.pid), 'the first gateway\'s runtime still runs').to.equal(true);
+      expect((await fetch(`${first.url}/healthz`)).status).to.equal(200);
+      // A clean stop removes the lock: the next gateway on the folder starts.
+      expect(await first.stop()).to.equal(0);
+      const next = await startGateway({ dataDir, token });
+      await next.stop();
+    } finally {
+      gate.close();
+      await first.stop();
+      const { rm } = await import('node:fs/promises');
+      await rm(dataDir, { recursive: true, force: true });
+    }
   });
 });
 
