@@ -116,6 +116,18 @@ describe('hostile callers on the invocation path (in-process gateway, real runti
     }
   });
 
+  it('a header the HTTP client refuses to send on is a 400 for that call, not a crashed runtime', async () => {
+    // A test run's headers come from JSON; a DEL character passes its check but undici refuses it.
+    const fn = await h.createFunction('refused-header', `const started = Date.now() + Math.random();
+      export default (req, res) => res.json({ started });`);
+    const first = await (await h.invoke(fn.function_id)).json();
+    const refused = await h.api('POST', '/api/v1/functions/refused-header/test', { headers: { 'x-odd': 'a\u007fb' } });
+    expect(refused.status, JSON.stringify(refused.body)).to.equal(200);
+    expect(refused.body.status_code).to.equal(400);
+    expect(refused.body.error_message).to.match(/cannot be forwarded to the function: invalid x-odd header/);
+    expect(await (await h.invoke(fn.function_id)).json()).to.deep.equal(first);
+  });
+
   it('does not let a caller-sent X-Forwarded-Host or Forwarded become req.hostname', async () => {
     const fn = await h.createFunction('hostname-probe', `export default (req, res) => res.json({ hostname: req.hostname, xfh: req.headers['x-forwarded-host'] ?? null, forwarded: req.headers.forwarded ?? null });`);
     const port = new URL(h.url).port;
