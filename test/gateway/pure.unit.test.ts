@@ -4,7 +4,7 @@ import { parseTestRequest } from '../../gateway/src/api/functions.ts';
 import { loadConfig } from '../../gateway/src/config.ts';
 import { bearerToken, digest, sameSecret } from '../../gateway/src/auth.ts';
 import { configHash, lastLine, moduleExtension } from '../../gateway/src/executor/local.ts';
-import { messageFrom500 } from '../../gateway/src/invoke/proxy.ts';
+import { messageFrom500 } from '../../gateway/src/invoke/bodies.ts';
 import { errorBody } from '../../gateway/src/invoke/errors.ts';
 import { RuntimeTokens } from '../../gateway/src/internal/tokens.ts';
 import { FnhostError, NotFoundError } from '@fnhost/core';

@@ -1,7 +1,7 @@
 import type { Context } from 'koa';
 import { ValidationError } from '@fnhost/core';
 import { PayloadTooLargeError } from '../invoke/errors.ts';
-import { readBody } from '../invoke/proxy.ts';
+import { readBody } from '../invoke/bodies.ts';
 
 /** Reads and parses a JSON request body of at most `max` bytes; an empty body is `undefined`. */
 export async function readJson(ctx: Context, max: number): Promise<unknown> {

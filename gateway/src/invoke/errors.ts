@@ -64,3 +64,23 @@ export function writeError(res: ServerResponse, err: unknown, extraHeaders?: Rec
   res.end(body);
   return status;
 }
+
+/**
+ * undici refused to send a request (a header or method it does not accept).
+ * The runtime never saw it, so it is not recycled: before this class, such a
+ * refusal was taken for a crashed runtime, and any caller could end the
+ * calls in flight on it with one header.
+ */
+export class UnforwardableRequestError extends FnhostError {
+  constructor(reason: string, options?: { cause?: unknown }) {
+    super('bad_request', 400, `the request cannot be forwarded to the function: ${reason}`, { ...options, expose: true });
+  }
+}
+
+/** undici's error codes for a request it refused before writing a byte. */
+const REFUSED_BEFORE_SENDING = new Set(['UND_ERR_INVALID_ARG', 'UND_ERR_NOT_SUPPORTED']);
+
+export function isRefusedBeforeSending(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && REFUSED_BEFORE_SENDING.has(code);
+}

@@ -1,4 +1,4 @@
-import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import { pipeline } from 'node:stream';
 import { Pool, type Dispatcher } from 'undici';
@@ -9,7 +9,9 @@ import {
 import { UnauthorizedError } from '../auth.ts';
 import type { Logger } from '../log.ts';
 import type { Metrics } from '../metrics.ts';
-import { FunctionInactiveError, FunctionOutOfMemoryError, FunctionTimeoutError, PayloadTooLargeError, writeError } from './errors.ts';
+import { FunctionInactiveError, FunctionOutOfMemoryError, FunctionTimeoutError, PayloadTooLargeError, UnforwardableRequestError, isRefusedBeforeSending, writeError } from './errors.ts';
+import { collect, drainRequest, messageFrom500, readBody } from './bodies.ts';
+import { headersToCaller, headersToFunction, lowerCaseNames } from './headers.ts';
 import { RuntimeUnavailableError } from '../executor/local.ts';
 import { fastLogId } from './ids.ts';
 
@@ -32,8 +34,6 @@ export const TIMEOUT_GRACE_MS = 1000;
 export const CAPTURE_LIMIT = 1024 * 1024;
 /** How often armed deadlines are checked. */
 const DEADLINE_CHECK_MS = 100;
-
-const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'upgrade', 'te', 'trailer', 'http2-settings']);
 
 export interface FunctionLookup {
   /** The cached record (no store query), or undefined. */
@@ -234,7 +234,7 @@ export class Invoker {
   #forward(ex: Exchange, req: IncomingMessage, res: ServerResponse, path: string, body: Buffer | null): void {
     // From here on every path ends in a record (#finish with ran = true).
     this.#o.recorder.begin?.();
-    const headers = this.#upstreamHeaders(req.headers, req.socket.remoteAddress ?? '', ex);
+    const headers = headersToFunction(req.headers, { remoteAddress: req.socket.remoteAddress ?? '', trustProxy: this.#o.trustProxy, executionId: ex.logId, trigger: ex.trigger });
     this.#send(ex, req.method!, path, headers, body).then(
       (response) => this.#respond(ex, res, response),
       (err: unknown) => {
@@ -242,24 +242,6 @@ export class Invoker {
         this.#finish(ex, status, (err as Error).message, true);
       },
     );
-  }
-
-  #upstreamHeaders(incoming: IncomingHttpHeaders, remote: string, ex: Exchange): Record<string, string | string[]> {
-    const out: Record<string, string | string[]> = {};
-    for (const name in incoming) {
-      if (HOP_BY_HOP.has(name) || name.startsWith('x-fnhost-')) continue;
-      const value = incoming[name];
-      if (value !== undefined) out[name] = value;
-    }
-    const connection = incoming.connection;
-    if (connection !== undefined) for (const token of connection.split(',')) delete out[token.trim().toLowerCase()];
-    const priorFor = incoming['x-forwarded-for'];
-    out['x-forwarded-for'] = this.#o.trustProxy && priorFor ? `${priorFor}, ${remote}` : remote;
-    const priorProto = incoming['x-forwarded-proto'];
-    out['x-forwarded-proto'] = this.#o.trustProxy && typeof priorProto === 'string' && priorProto !== '' ? priorProto : 'http';
-    out['x-fnhost-execution-id'] = ex.logId;
-    out['x-fnhost-trigger'] = ex.trigger;
-    return out;
   }
 
   /** Sends one call to the function's runtime, with the gateway's own time limit armed. */
@@ -284,6 +266,8 @@ export class Invoker {
         return await this.#pool(origin).request({ path, method: method as Dispatcher.HttpMethod, headers, body });
       } catch (err) {
         if (ex.timedOut) throw new FunctionTimeoutError(fn.timeout_seconds);
+        // undici refused the request itself (a header it does not send): nothing reached the runtime, which is fine.
+        if (isRefusedBeforeSending(err)) throw new UnforwardableRequestError((err as Error).message, { cause: err });
         const code = (err as { code?: string }).code;
         // Never reached the runtime (it died between calls): start another and send once more.
         if (attempt === 0 && code === 'ECONNREFUSED') {
@@ -333,7 +317,7 @@ export class Invoker {
       this.#finish(ex, status, message, true);
       return;
     }
-    const headers = downstreamHeaders(upstream);
+    const headers = headersToCaller(upstream);
     if (res.destroyed) {
       // The caller left before the function answered; the function still ran.
       this.#o.metrics.clientAborts++;
@@ -455,15 +439,7 @@ export class Invoker {
       this.#finish(ex, err.status, err.message, true);
       return { log_id: ex.logId, status_code: err.status, execution_time_ms: 0, error_message: err.message, headers: {}, body: Buffer.from(JSON.stringify({ error: err.code, message: err.message })), truncated: false };
     }
-    const headers: Record<string, string | string[]> = {};
-    for (const [k, v] of Object.entries(request.headers)) {
-      const name = k.toLowerCase();
-      if (!HOP_BY_HOP.has(name) && !name.startsWith('x-fnhost-')) headers[name] = v;
-    }
-    headers['x-forwarded-for'] = '127.0.0.1';
-    headers['x-forwarded-proto'] = 'http';
-    headers['x-fnhost-execution-id'] = ex.logId;
-    headers['x-fnhost-trigger'] = trigger;
+    const headers = headersToFunction(lowerCaseNames(request.headers), { remoteAddress: '127.0.0.1', trustProxy: false, executionId: ex.logId, trigger });
     let status: number;
     let errorMessage: string | null;
     let outHeaders: Record<string, string | string[]> = {};
@@ -474,7 +450,7 @@ export class Invoker {
       status = response.statusCode;
       const errorHeader = response.headers['x-fnhost-error'];
       errorMessage = typeof errorHeader === 'string' ? decodeURIComponentSafe(errorHeader) : null;
-      outHeaders = downstreamHeaders(response.headers);
+      outHeaders = headersToCaller(response.headers);
       try {
         const got = await collect(response.body, CAPTURE_LIMIT);
         data = got.data;
@@ -495,86 +471,6 @@ export class Invoker {
     this.#finish(ex, status, errorMessage, true);
     return { log_id: ex.logId, status_code: status, execution_time_ms: Math.max(0, Math.round(performance.now() - ex.startedAt)), error_message: errorMessage, headers: outHeaders, body: data, truncated };
   }
-}
-
-function downstreamHeaders(upstream: IncomingHttpHeaders | Record<string, string | string[] | undefined>): Record<string, string | string[]> {
-  const out: Record<string, string | string[]> = {};
-  for (const name in upstream) {
-    if (HOP_BY_HOP.has(name) || name.startsWith('x-fnhost-')) continue;
-    const value = upstream[name];
-    if (value !== undefined) out[name] = value;
-  }
-  return out;
-}
-
-/** The error_message of a 500 the handler answered without throwing (spec-checklist). */
-export function messageFrom500(body: Buffer, contentType: string | string[] | undefined): string {
-  const text = body.toString('utf8');
-  const looksJson = (typeof contentType === 'string' && contentType.includes('json')) || /^\s*[{[]/.test(text);
-  if (looksJson) {
-    try {
-      const parsed = JSON.parse(text) as unknown;
-      if (typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed)) {
-        const { message, error } = parsed as Record<string, unknown>;
-        if (typeof message === 'string' && message !== '') return message;
-        if (typeof error === 'string' && error !== '') return error;
-        if (typeof error === 'object' && error !== null && typeof (error as { message?: unknown }).message === 'string') return (error as { message: string }).message;
-      }
-    } catch {
-      // not JSON after all
-    }
-  }
-  return 'HTTP 500';
-}
-
-async function collect(body: AsyncIterable<Buffer>, max: number): Promise<{ data: Buffer; complete: boolean }> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of body) {
-    chunks.push(chunk);
-    size += chunk.length;
-    if (size > max) return { data: Buffer.concat(chunks, size), complete: false };
-  }
-  return { data: chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size), complete: true };
-}
-
-/** Reads a request body, counting bytes as they arrive (Content-Length is not trusted alone). */
-export function readBody(req: IncomingMessage, max: number): Promise<Buffer> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    let done = false;
-    req.on('data', (chunk: Buffer) => {
-      if (done) return;
-      size += chunk.length;
-      if (size > max) {
-        done = true;
-        req.pause();
-        reject(new PayloadTooLargeError(max));
-        return;
-      }
-      chunks.push(chunk);
-    });
-    req.once('end', () => {
-      if (done) return;
-      done = true;
-      resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size));
-    });
-    req.once('error', (err) => {
-      if (done) return;
-      done = true;
-      reject(err);
-    });
-    req.once('close', () => {
-      if (done) return;
-      done = true;
-      reject(new Error('the caller closed the connection while sending the body'));
-    });
-  });
-}
-
-function drainRequest(req: IncomingMessage): void {
-  if (!req.complete) req.resume();
 }
 
 function decodeURIComponentSafe(value: string): string {

@@ -1,6 +1,6 @@
-import { BlockList, isIP } from 'node:net';
+import { BlockList } from 'node:net';
 import type { NetworkPolicy } from '@fnhost/core';
-import { normaliseHostText as normaliseHost } from '@fnhost/core/netpattern.ts';
+import { LOOPBACK_SPELLINGS, canonicalCidr, canonicalHost, canonicalIp, isLoopbackClass } from './address.ts';
 
 // Validation of patterns and policies is core's (core/src/netpattern.ts), shared
 // with the admin panel so that the form and the server apply the same rules.
@@ -16,6 +16,8 @@ export { validateHostPattern as validatePattern, validateNetworkPolicy as valida
 //   protected addresses (link-local, cloud metadata: denied) > function default > global default.
 // A protected address is allowed only by an allow pattern that names it
 // specifically: catch-alls (`*`, `0.0.0.0/0`, `::/0`) do not count.
+// Hosts and patterns are compared as canonical addresses (address.ts), and a
+// deny rule for any loopback address denies the whole loopback class.
 
 export interface PolicyDecision {
   allowed: boolean;
@@ -33,59 +35,58 @@ protectedAddresses.addSubnet('fe80::', 10, 'ipv6');
 protectedAddresses.addAddress('fd00:ec2::254', 'ipv6');
 
 export function isProtectedHost(host: string): boolean {
-  const h = normaliseHost(host);
-  const family = isIP(h);
-  if (family === 4) return protectedAddresses.check(h, 'ipv4');
-  if (family === 6) return protectedAddresses.check(h, 'ipv6');
-  return PROTECTED_NAMES.has(h);
+  const ip = canonicalIp(host);
+  if (ip === null) return PROTECTED_NAMES.has(canonicalHost(host));
+  return protectedAddresses.check(ip.toString(), ip.kind());
 }
 
-/** Does one (validated) pattern match the host (a name or an IP)? */
+/** Does one (validated) pattern match the host (a name or an IP)? Both are compared in canonical form (address.ts). */
 export function patternMatches(pattern: string, host: string): boolean {
-  const h = normaliseHost(host);
   if (pattern === '*') return true;
-  const slash = pattern.indexOf('/');
-  if (slash >= 0) {
-    const family = isIP(h);
-    const net = pattern.slice(0, slash);
-    const netFamily = isIP(net);
-    if (family === 0 || family !== netFamily) return false;
-    const list = new BlockList();
-    const type = family === 4 ? 'ipv4' : 'ipv6';
-    list.addSubnet(net, Number(pattern.slice(slash + 1)), type);
-    return list.check(h, type);
+  const ip = canonicalIp(host);
+  if (pattern.includes('/')) {
+    const cidr = canonicalCidr(pattern);
+    return ip !== null && cidr !== null && ip.kind() === cidr[0].kind() && ip.match(cidr as [typeof ip, number]);
   }
-  if (isIP(pattern) !== 0) {
-    if (isIP(h) !== isIP(pattern)) return false;
-    if (isIP(h) === 4) return h === pattern;
-    const list = new BlockList();
-    list.addAddress(pattern, 'ipv6');
-    return list.check(h, 'ipv6');
-  }
+  const patternIp = canonicalIp(pattern);
+  if (patternIp !== null) return ip !== null && ip.kind() === patternIp.kind() && ip.toString() === patternIp.toString();
+  if (ip !== null) return false;
+  const h = canonicalHost(host);
   if (pattern.startsWith('*.')) return h.endsWith(pattern.slice(1)) && h.length > pattern.length - 1;
   return h === pattern;
 }
 
-function firstMatch(patterns: readonly string[], host: string, specificOnly = false): string | undefined {
-  for (const p of patterns) {
-    if (specificOnly && CATCH_ALL.has(p)) continue;
-    if (patternMatches(p, host)) return p;
-  }
-  return undefined;
+/**
+ * A deny pattern's match. The loopback class is one destination, so a deny
+ * rule that matches any of its members (127.0.0.0/8, ::1, 0.0.0.0, ::)
+ * denies every member: denying 127.0.0.0/8 denies 0.0.0.0 and ::1 too.
+ */
+function denies(pattern: string, host: string): boolean {
+  if (patternMatches(pattern, host)) return true;
+  const ip = canonicalIp(host);
+  return ip !== null && isLoopbackClass(ip) && LOOPBACK_SPELLINGS.some((spelling) => patternMatches(pattern, spelling));
+}
+
+function firstAllow(patterns: readonly string[], host: string, specificOnly: boolean): string | undefined {
+  return patterns.find((p) => !(specificOnly && CATCH_ALL.has(p)) && patternMatches(p, host));
+}
+
+function firstDeny(patterns: readonly string[], host: string): string | undefined {
+  return patterns.find((p) => denies(p, host));
 }
 
 export function decide(host: string, global: NetworkPolicy | null, fn: NetworkPolicy | null): PolicyDecision {
   const protectedHost = isProtectedHost(host);
   if (fn !== null) {
-    const denied = firstMatch(fn.deny, host);
+    const denied = firstDeny(fn.deny, host);
     if (denied !== undefined) return { allowed: false, rule: denied, scope: 'function' };
-    const allowed = firstMatch(fn.allow, host, protectedHost);
+    const allowed = firstAllow(fn.allow, host, protectedHost);
     if (allowed !== undefined) return { allowed: true, rule: allowed, scope: 'function' };
   }
   if (global !== null) {
-    const denied = firstMatch(global.deny, host);
+    const denied = firstDeny(global.deny, host);
     if (denied !== undefined) return { allowed: false, rule: denied, scope: 'global' };
-    const allowed = firstMatch(global.allow, host, protectedHost);
+    const allowed = firstAllow(global.allow, host, protectedHost);
     if (allowed !== undefined) return { allowed: true, rule: allowed, scope: 'global' };
   }
   if (protectedHost) return { allowed: false, rule: 'protected', scope: 'global' };

@@ -1,0 +1,76 @@
+import type { IncomingMessage } from 'node:http';
+import { PayloadTooLargeError } from './errors.ts';
+
+// Request and response bodies on the invocation path: read with a byte
+// count (a declared Content-Length is not trusted alone), collected up to a
+// bound, and the error message a bare 500 carries.
+
+/** The error_message of a 500 the handler answered without throwing (spec-checklist). */
+export function messageFrom500(body: Buffer, contentType: string | string[] | undefined): string {
+  const text = body.toString('utf8');
+  const looksJson = (typeof contentType === 'string' && contentType.includes('json')) || /^\s*[{[]/.test(text);
+  if (looksJson) {
+    try {
+      const parsed = JSON.parse(text) as unknown;
+      if (typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed)) {
+        const { message, error } = parsed as Record<string, unknown>;
+        if (typeof message === 'string' && message !== '') return message;
+        if (typeof error === 'string' && error !== '') return error;
+        if (typeof error === 'object' && error !== null && typeof (error as { message?: unknown }).message === 'string') return (error as { message: string }).message;
+      }
+    } catch {
+      // not JSON after all
+    }
+  }
+  return 'HTTP 500';
+}
+
+export async function collect(body: AsyncIterable<Buffer>, max: number): Promise<{ data: Buffer; complete: boolean }> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of body) {
+    chunks.push(chunk);
+    size += chunk.length;
+    if (size > max) return { data: Buffer.concat(chunks, size), complete: false };
+  }
+  return { data: chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size), complete: true };
+}
+
+/** Reads a request body, counting bytes as they arrive (Content-Length is not trusted alone). */
+export function readBody(req: IncomingMessage, max: number): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let done = false;
+    req.on('data', (chunk: Buffer) => {
+      if (done) return;
+      size += chunk.length;
+      if (size > max) {
+        done = true;
+        req.pause();
+        reject(new PayloadTooLargeError(max));
+        return;
+      }
+      chunks.push(chunk);
+    });
+    req.once('end', () => {
+      if (done) return;
+      done = true;
+      resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size));
+    });
+    req.once('error', (err) => {
+      if (done) return;
+      done = true;
+      reject(err);
+    });
+    req.once('close', () => {
+      if (done) return;
+      done = true;
+      reject(new Error('the caller closed the connection while sending the body'));
+    });
+  });
+}
+
+export function drainRequest(req: IncomingMessage): void {
+  if (!req.complete) req.resume();
+}
