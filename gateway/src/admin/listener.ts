@@ -1,9 +1,8 @@
-import Koa, { type Context, type Next } from 'koa';
+import type { default as Koa, Context, Next } from 'koa';
 import type Router from '@koa/router';
 import { NotFoundError } from '@fnhost/core';
 import { UnauthorizedError } from '../auth.ts';
-import { errorMiddleware } from '../http/errors.ts';
-import type { Logger } from '../log.ts';
+import { newApp, type AppBase } from '../http/errors.ts';
 import { setSecurityHeaders, type AdminPanel } from './router.ts';
 
 // The admin listener (FNHOST_ADMIN_PORT): the panel on an origin of its own.
@@ -17,18 +16,14 @@ import { setSecurityHeaders, type AdminPanel } from './router.ts';
 /** Where the panel reaches the management API: the same routes as /api/v1. */
 export const PANEL_API_PREFIX = '/admin/api/v1';
 
-export interface AdminAppOptions {
+export interface AdminAppOptions extends AppBase {
   panel: AdminPanel;
   /** The management API's routers (their paths start with /api/v1). */
   api: Router[];
-  trustProxy: boolean;
-  logger: Logger;
 }
 
 export function adminApp(options: AdminAppOptions): Koa {
-  const app = new Koa({ proxy: options.trustProxy });
-  app.silent = true;
-  app.use(errorMiddleware(options.logger));
+  const app = newApp(options);
   app.use(async (ctx: Context, next: Next) => {
     setSecurityHeaders(ctx);
     if (ctx.path === '/' && (ctx.method === 'GET' || ctx.method === 'HEAD')) return ctx.redirect('/admin/');

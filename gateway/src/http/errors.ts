@@ -1,4 +1,4 @@
-import type { Context, Next } from 'koa';
+import Koa, { type Context, type Next } from 'koa';
 import { NotFoundError, type FnhostError } from '@fnhost/core';
 import { errorBody } from '../invoke/errors.ts';
 import type { Logger } from '../log.ts';
@@ -18,4 +18,18 @@ export function errorMiddleware(logger: Logger) {
       if (status === 401) ctx.set('www-authenticate', 'Bearer realm="fnhost"');
     }
   };
+}
+
+/** What every listener's Koa app shares: proxy trust, no default error printing, errorMiddleware first. */
+export interface AppBase {
+  /** Trust X-Forwarded-* from the peer (FNHOST_TRUST_PROXY). */
+  trustProxy: boolean;
+  logger: Logger;
+}
+
+export function newApp(base: AppBase): Koa {
+  const app = new Koa({ proxy: base.trustProxy });
+  app.silent = true;
+  app.use(errorMiddleware(base.logger));
+  return app;
 }

@@ -1,9 +1,8 @@
-import Koa, { type Context, type Next } from 'koa';
+import type { default as Koa, Context, Next } from 'koa';
 import type Router from '@koa/router';
 import { NotFoundError } from '@fnhost/core';
 import { adminAuth, type AdminToken } from '../auth.ts';
-import type { Logger } from '../log.ts';
-import { errorMiddleware } from './errors.ts';
+import { newApp, type AppBase } from './errors.ts';
 
 // The main listener's Koa part (PORT): health and metrics, the management API
 // /api/v1 for the bearer token only, and the runtimes' /internal/v1. /invoke
@@ -11,20 +10,16 @@ import { errorMiddleware } from './errors.ts';
 // opens nothing here: the panel has a listener of its own (admin/listener.ts),
 // because this origin serves pages that functions write. docs/security.md.
 
-export interface MainAppOptions {
+export interface MainAppOptions extends AppBase {
   health: Router;
   /** The management API's routers (paths under /api/v1). */
   api: Router[];
   internal: Router;
   adminToken: AdminToken;
-  trustProxy: boolean;
-  logger: Logger;
 }
 
 export function mainApp(options: MainAppOptions): Koa {
-  const app = new Koa({ proxy: options.trustProxy });
-  app.silent = true;
-  app.use(errorMiddleware(options.logger));
+  const app = newApp(options);
   app.use(options.health.routes());
   const auth = adminAuth(options.adminToken);
   app.use(async (ctx: Context, next: Next) => {
