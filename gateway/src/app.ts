@@ -3,7 +3,7 @@ import type Koa from 'koa';
 import type Router from '@koa/router';
 import type { Executor, FunctionStore, Stores } from '@fnhost/core';
 import type { AdminToken } from './auth.ts';
-import type { GatewayConfig } from './config.ts';
+import { ConfigError, type GatewayConfig } from './config.ts';
 import { LocalExecutor } from './executor/local.ts';
 import { FunctionService, type FunctionIndex, type ScheduleSink } from './functions/service.ts';
 import { adminApp } from './admin/listener.ts';
@@ -216,7 +216,7 @@ export async function startPlatform(options: PlatformOptions): Promise<Platform<
     adminUrl = await listen(adminServer, config.adminPort, config.adminHost);
   } catch (err) {
     server.close();
-    throw err;
+    throw new ConfigError(`the admin panel's listener (FNHOST_ADMIN_PORT=${config.adminPort}, FNHOST_ADMIN_HOST=${config.adminHost}) cannot listen: ${(err as Error).message}`);
   }
   ready = true;
 

@@ -1,5 +1,7 @@
 import { expect } from 'chai';
 import { mkdtemp, rm } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
@@ -170,5 +172,28 @@ describe('the admin panel has an origin of its own (one machine)', function () {
     }
     // The session the forged cookie pushed out of the browser is still the admin's, on the server.
     expect((await fetch(`${gw.adminUrl}/admin/api/session`, { headers: { cookie: `fnhost_admin=${real.value}` } })).status).to.equal(200);
+  });
+});
+
+describe('the admin listener at start', function () {
+  this.timeout(60_000);
+
+  it('a taken admin port stops the start with a message naming FNHOST_ADMIN_PORT', async () => {
+    const squatter = createServer();
+    await new Promise<void>((r) => squatter.listen(0, '127.0.0.1', r));
+    const port = (squatter.address() as AddressInfo).port;
+    try {
+      const started = startGateway({ env: { FNHOST_ADMIN_PORT: String(port) } });
+      const err = await started.then(
+        async (gw) => {
+          await gw.stop();
+          return undefined;
+        },
+        (e: Error) => e,
+      );
+      expect(err?.message).to.match(new RegExp(`FNHOST_ADMIN_PORT=${port}, FNHOST_ADMIN_HOST=127\\.0\\.0\\.1\\) cannot listen: .*EADDRINUSE`));
+    } finally {
+      squatter.close();
+    }
   });
 });
