@@ -18,7 +18,7 @@ node_modules/.installed: package.json package-lock.json core/package.json runtim
 
 install: node_modules/.installed
 
-# The admin panel's static build, served by the gateway at /admin.
+# The admin panel's static build, served by the gateway's admin listener at /admin (FNHOST_ADMIN_PORT, default 8081).
 admin: install
 	@if [ -f admin/vite.config.ts ] || [ -f admin/vite.config.js ]; then $(NPM) run --silent build -w admin; fi
 

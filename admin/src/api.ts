@@ -1,4 +1,6 @@
-// The panel's only network access: same-origin requests to the gateway.
+// The panel's only network access: same-origin requests to the gateway's
+// admin listener, whose management API is under API (the same routes as the
+// bearer-token /api/v1 of the main listener, for the panel session only).
 // The session id is in an HttpOnly cookie the page cannot read; the CSRF
 // token lives in this module's memory only (never localStorage), and is
 // fetched again from /admin/api/session after a reload.
@@ -12,6 +14,7 @@ export type LogRecord = ExecutionLog;
 export type TestResult = ApiTestResult;
 
 export const CSRF_HEADER = 'x-fnhost-csrf';
+const API = '/admin/api/v1';
 
 export class ApiError extends Error {
   readonly status: number;
@@ -94,18 +97,18 @@ export interface PolicyChange {
   after: NetworkPolicy | null;
 }
 
-const fnPath = (ref: string) => `/api/v1/functions/${encodeURIComponent(ref)}`;
+const fnPath = (ref: string) => `${API}/functions/${encodeURIComponent(ref)}`;
 
 export const api = {
-  functions: () => request<{ functions: ApiFunction[] }>('GET', '/api/v1/functions').then((r) => r.functions),
+  functions: () => request<{ functions: ApiFunction[] }>('GET', `${API}/functions`).then((r) => r.functions),
   fn: (ref: string) => request<ApiFunction>('GET', fnPath(ref)),
   logs: (ref: string, q: { status: string; page: number; limit: number }) =>
     request<LogPage>('GET', `${fnPath(ref)}/logs?status=${encodeURIComponent(q.status)}&page=${q.page}&limit=${q.limit}`),
   setActive: (ref: string, active: boolean) => request<ApiFunction>('POST', `${fnPath(ref)}/${active ? 'activate' : 'deactivate'}`),
   test: (ref: string) => request<TestResult>('POST', `${fnPath(ref)}/test`, {}),
-  policies: () => request<{ global: NetworkPolicy; functions: Record<string, NetworkPolicy> }>('GET', '/api/v1/network-policy'),
-  putGlobal: (p: NetworkPolicy) => request<NetworkPolicy>('PUT', '/api/v1/network-policy/global', p),
-  putFunction: (ref: string, p: NetworkPolicy) => request<NetworkPolicy>('PUT', `/api/v1/network-policy/functions/${encodeURIComponent(ref)}`, p),
-  deleteFunction: (ref: string) => request<void>('DELETE', `/api/v1/network-policy/functions/${encodeURIComponent(ref)}`),
-  changes: (limit = 50) => request<{ changes: PolicyChange[] }>('GET', `/api/v1/network-policy/changes?limit=${limit}`).then((r) => r.changes),
+  policies: () => request<{ global: NetworkPolicy; functions: Record<string, NetworkPolicy> }>('GET', `${API}/network-policy`),
+  putGlobal: (p: NetworkPolicy) => request<NetworkPolicy>('PUT', `${API}/network-policy/global`, p),
+  putFunction: (ref: string, p: NetworkPolicy) => request<NetworkPolicy>('PUT', `${API}/network-policy/functions/${encodeURIComponent(ref)}`, p),
+  deleteFunction: (ref: string) => request<void>('DELETE', `${API}/network-policy/functions/${encodeURIComponent(ref)}`),
+  changes: (limit = 50) => request<{ changes: PolicyChange[] }>('GET', `${API}/network-policy/changes?limit=${limit}`).then((r) => r.changes),
 };

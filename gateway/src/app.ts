@@ -1,19 +1,21 @@
 import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import Koa, { type Context, type Next } from 'koa';
-import Router from '@koa/router';
-import { FnhostError, NotFoundError, type Executor, type FunctionStore, type Stores } from '@fnhost/core';
-import { UnauthorizedError, bearerToken, sameSecret, type AdminToken } from './auth.ts';
-import type { GatewayConfig } from './config.ts';
+import type Koa from 'koa';
+import type Router from '@koa/router';
+import type { Executor, FunctionStore, Stores } from '@fnhost/core';
+import type { AdminToken } from './auth.ts';
+import { ConfigError, type GatewayConfig } from './config.ts';
 import { LocalExecutor } from './executor/local.ts';
 import { FunctionService, type FunctionIndex, type ScheduleSink } from './functions/service.ts';
+import { adminApp } from './admin/listener.ts';
 import { adminPanel } from './admin/router.ts';
 import { functionRoutes } from './api/functions.ts';
 import { infoRoutes } from './api/info.ts';
 import { PolicyCache, policyRoutes } from './api/policy.ts';
 import { internalRoutes, type RuntimeTokenVerifier } from './internal/routes.ts';
 import { RuntimeTokens } from './internal/tokens.ts';
-import { errorBody } from './invoke/errors.ts';
+import { healthRoutes } from './http/health.ts';
+import { listen } from './http/listen.ts';
+import { mainApp } from './http/main-app.ts';
 import { Invoker, type Diagnoser, type ExecutionRecorder } from './invoke/proxy.ts';
 import type { Logger } from './log.ts';
 import { InstanceTracker } from './logs/instance.ts';
@@ -23,8 +25,11 @@ import type { Clock } from '@fnhost/core/clock.ts';
 import { LocalScheduler, systemClock } from './scheduler/local.ts';
 
 // Assembles one gateway: stores, the function cache, the local executor, the
-// scheduler, the log writer, the Koa app (management API, internal API,
-// health) and the raw invocation path, on one node:http server. In cluster
+// scheduler, the log writer, and two listeners: the main one (the raw
+// invocation path beside the Koa app of http/main-app.ts: bearer-token
+// management API, internal API, health) and the admin panel's own
+// (admin/listener.ts), so that function pages and the panel never share an
+// origin (docs/security.md). In cluster
 // mode (gateway/src/cluster/start.ts) the same program runs with other parts
 // plugged into the same seams: functions from Function resources, pods as
 // upstreams, CronJobs instead of the local scheduler, derived tokens.
@@ -66,9 +71,13 @@ export interface PlatformOptions {
 }
 
 export interface Platform<E extends Executor = LocalExecutor> {
+  /** The main listener: /invoke, /api/v1 (bearer token), /internal/v1, health. */
   url: string;
   server: Server;
   app: Koa;
+  /** The admin panel's listener: /admin and its cookie-authenticated API /admin/api/v1. */
+  adminUrl: string;
+  adminServer: Server;
   routers: Router[];
   functions: FunctionService;
   executor: E;
@@ -83,32 +92,6 @@ export interface Platform<E extends Executor = LocalExecutor> {
   sweep(): Promise<void>;
   /** Graceful: stop accepting, finish in-flight (bounded), flush logs, stop runtimes, close stores. */
   close(): Promise<void>;
-}
-
-/** The error middleware: the one place error bodies are written. */
-export function errorMiddleware(logger: Logger) {
-  return async (ctx: Context, next: Next) => {
-    try {
-      await next();
-      if (ctx.status === 404 && ctx.body === undefined) throw new NotFoundError(`no route ${ctx.method} ${ctx.path}`);
-    } catch (err) {
-      const { status, body } = errorBody(err);
-      if (status >= 500) logger.error('request failed', { method: ctx.method, path: ctx.path, status, error: (err as Error).message, code: (err as FnhostError).code });
-      ctx.status = status;
-      ctx.type = 'application/json';
-      ctx.body = body;
-      if (status === 401) ctx.set('www-authenticate', 'Bearer realm="fnhost"');
-    }
-  };
-}
-
-export function adminAuth(token: AdminToken) {
-  return async (ctx: Context, next: Next) => {
-    const presented = bearerToken(ctx.get('authorization') || undefined);
-    if (presented === undefined) throw new UnauthorizedError('the management API needs Authorization: Bearer <token>');
-    if (!sameSecret(presented, token.digest)) throw new UnauthorizedError('the token is wrong');
-    await next();
-  };
 }
 
 export function startPlatform(options: PlatformOptions & { cluster?: undefined }): Promise<Platform>;
@@ -186,21 +169,9 @@ export async function startPlatform(options: PlatformOptions): Promise<Platform<
   const policies = new PolicyCache(stores.policies, { shared: cluster !== undefined });
 
   let ready = false;
-  const app = new Koa({ proxy: config.trustProxy });
-  app.silent = true;
-  app.use(errorMiddleware(logger));
-
-  const health = new Router();
-  health.get('/healthz', (ctx) => {
-    ctx.body = { status: 'ok' };
-  });
-  health.get('/readyz', (ctx) => {
-    if (!ready) throw new FnhostError('not_ready', 503, 'the gateway is starting or shutting down', { expose: true });
-    ctx.body = { status: 'ready' };
-  });
-  health.get('/metrics', (ctx) => {
-    ctx.type = 'text/plain; version=0.0.4; charset=utf-8';
-    ctx.body =
+  const health = healthRoutes({
+    ready: () => ready,
+    metricsText: () =>
       metrics.render({
         logQueueDepth: writer.depth,
         logRecordsDropped: writer.dropped,
@@ -208,29 +179,18 @@ export async function startPlatform(options: PlatformOptions): Promise<Platform<
         logWriteFailures: writer.failures,
         runningRuntimes: executor.running,
         lostRecords: instances.totals,
-      }) + (cluster?.metricsText() ?? '');
+      }) + (cluster?.metricsText() ?? ''),
   });
-
   const api = [
     functionRoutes({ functions, invoker, writer, stores, now }),
     policyRoutes({ policies, functions, now }),
     infoRoutes({ mode: cluster === undefined ? 'local' : 'cluster', default_namespace: functions.defaultNamespace }),
   ];
   const internal = internalRoutes({ tokens: cluster?.runtimeTokens ?? tokens, functions, kv: stores.kv, policies, now });
-  const auth = adminAuth(options.adminToken);
-  // The admin panel (/admin): its page and sign-in; its session cookie is the other way into /api/v1.
+  const app = mainApp({ health, api, internal, adminToken: options.adminToken, trustProxy: config.trustProxy, logger });
+  // The admin panel: its page, sign-in and session-authenticated API, on its own listener.
   const admin = adminPanel({ token: options.adminToken, now, sessionStore: stores.sessions, logger });
-  app.use(health.routes());
-  app.use(admin.router.routes());
-  app.use(async (ctx, next) => {
-    if (ctx.path === '/api/v1' || ctx.path.startsWith('/api/v1/')) {
-      if (!ctx.get('authorization') && (await admin.authenticate(ctx))) return next();
-      return auth(ctx, next);
-    }
-    return next();
-  });
-  for (const r of api) app.use(r.routes()).use(r.allowedMethods());
-  app.use(internal.routes());
+  const adminServer = createServer({ keepAliveTimeout: 65_000 }, adminApp({ panel: admin, api, trustProxy: config.trustProxy, logger }).callback());
   const koa = app.callback();
 
   let shuttingDown = false;
@@ -250,18 +210,14 @@ export async function startPlatform(options: PlatformOptions): Promise<Platform<
   // In cluster mode CronJobs fire schedules: the local scheduler stays empty.
   if (cluster === undefined) for (const fn of functions.all()) scheduler.sync(fn, fn.function_id);
 
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', (err: NodeJS.ErrnoException) =>
-      reject(err.code === 'EADDRINUSE' ? new FnhostError('port_in_use', 500, `port ${config.port} on ${config.host} is already in use (another fnhost gateway, or another program): stop it, or set PORT to a free port`, { expose: true }) : err),
-    );
-    server.listen(config.port, config.host, () => {
-      server.off('error', reject);
-      resolve();
-    });
-  });
-  const address = server.address() as AddressInfo;
-  const host = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host.includes(':') ? `[${config.host}]` : config.host;
-  listenUrl = `http://${host}:${address.port}`;
+  listenUrl = await listen(server, config.port, config.host);
+  let adminUrl: string;
+  try {
+    adminUrl = await listen(adminServer, config.adminPort, config.adminHost);
+  } catch (err) {
+    server.close();
+    throw new ConfigError(`the admin panel's listener (FNHOST_ADMIN_PORT=${config.adminPort}, FNHOST_ADMIN_HOST=${config.adminHost}) cannot listen: ${(err as Error).message}`);
+  }
   ready = true;
 
   const sweep = async () => {
@@ -298,6 +254,8 @@ export async function startPlatform(options: PlatformOptions): Promise<Platform<
       // or the grace period is over, is the log queue flushed for the last time: a record
       // queued after that flush would be lost.
       shuttingDown = true;
+      const adminStopped = new Promise<void>((resolve) => adminServer.close(() => resolve()));
+      adminServer.closeIdleConnections();
       const deadline = Date.now() + config.shutdownGraceMs;
       let allClosed = false;
       const stopped = new Promise<void>((resolve) => server.close(() => resolve())).then(() => {
@@ -309,7 +267,9 @@ export async function startPlatform(options: PlatformOptions): Promise<Platform<
       await invoker.drain(Math.max(0, deadline - Date.now()));
       clearInterval(idleCloser);
       if (!allClosed) server.closeAllConnections();
+      adminServer.closeAllConnections();
       await stopped;
+      await adminStopped;
       // Executions whose connection was cut just now finish (and queue their record) first.
       await invoker.drain(1000);
       await writer.close();
@@ -322,5 +282,5 @@ export async function startPlatform(options: PlatformOptions): Promise<Platform<
     return closing;
   };
 
-  return { url: listenUrl, server, app, routers: [health, admin.router, ...api, internal], functions, executor, scheduler, writer, instances, invoker, metrics, runtimeToken: (id) => (cluster?.runtimeTokens ?? tokens).tokenFor(id), sweep, close };
+  return { url: listenUrl, server, app, adminUrl, adminServer, routers: [health, admin.router, ...api, internal], functions, executor, scheduler, writer, instances, invoker, metrics, runtimeToken: (id) => (cluster?.runtimeTokens ?? tokens).tokenFor(id), sweep, close };
 }

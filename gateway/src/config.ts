@@ -5,8 +5,16 @@ import { FnhostError, limits } from '@fnhost/core';
 // A bad value stops the start with a message naming the variable.
 
 export interface GatewayConfig {
+  /** The main listener: /invoke, the bearer-token /api/v1, /internal/v1, health and metrics. */
   port: number;
   host: string;
+  /**
+   * The admin panel's own listener (FNHOST_ADMIN_PORT, FNHOST_ADMIN_HOST): /admin and
+   * its cookie-authenticated API, on an origin apart from function responses (docs/security.md).
+   * Default port: PORT + 1 (8081), or 0 (any free port) when PORT is 0.
+   */
+  adminPort: number;
+  adminHost: string;
   dataDir: string;
   /** Set when FNHOST_TOKEN is given; otherwise the token file is used (generated on first start). */
   token: string | undefined;
@@ -65,9 +73,15 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   const mongodbUrl = env.MONGODB_URL?.trim() || undefined;
   // The URL may hold a password: the message shows only its scheme.
   if (mongodbUrl !== undefined && !/^mongodb(\+srv)?:\/\//.test(mongodbUrl)) throw new ConfigError(`MONGODB_URL must start with mongodb:// or mongodb+srv:// (it starts with "${mongodbUrl.split(':')[0]}:")`);
+  const port = intVar(env, 'PORT', 8080, 0, 65535);
+  const host = env.HOST?.trim() || '127.0.0.1';
+  const adminPort = adminPortOf(env, port);
+  const adminHost = env.FNHOST_ADMIN_HOST?.trim() || host;
   return {
-    port: intVar(env, 'PORT', 8080, 0, 65535),
-    host: env.HOST?.trim() || '127.0.0.1',
+    port,
+    host,
+    adminPort,
+    adminHost,
     dataDir: resolve(cwd, env.FNHOST_DATA_DIR?.trim() || '.fnhost'),
     token,
     publicUrl: publicUrl?.replace(/\/+$/, ''),
@@ -79,4 +93,17 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     logProgressIntervalMs: intVar(env, 'FNHOST_LOG_PROGRESS_INTERVAL_MS', 20, 1, 60_000),
     benchDisableRecording: env.FNHOST_BENCH_DISABLE_RECORDING === '1',
   };
+}
+
+/** FNHOST_ADMIN_PORT, or the port after PORT; never PORT itself (one origin for both is what the split prevents). */
+function adminPortOf(env: Record<string, string | undefined>, port: number): number {
+  const given = env.FNHOST_ADMIN_PORT;
+  if (given === undefined || given.trim() === '') {
+    if (port === 0) return 0;
+    if (port === 65535) throw new ConfigError('PORT=65535 leaves no next port for the admin panel: set FNHOST_ADMIN_PORT');
+    return port + 1;
+  }
+  const adminPort = intVar(env, 'FNHOST_ADMIN_PORT', 0, 0, 65535);
+  if (adminPort !== 0 && adminPort === port) throw new ConfigError(`FNHOST_ADMIN_PORT=${adminPort} is PORT too: the admin panel needs a port of its own (docs/security.md)`);
+  return adminPort;
 }

@@ -12,7 +12,8 @@ import { isClusterMode, loadClusterSettings } from './cluster/settings.ts';
 import { stdoutLogger as logger } from './log.ts';
 
 // `npm run start`: one gateway on this machine. Prints one JSON line
-// `{"msg":"gateway listening","url":...}` (the test helper reads it), then a
+// `{"msg":"gateway listening","url":...,"admin_url":...}` (the test helper
+// reads it; admin_url is the panel's own listener), then a
 // short quick start for people. With FNHOST_MODE=cluster the same program is
 // the gateway of a Kubernetes installation (docs/install.md): functions come
 // from Function resources, calls go to the functions' pods, and every store
@@ -41,11 +42,12 @@ async function main(): Promise<void> {
   }
   await lock.setUrl(platform.url);
   const held = lock;
-  logger.info('gateway listening', { url: platform.url, mode: clusterMode ? 'cluster' : 'local', data_dir: config.dataDir, store: description, token_source: adminToken.source, pid: process.pid });
+  logger.info('gateway listening', { url: platform.url, admin_url: platform.adminUrl, mode: clusterMode ? 'cluster' : 'local', data_dir: config.dataDir, store: description, token_source: adminToken.source, pid: process.pid });
   if (!clusterMode && (process.stdout.isTTY || process.env.FNHOST_QUIET !== '1')) {
     const tokenHint = adminToken.source === 'FNHOST_TOKEN' ? 'the token is the FNHOST_TOKEN you set' : `token: cat ${relative(process.cwd(), adminToken.file) || adminToken.file}`;
     process.stdout.write(
       `\nfnhost gateway on ${platform.url} (${tokenHint})\n` +
+        `Admin panel: ${platform.adminUrl}/admin/ (its own port, apart from function pages)\n` +
         'Quick start:\n' +
         `  export FNHOST_URL=${platform.url} FNHOST_TOKEN=$(cat ${relative(process.cwd(), adminToken.file) || adminToken.file})\n` +
         `  curl -s -H "Authorization: Bearer $FNHOST_TOKEN" -H 'content-type: application/json' $FNHOST_URL/api/v1/functions -d '{"name":"hello","code":"export default (req, res) => res.json({hello: req.query.name ?? \\"world\\"})"}'\n` +

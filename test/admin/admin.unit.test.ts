@@ -5,7 +5,7 @@ import { hostPatternProblem, ipFamily, validateHostPattern, validateNetworkPolic
 import type { SessionStore } from '@fnhost/core';
 import { openSqliteStores } from '@fnhost/core/store/sqlite/index.ts';
 import {
-  DEFAULT_IDLE_MS, DEFAULT_MAX_AGE_MS, MAX_SESSIONS, PanelSessions, clearedCookie, expiresAt, originAllowed, readSessionCookie, sameToken, sessionCookie,
+  DEFAULT_IDLE_MS, DEFAULT_MAX_AGE_MS, MAX_SESSIONS, PanelSessions, clearedCookie, expiresAt, isPanelCookieName, originAllowed, readSessionCookies, sameToken, sessionCookie,
   sessionIdHash, shouldTouch, touchIntervalMs,
 } from '../../gateway/src/admin/session.ts';
 import { CONTENT_SECURITY_POLICY, sessionTimesFromEnv } from '../../gateway/src/admin/router.ts';
@@ -217,16 +217,20 @@ describe('admin: panel sessions over a store, with a fake clock', () => {
 });
 
 describe('admin: cookie, Origin and CSP', () => {
-  it('sets HttpOnly, SameSite=Strict, Path=/ and Secure only over TLS', () => {
-    expect(sessionCookie('id1', { secure: false, maxAgeSeconds: 60 })).to.equal('fnhost_admin=id1; Path=/; HttpOnly; SameSite=Strict; Max-Age=60');
-    expect(sessionCookie('id1', { secure: true, maxAgeSeconds: 60 })).to.match(/; Secure$/);
+  it('plain HTTP: HttpOnly, SameSite=Strict, Path=/admin (never sent to /invoke); TLS: __Host- prefix, Secure, Path=/', () => {
+    expect(sessionCookie('id1', { secure: false, maxAgeSeconds: 60 })).to.equal('fnhost_admin=id1; Path=/admin; HttpOnly; SameSite=Strict; Max-Age=60');
+    expect(sessionCookie('id1', { secure: true, maxAgeSeconds: 60 })).to.equal('__Host-fnhost_admin=id1; Path=/; HttpOnly; SameSite=Strict; Max-Age=60; Secure');
     expect(clearedCookie(false)).to.contain('Max-Age=0');
+    expect(clearedCookie(true)).to.match(/^__Host-fnhost_admin=; .*Max-Age=0; Secure$/);
   });
 
-  it('reads the session cookie among others', () => {
-    expect(readSessionCookie('a=1; fnhost_admin=xyz; b=2')).to.equal('xyz');
-    expect(readSessionCookie('fnhost_admin_other=1')).to.equal(undefined);
-    expect(readSessionCookie(undefined)).to.equal(undefined);
+  it('reads every panel cookie among others (a planted one cannot hide the real one), at most four', () => {
+    expect(readSessionCookies('a=1; fnhost_admin=xyz; b=2')).to.deep.equal(['xyz']);
+    expect(readSessionCookies('fnhost_admin=planted; fnhost_admin=real; __Host-fnhost_admin=tls')).to.deep.equal(['planted', 'real', 'tls']);
+    expect(readSessionCookies('fnhost_admin_other=1')).to.deep.equal([]);
+    expect(readSessionCookies(undefined)).to.deep.equal([]);
+    expect(readSessionCookies(Array.from({ length: 50 }, (_, i) => `fnhost_admin=${i}`).join('; '))).to.have.length(4);
+    expect(['fnhost_admin', '__Host-fnhost_admin', 'fnhost_admin2', '__Secure-fnhost_admin'].map(isPanelCookieName)).to.deep.equal([true, true, false, false]);
   });
 
   it('accepts no Origin or this gateway, refuses any other', () => {

@@ -110,7 +110,10 @@ describe('admin panel in headless Chromium against a cluster-mode gateway (helm 
     expect(installed.code, installed.stderr + installed.stdout).to.equal(0);
     const svc = await getJson(['get', 'svc', `${release}-fnhost-gateway`, '-n', relNs]);
     const secret = await getJson(['get', 'secret', `${release}-fnhost-admin`, '-n', relNs]);
-    gw = { url: `http://${svc.spec.clusterIP}:8080`, token: Buffer.from(secret.data.token, 'base64').toString('utf8') };
+    // The panel is on the Service's admin port: an origin apart from /invoke's.
+    const adminPort = (svc.spec.ports as Array<{ name: string; port: number }>).find((p) => p.name === 'admin')?.port;
+    expect(adminPort, 'the admin port of the gateway Service').to.be.a('number');
+    gw = { url: `http://${svc.spec.clusterIP}:8080`, adminUrl: `http://${svc.spec.clusterIP}:${adminPort}`, token: Buffer.from(secret.data.token, 'base64').toString('utf8') };
     ids = await timed('functions created and first calls', () => createScenarioFunctions(gw, `http://${hostIp}:${targetRelay!.port}/`));
   });
 

@@ -53,12 +53,12 @@ describe('admin panel sessions expire', function () {
   });
 
   it('an idle session stops working after its idle time', async () => {
-    const signIn = await fetch(`${gw.url}/admin/api/session`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ token: gw.token }) });
+    const signIn = await fetch(`${gw.adminUrl}/admin/api/session`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ token: gw.token }) });
     expect(signIn.status).to.equal(201);
-    const cookie = signIn.headers.get('set-cookie')!.split(';')[0]!;
+    const cookie = signIn.headers.getSetCookie()[0]!.split(';')[0]!;
     const started = Date.now();
     const expired = await until('the session to expire', async () => {
-      const r = await fetch(`${gw.url}/api/v1/functions`, { headers: { cookie } });
+      const r = await fetch(`${gw.adminUrl}/admin/api/v1/functions`, { headers: { cookie } });
       // Polling touches the session, so poll more slowly than the idle time.
       return r.status === 401 ? r : undefined;
     }, 20_000, 1500);
@@ -70,14 +70,14 @@ describe('admin panel sessions expire', function () {
     userDataDir = await mkdtemp(join(tmpdir(), 'fnhost-chromium-'));
     context = await chromium.launchPersistentContext(userDataDir, { executablePath: CHROMIUM, headless: true, args: LAUNCH_ARGS });
     const page = context.pages()[0] ?? (await context.newPage());
-    await page.goto(`${gw.url}/admin/`);
+    await page.goto(`${gw.adminUrl}/admin/`);
     await page.getByLabel('Admin token').fill(gw.token);
     await page.getByRole('button', { name: 'Sign in' }).click();
     await page.getByRole('heading', { level: 1, name: 'Functions' }).waitFor();
-    const cookie = (await context.cookies(gw.url)).find((c) => c.name === 'fnhost_admin')!;
+    const cookie = (await context.cookies(`${gw.adminUrl}/admin/`)).find((c) => c.name === 'fnhost_admin')!;
     // The page makes no request while idle; wait (without touching the session) until the server has dropped it.
     await until('the session to expire on the server', async () => {
-      const r = await fetch(`${gw.url}/admin/api/session`, { headers: { cookie: `fnhost_admin=${cookie.value}` } });
+      const r = await fetch(`${gw.adminUrl}/admin/api/session`, { headers: { cookie: `fnhost_admin=${cookie.value}` } });
       return r.status === 401;
     }, 20_000, 1500);
     await page.getByRole('link', { name: 'Network policies' }).click();

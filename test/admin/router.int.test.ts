@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Koa from 'koa';
 import { openSqliteStores } from '@fnhost/core/store/sqlite/index.ts';
-import { errorMiddleware } from '../../gateway/src/app.ts';
+import { errorMiddleware } from '../../gateway/src/http/errors.ts';
 import { digest } from '../../gateway/src/auth.ts';
 import { silentLogger } from '../../gateway/src/log.ts';
 import { adminPanel } from '../../gateway/src/admin/router.ts';
@@ -103,7 +103,7 @@ describe('admin router over HTTP', () => {
     const signIn = await fetch(`${built.url}/admin/api/session`, { method: 'POST', body: JSON.stringify({ token: TOKEN }) });
     expect(signIn.status).to.equal(201);
     const { csrf_token } = await signIn.json();
-    const cookie = signIn.headers.get('set-cookie')!.split(';')[0]!;
+    const cookie = signIn.headers.getSetCookie()[0]!.split(';')[0]!;
     const info = await fetch(`${built.url}/admin/api/session`, { headers: { cookie } });
     expect(info.status).to.equal(200);
     expect((await info.json()).csrf_token).to.equal(csrf_token);
@@ -115,15 +115,19 @@ describe('admin router over HTTP', () => {
     expect((await fetch(`${built.url}/admin/api/session`, { headers: { cookie } })).status).to.equal(401);
   });
 
-  it('marks the cookie Secure behind TLS: X-Forwarded-Proto https only from a trusted proxy', async () => {
+  it('marks the cookie __Host- and Secure behind TLS: X-Forwarded-Proto https only from a trusted proxy', async () => {
     const signIn = (url: string) =>
       fetch(`${url}/admin/api/session`, { method: 'POST', headers: { 'x-forwarded-proto': 'https', origin: `https://${new URL(url).host}` }, body: JSON.stringify({ token: TOKEN }) });
     const trusted = await signIn(proxied.url);
     expect(trusted.status).to.equal(201);
-    expect(trusted.headers.get('set-cookie')).to.match(/HttpOnly; SameSite=Strict; Max-Age=\d+; Secure$/);
+    expect(trusted.headers.getSetCookie()[0]).to.match(/^__Host-fnhost_admin=[\w-]{43}; Path=\/; HttpOnly; SameSite=Strict; Max-Age=\d+; Secure$/);
+    // The __Host- cookie is a session like the plain one.
+    const tlsCookie = trusted.headers.getSetCookie()[0]!.split(';')[0]!;
+    expect((await fetch(`${proxied.url}/admin/api/session`, { headers: { cookie: tlsCookie, 'x-forwarded-proto': 'https' } })).status).to.equal(200);
     const untrusted = await signIn(built.url);
     expect(untrusted.status).to.equal(201);
-    expect(untrusted.headers.get('set-cookie')).not.to.contain('Secure');
+    expect(untrusted.headers.getSetCookie()[0]).to.match(/^fnhost_admin=[\w-]{43}; Path=\/admin; /);
+    expect(untrusted.headers.getSetCookie()[0]).not.to.contain('Secure');
     const foreign = await fetch(`${proxied.url}/admin/api/session`, { method: 'POST', headers: { 'x-forwarded-proto': 'https', origin: 'https://evil.example' }, body: JSON.stringify({ token: TOKEN }) });
     expect(foreign.status).to.equal(403);
   });

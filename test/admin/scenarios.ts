@@ -59,7 +59,10 @@ export function ensurePanelPrerequisites(): void {
 }
 
 export interface PanelGateway {
+  /** The main listener: /invoke and the bearer-token /api/v1. */
   url: string;
+  /** The admin panel's own listener (origin): /admin and /admin/api/v1. */
+  adminUrl: string;
   token: string;
 }
 
@@ -160,10 +163,15 @@ export function definePanelScenarios(setup: () => ScenarioSetup, options: Scenar
     axeChecked.push(name);
   };
   const openFunction = async (name: string) => {
-    await page.goto(`${gw().url}/admin/functions/${name}`);
+    await page.goto(`${gw().adminUrl}/admin/functions/${name}`);
     await page.getByRole('heading', { level: 1, name: new RegExp(`^${name}`) }).waitFor();
   };
-  const sessionCookie = async () => (await context.cookies(gw().url)).find((c) => c.name === 'fnhost_admin');
+  const sessionCookie = async () => (await context.cookies(`${gw().adminUrl}/admin/`)).find((c) => c.name === 'fnhost_admin');
+  /** The session cookie as a Cookie header. */
+  const cookieHeader = async () => {
+    const c = (await sessionCookie())!;
+    return `${c.name}=${c.value}`;
+  };
 
   before(async () => {
     await mkdir(SHOTS, { recursive: true });
@@ -171,7 +179,7 @@ export function definePanelScenarios(setup: () => ScenarioSetup, options: Scenar
     context = await chromium.launchPersistentContext(userDataDir, { executablePath: CHROMIUM, headless: true, args: LAUNCH_ARGS, viewport: { width: 1280, height: 900 } });
     context.setDefaultTimeout(waitMs);
     page = context.pages()[0] ?? (await context.newPage());
-    const own = new URL(gw().url).origin;
+    const own = new URL(gw().adminUrl).origin;
     context.on('request', (req) => {
       const u = req.url();
       if (!u.startsWith('data:') && new URL(u).origin !== own) foreignRequests.push(u);
@@ -187,7 +195,7 @@ export function definePanelScenarios(setup: () => ScenarioSetup, options: Scenar
   });
 
   it('serves the page with a CSP that allows no inline script and nothing from another host', async () => {
-    const r = await fetch(`${gw().url}/admin/`);
+    const r = await fetch(`${gw().adminUrl}/admin/`);
     expect(r.status).to.equal(200);
     const csp = r.headers.get('content-security-policy')!;
     expect(csp).to.contain("script-src 'self'");
@@ -199,18 +207,18 @@ export function definePanelScenarios(setup: () => ScenarioSetup, options: Scenar
   });
 
   it('refuses a wrong token with a clear page, keeps nothing in storage', async () => {
-    await page.goto(`${gw().url}/admin/`);
+    await page.goto(`${gw().adminUrl}/admin/`);
     await page.getByLabel('Admin token').fill('definitely-not-the-token');
     await page.getByRole('button', { name: 'Sign in' }).click();
     await page.getByRole('heading', { name: 'Wrong admin token' }).waitFor();
     await shot('wrong-token');
     expect(await sessionCookie()).to.equal(undefined);
-    const direct = await fetch(`${gw().url}/admin/api/session`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ token: 'wrong' }) });
+    const direct = await fetch(`${gw().adminUrl}/admin/api/session`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ token: 'wrong' }) });
     expect(direct.status).to.equal(401);
     expect(direct.headers.get('set-cookie')).to.equal(null);
   });
 
-  it('signs in with the admin token: an HttpOnly SameSite=Strict cookie, the token never in storage', async () => {
+  it('signs in with the admin token: an HttpOnly SameSite=Strict cookie kept off /invoke, the token never in storage', async () => {
     const token = gw().token;
     await page.getByRole('button', { name: 'Try again' }).click();
     await page.getByLabel('Admin token').waitFor();
@@ -222,6 +230,9 @@ export function definePanelScenarios(setup: () => ScenarioSetup, options: Scenar
     expect(cookie, 'session cookie').not.to.equal(undefined);
     expect(cookie!.httpOnly).to.equal(true);
     expect(cookie!.sameSite).to.equal('Strict');
+    // Browsers share cookies between the ports of one host: the path keeps the cookie from function calls.
+    expect(cookie!.path).to.equal('/admin');
+    expect(await context.cookies(`${gw().url}/invoke/${setup().ids.pager}`)).to.deep.equal([]);
     expect(cookie!.value).not.to.contain(token);
     const storage = await page.evaluate(() => JSON.stringify({ ...window.localStorage }) + JSON.stringify({ ...window.sessionStorage }) + document.cookie);
     expect(storage).not.to.contain(token);
@@ -339,37 +350,44 @@ export function definePanelScenarios(setup: () => ScenarioSetup, options: Scenar
   });
 
   it('refuses a state change made with the session cookie but without the CSRF token, or from another origin', async () => {
-    const url = gw().url;
-    const cookie = `fnhost_admin=${(await sessionCookie())!.value}`;
-    // Reading with the cookie works (the panel's own way into /api/v1).
-    const list = await fetch(`${url}/api/v1/functions`, { headers: { cookie } });
+    const url = `${gw().adminUrl}/admin/api/v1`;
+    const cookie = await cookieHeader();
+    // Reading with the cookie works (the panel's own way into the management API).
+    const list = await fetch(`${url}/functions`, { headers: { cookie } });
     expect(list.status).to.equal(200);
-    const noCsrf = await fetch(`${url}/api/v1/functions/toggle/deactivate`, { method: 'POST', headers: { cookie } });
+    const noCsrf = await fetch(`${url}/functions/toggle/deactivate`, { method: 'POST', headers: { cookie } });
     expect(noCsrf.status).to.equal(403);
     expect((await noCsrf.json()).error).to.equal('forbidden');
-    const wrongCsrf = await fetch(`${url}/api/v1/network-policy/global`, { method: 'PUT', headers: { cookie, 'x-fnhost-csrf': 'guess', 'content-type': 'application/json' }, body: '{"default":"deny"}' });
+    const wrongCsrf = await fetch(`${url}/network-policy/global`, { method: 'PUT', headers: { cookie, 'x-fnhost-csrf': 'guess', 'content-type': 'application/json' }, body: '{"default":"deny"}' });
     expect(wrongCsrf.status).to.equal(403);
-    const session = await (await fetch(`${url}/admin/api/session`, { headers: { cookie } })).json();
-    const foreign = await fetch(`${url}/api/v1/functions/toggle/deactivate`, { method: 'POST', headers: { cookie, 'x-fnhost-csrf': session.csrf_token, origin: 'http://evil.example' } });
-    expect(foreign.status).to.equal(403);
+    const session = await (await fetch(`${gw().adminUrl}/admin/api/session`, { headers: { cookie } })).json();
+    // The main origin (function pages) is another origin: refused even with the token.
+    for (const origin of ['http://evil.example', new URL(gw().url).origin]) {
+      const foreign = await fetch(`${url}/functions/toggle/deactivate`, { method: 'POST', headers: { cookie, 'x-fnhost-csrf': session.csrf_token, origin } });
+      expect(foreign.status, origin).to.equal(403);
+    }
+    // The main listener takes no panel cookie at all, with or without the CSRF token.
+    const onMain = await fetch(`${gw().url}/api/v1/functions/toggle/deactivate`, { method: 'POST', headers: { cookie, 'x-fnhost-csrf': session.csrf_token } });
+    expect(onMain.status).to.equal(401);
+    expect((await fetch(`${gw().url}/api/v1/functions`, { headers: { cookie } })).status).to.equal(401);
     expect((await api('GET', '/api/v1/functions/toggle')).body.active).to.equal(true);
     expect((await api('GET', '/api/v1/network-policy')).body.global.default).to.equal('allow');
     // With the token it goes through.
-    const good = await fetch(`${url}/api/v1/functions/toggle/deactivate`, { method: 'POST', headers: { cookie, 'x-fnhost-csrf': session.csrf_token } });
+    const good = await fetch(`${url}/functions/toggle/deactivate`, { method: 'POST', headers: { cookie, 'x-fnhost-csrf': session.csrf_token } });
     expect(good.status).to.equal(200);
     await api('POST', '/api/v1/functions/toggle/activate');
   });
 
   it('signs out: the session is gone on the server', async () => {
-    const cookie = `fnhost_admin=${(await sessionCookie())!.value}`;
+    const cookie = await cookieHeader();
     await page.getByRole('button', { name: 'Sign out' }).click();
     await page.getByText('You have signed out.').waitFor();
     await shot('signed-out');
-    expect((await fetch(`${gw().url}/api/v1/functions`, { headers: { cookie } })).status).to.equal(401);
+    expect((await fetch(`${gw().adminUrl}/admin/api/v1/functions`, { headers: { cookie } })).status).to.equal(401);
     expect(await sessionCookie()).to.equal(undefined);
   });
 
-  it('made no request to any host but the gateway, broke no CSP rule, and every page passed the accessibility check', () => {
+  it('made no request to any origin but the panel\'s, broke no CSP rule, and every page passed the accessibility check', () => {
     expect(foreignRequests).to.deep.equal([]);
     expect(cspViolations).to.deep.equal([]);
     expect(axeChecked).to.deep.equal(['wrong-token', 'signin', 'functions', 'policy-invalid', 'policies', 'function', 'function-narrow', 'signed-out']);

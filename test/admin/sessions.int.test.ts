@@ -23,19 +23,21 @@ interface PanelSession {
 }
 
 async function signIn(gw: RunningGateway): Promise<PanelSession> {
-  const r = await fetch(`${gw.url}/admin/api/session`, { method: 'POST', headers: { 'content-type': 'application/json', origin: gw.url }, body: JSON.stringify({ token: gw.token }) });
+  const r = await fetch(`${gw.adminUrl}/admin/api/session`, { method: 'POST', headers: { 'content-type': 'application/json', origin: gw.adminUrl }, body: JSON.stringify({ token: gw.token }) });
   expect(r.status).to.equal(201);
-  const setCookie = r.headers.get('set-cookie')!;
-  expect(setCookie).to.match(/^fnhost_admin=[A-Za-z0-9_-]{43}; Path=\/; HttpOnly; SameSite=Strict; Max-Age=28800$/);
-  const cookie = setCookie.split(';')[0]!;
+  const [setCookie, legacyRemoval] = r.headers.getSetCookie();
+  expect(setCookie).to.match(/^fnhost_admin=[A-Za-z0-9_-]{43}; Path=\/admin; HttpOnly; SameSite=Strict; Max-Age=28800$/);
+  // The Path=/ cookie of gateways before the origin split is removed: it would go to /invoke.
+  expect(legacyRemoval).to.equal('fnhost_admin=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0');
+  const cookie = setCookie!.split(';')[0]!;
   return { cookie, id: cookie.slice('fnhost_admin='.length), csrf: (await r.json()).csrf_token };
 }
 
 /** A state change made with the panel session, as the page makes it (cookie, CSRF header, Origin). */
 function putGlobalPolicy(gw: RunningGateway, session: PanelSession, csrf: string | undefined, deny: string[]) {
-  return fetch(`${gw.url}/api/v1/network-policy/global`, {
+  return fetch(`${gw.adminUrl}/admin/api/v1/network-policy/global`, {
     method: 'PUT',
-    headers: { cookie: session.cookie, origin: gw.url, 'content-type': 'application/json', ...(csrf === undefined ? {} : { 'x-fnhost-csrf': csrf }) },
+    headers: { cookie: session.cookie, origin: gw.adminUrl, 'content-type': 'application/json', ...(csrf === undefined ? {} : { 'x-fnhost-csrf': csrf }) },
     body: JSON.stringify({ default: 'allow', allow: [], deny }),
   });
 }
@@ -78,11 +80,11 @@ describe('admin panel sessions shared by two gateways on one MongoDB', function 
     expect(JSON.stringify(await sessions.find().toArray())).to.not.include(session.id);
     expect(doc!['expireAt']).to.be.instanceOf(Date);
 
-    // B knows the session: the same CSRF token, and reads through /api/v1.
-    const info = await fetch(`${b!.url}/admin/api/session`, { headers: { cookie: session.cookie } });
+    // B knows the session: the same CSRF token, and reads through its panel API.
+    const info = await fetch(`${b!.adminUrl}/admin/api/session`, { headers: { cookie: session.cookie } });
     expect(info.status).to.equal(200);
     expect((await info.json()).csrf_token).to.equal(session.csrf);
-    expect((await fetch(`${b!.url}/api/v1/functions`, { headers: { cookie: session.cookie } })).status).to.equal(200);
+    expect((await fetch(`${b!.adminUrl}/admin/api/v1/functions`, { headers: { cookie: session.cookie } })).status).to.equal(200);
 
     // A state change on B needs the session's CSRF token, as on A.
     expect((await putGlobalPolicy(b!, session, undefined, ['10.0.0.0/8'])).status).to.equal(403);
@@ -93,25 +95,25 @@ describe('admin panel sessions shared by two gateways on one MongoDB', function 
     expect(changes.changes[0]).to.deep.include({ scope: 'global', actor: `admin (panel session ${doc!['label']})` });
 
     // Sign-out on B (with the CSRF token) ends the session for A too.
-    const out = await fetch(`${b!.url}/admin/api/session`, { method: 'DELETE', headers: { cookie: session.cookie, origin: b!.url, 'x-fnhost-csrf': session.csrf } });
+    const out = await fetch(`${b!.adminUrl}/admin/api/session`, { method: 'DELETE', headers: { cookie: session.cookie, origin: b!.adminUrl, 'x-fnhost-csrf': session.csrf } });
     expect(out.status).to.equal(204);
     expect(out.headers.get('set-cookie')).to.contain('Max-Age=0');
     expect(await sessions.countDocuments({ _id: sha256(session.id) as never })).to.equal(0);
-    expect((await fetch(`${a!.url}/admin/api/session`, { headers: { cookie: session.cookie } })).status).to.equal(401);
-    expect((await fetch(`${a!.url}/api/v1/functions`, { headers: { cookie: session.cookie } })).status).to.equal(401);
+    expect((await fetch(`${a!.adminUrl}/admin/api/session`, { headers: { cookie: session.cookie } })).status).to.equal(401);
+    expect((await fetch(`${a!.adminUrl}/admin/api/v1/functions`, { headers: { cookie: session.cookie } })).status).to.equal(401);
     expect((await putGlobalPolicy(a!, session, session.csrf, [])).status).to.equal(401);
   });
 
   it('a sign-in on B replaces the old session of that browser everywhere, and sessions of other browsers are untouched', async () => {
     const first = await signIn(a!);
     const other = await signIn(a!);
-    const again = await fetch(`${b!.url}/admin/api/session`, { method: 'POST', headers: { cookie: first.cookie, origin: b!.url, 'content-type': 'application/json' }, body: JSON.stringify({ token: TOKEN }) });
+    const again = await fetch(`${b!.adminUrl}/admin/api/session`, { method: 'POST', headers: { cookie: first.cookie, origin: b!.adminUrl, 'content-type': 'application/json' }, body: JSON.stringify({ token: TOKEN }) });
     expect(again.status).to.equal(201);
-    const replaced = again.headers.get('set-cookie')!.split(';')[0]!;
+    const replaced = again.headers.getSetCookie()[0]!.split(';')[0]!;
     expect(replaced).to.not.equal(first.cookie);
-    expect((await fetch(`${a!.url}/admin/api/session`, { headers: { cookie: first.cookie } })).status).to.equal(401);
-    expect((await fetch(`${a!.url}/admin/api/session`, { headers: { cookie: replaced } })).status).to.equal(200);
-    expect((await fetch(`${b!.url}/admin/api/session`, { headers: { cookie: other.cookie } })).status).to.equal(200);
+    expect((await fetch(`${a!.adminUrl}/admin/api/session`, { headers: { cookie: first.cookie } })).status).to.equal(401);
+    expect((await fetch(`${a!.adminUrl}/admin/api/session`, { headers: { cookie: replaced } })).status).to.equal(200);
+    expect((await fetch(`${b!.adminUrl}/admin/api/session`, { headers: { cookie: other.cookie } })).status).to.equal(200);
   });
 });
 
@@ -142,13 +144,13 @@ describe('admin panel sessions survive a restart of a one-machine gateway (SQLit
     }
 
     gw = await startGateway({ dataDir, keepDataDir: true });
-    const info = await fetch(`${gw.url}/admin/api/session`, { headers: { cookie: session.cookie } });
+    const info = await fetch(`${gw.adminUrl}/admin/api/session`, { headers: { cookie: session.cookie } });
     expect(info.status).to.equal(200);
     expect((await info.json()).csrf_token).to.equal(session.csrf);
     expect((await putGlobalPolicy(gw, session, session.csrf, ['192.0.2.0/24'])).status).to.equal(200);
-    const out = await fetch(`${gw.url}/admin/api/session`, { method: 'DELETE', headers: { cookie: session.cookie, origin: gw.url, 'x-fnhost-csrf': session.csrf } });
+    const out = await fetch(`${gw.adminUrl}/admin/api/session`, { method: 'DELETE', headers: { cookie: session.cookie, origin: gw.adminUrl, 'x-fnhost-csrf': session.csrf } });
     expect(out.status).to.equal(204);
-    expect((await fetch(`${gw.url}/admin/api/session`, { headers: { cookie: session.cookie } })).status).to.equal(401);
+    expect((await fetch(`${gw.adminUrl}/admin/api/session`, { headers: { cookie: session.cookie } })).status).to.equal(401);
     expect(await gw.stop()).to.equal(0);
   });
 });

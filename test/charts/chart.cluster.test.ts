@@ -54,7 +54,8 @@ describe('chart: charts/fnhost with helm and the API server', function () {
     ['the defaults', []],
     ['an existing MongoDB Secret', ['--set', 'mongodb.url=', '--set', 'mongodb.existingSecret=my-mongo']],
     ['the evaluation MongoDB StatefulSet', ['--set', 'mongodb.url=', '--set', 'mongodb.internal.enabled=true', '--set', 'mongodb.internal.storageClassName=standard']],
-    ['an Ingress with TLS', ['--set', 'ingress.enabled=true', '--set', 'ingress.host=fn.example.com', '--set', 'ingress.className=nginx', '--set', 'ingress.tlsSecretName=fn-tls', '--set', 'ingress.paths={/invoke,/api,/admin}', '--set', 'gateway.trustProxy=true']],
+    ['an Ingress with TLS and an admin host', ['--set', 'ingress.enabled=true', '--set', 'ingress.host=fn.example.com', '--set', 'ingress.adminHost=admin.fn.example.com', '--set', 'ingress.className=nginx', '--set', 'ingress.tlsSecretName=fn-tls', '--set', 'gateway.trustProxy=true']],
+    ['an Ingress whose admin host has a certificate of its own', ['--set', 'ingress.enabled=true', '--set', 'ingress.host=fn.example.com', '--set', 'ingress.adminHost=admin.example.org', '--set', 'ingress.tlsSecretName=fn-tls', '--set', 'ingress.adminTlsSecretName=admin-tls']],
     ['one watched namespace (Roles, not ClusterRoles)', ['--set', `functions.watchNamespace=${'FNNS'}`]],
     ['a NodePort Service and one replica each (no PDB)', ['--set', 'gateway.service.type=NodePort', '--set', 'gateway.service.nodePort=30999', '--set', 'gateway.replicas=1']],
     ['two operator replicas (PDB), given tokens and existing Secrets', ['--set', 'operator.replicas=2', '--set', 'adminToken.value=0123456789abcdef0123', '--set', 'platform.existingTokenKeySecret=my-key']],
@@ -80,6 +81,12 @@ describe('chart: charts/fnhost with helm and the API server', function () {
   it('the options change what they say', async () => {
     const ingress = await template([...base(), '--set', 'ingress.enabled=true', '--set', 'ingress.host=fn.example.com', '--set', 'ingress.tlsSecretName=fn-tls']);
     expect(ingress.stdout).to.contain('kind: Ingress').and.to.contain('value: "https://fn.example.com"');
+    // The main host: /invoke and /api on the main port; no panel rule without an admin host.
+    expect(ingress.stdout).to.match(/- path: \/invoke[\s\S]*port: \{ name: http \}[\s\S]*- path: \/api\n/);
+    expect(ingress.stdout).not.to.contain('port: { name: admin }');
+    const withAdmin = await template([...base(), '--set', 'ingress.enabled=true', '--set', 'ingress.host=fn.example.com', '--set', 'ingress.adminHost=admin.fn.example.com', '--set', 'ingress.tlsSecretName=fn-tls']);
+    expect(withAdmin.stdout).to.contain('- host: "admin.fn.example.com"').and.to.contain('port: { name: admin }');
+    expect(withAdmin.stdout).to.contain('hosts: ["fn.example.com", "admin.fn.example.com"]');
     const watched = await template([...base(), '--set', `functions.watchNamespace=${fnNs}`]);
     expect(watched.stdout).to.not.contain('kind: ClusterRole');
     expect(watched.stdout).to.contain(`namespace: ${fnNs}`);
@@ -105,6 +112,9 @@ describe('chart: charts/fnhost with helm and the API server', function () {
       [['--set', 'unknownSetting=1'], 'unknownSetting'],
       [['--set', 'mongodb.internal.enabled=true'], 'conflicts with mongodb.url'],
       [['--set', 'ingress.enabled=true'], 'ingress.enabled=true needs ingress.host'],
+      [['--set', 'ingress.enabled=true', '--set', 'ingress.host=fn.example.com', '--set', 'ingress.adminHost=fn.example.com'], 'ingress.adminHost must differ from ingress.host'],
+      [['--set', 'ingress.enabled=true', '--set', 'ingress.host=fn.example.com', '--set', 'ingress.paths={/invoke,/admin}'], 'ingress.paths must not hold /admin'],
+      [['--set', 'gateway.service.adminPort=8080'], 'gateway.service.adminPort must differ'],
     ] as Array<[string[], string]>) {
       const r = await template([...base(), ...args]);
       expect(r.code, args.join(' ')).to.not.equal(0);

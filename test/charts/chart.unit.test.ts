@@ -49,4 +49,20 @@ describe('chart: charts/fnhost without helm', () => {
       }
     }
   });
+
+  it('gives the admin panel its own port and Ingress host; the main host serves /invoke and /api, never the panel', async () => {
+    const yaml = (await import('js-yaml')) as unknown as { load(text: string): unknown };
+    const values = yaml.load(await readFile(`${ROOT}charts/fnhost/values.yaml`, 'utf8')) as { gateway: { service: Record<string, unknown> }; ingress: Record<string, unknown> };
+    expect(values.ingress.paths).to.deep.equal(['/invoke', '/api']);
+    expect(values.ingress.adminHost).to.equal('');
+    expect(values.gateway.service).to.include({ port: 8080, adminPort: 8081 });
+    const deployment = await readFile(`${ROOT}charts/fnhost/templates/gateway/deployment.yaml`, 'utf8');
+    expect(deployment).to.contain('{ name: admin, containerPort: 8081, protocol: TCP }').and.to.contain('{ name: FNHOST_ADMIN_PORT, value: "8081" }');
+    const service = await readFile(`${ROOT}charts/fnhost/templates/gateway/service.yaml`, 'utf8');
+    expect(service).to.match(/- name: admin\s+port: \{\{ \.Values\.gateway\.service\.adminPort \}\}\s+targetPort: admin/);
+    const ingress = await readFile(`${ROOT}charts/fnhost/templates/gateway/ingress.yaml`, 'utf8');
+    expect(ingress).to.contain('.Values.ingress.adminHost').and.to.contain('port: { name: admin }');
+    const helpers = await readFile(`${ROOT}charts/fnhost/templates/_helpers.tpl`, 'utf8');
+    expect(helpers).to.contain('ingress.adminHost must differ from ingress.host').and.to.contain('ingress.paths must not hold');
+  });
 });

@@ -69,6 +69,16 @@ describe('gateway pure helpers', () => {
     expect(() => loadConfig({ FNHOST_TRUST_PROXY: 'maybe' })).to.throw(/FNHOST_TRUST_PROXY="maybe"/);
   });
 
+  it('gives the admin panel a listener of its own: the port after PORT, any free port with PORT=0, never PORT itself', () => {
+    expect(loadConfig({}, '/')).to.deep.include({ adminPort: 8081, adminHost: '127.0.0.1' });
+    expect(loadConfig({ PORT: '9000', HOST: '0.0.0.0' }, '/')).to.deep.include({ adminPort: 9001, adminHost: '0.0.0.0' });
+    expect(loadConfig({ PORT: '0' }, '/')).to.deep.include({ adminPort: 0 });
+    expect(loadConfig({ FNHOST_ADMIN_PORT: '9443', FNHOST_ADMIN_HOST: '127.0.0.1', HOST: '0.0.0.0' }, '/')).to.deep.include({ adminPort: 9443, adminHost: '127.0.0.1', host: '0.0.0.0' });
+    expect(() => loadConfig({ PORT: '8080', FNHOST_ADMIN_PORT: '8080' })).to.throw(/FNHOST_ADMIN_PORT=8080 is PORT too/);
+    expect(() => loadConfig({ PORT: '65535' })).to.throw(/set FNHOST_ADMIN_PORT/);
+    expect(() => loadConfig({ FNHOST_ADMIN_PORT: 'x' })).to.throw(/FNHOST_ADMIN_PORT="x"/);
+  });
+
   it('tokens: bearer parsing, constant-time digests, per-function runtime tokens', () => {
     expect(bearerToken('Bearer abc')).to.equal('abc');
     expect(bearerToken('bearer  abc ')).to.equal('abc');

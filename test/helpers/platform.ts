@@ -7,7 +7,7 @@ import { fileURLToPath } from 'node:url';
 
 // Starts a real gateway process (`node gateway/src/main.ts`) on port 0 with a
 // temporary FNHOST_DATA_DIR, waits until it prints its URL, and gives back
-// what a test needs. Stable API: the CLI's tests use it too.
+// what a test needs (the main URL and the admin panel's). Stable API: the CLI's tests use it too.
 //
 //   const gw = await startGateway();
 //   ... fetch(`${gw.url}/api/v1/functions`, { headers: { authorization: `Bearer ${gw.token}` } })
@@ -29,7 +29,10 @@ export interface GatewayOptions {
 }
 
 export interface RunningGateway {
+  /** The main listener: /invoke, /api/v1 (bearer token). */
   url: string;
+  /** The admin panel's own listener: /admin and /admin/api/v1 (panel session). */
+  adminUrl: string;
   token: string;
   dataDir: string;
   pid: number;
@@ -53,7 +56,7 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
     output += chunk;
   });
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  const url = await new Promise<string>((resolve, reject) => {
+  const { url, adminUrl } = await new Promise<{ url: string; adminUrl: string }>((resolve, reject) => {
     const timer = setTimeout(() => {
       child.kill('SIGKILL');
       reject(new Error(`the gateway did not start within ${options.startTimeoutMs ?? 20000} ms; output:\n${output}`));
@@ -63,10 +66,10 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
       output += line + '\n';
       if (!line.startsWith('{')) return;
       try {
-        const parsed = JSON.parse(line) as { msg?: string; url?: string };
-        if (parsed.msg === 'gateway listening' && typeof parsed.url === 'string') {
+        const parsed = JSON.parse(line) as { msg?: string; url?: string; admin_url?: string };
+        if (parsed.msg === 'gateway listening' && typeof parsed.url === 'string' && typeof parsed.admin_url === 'string') {
           clearTimeout(timer);
-          resolve(parsed.url);
+          resolve({ url: parsed.url, adminUrl: parsed.admin_url });
         }
       } catch {
         // not a log line
@@ -84,6 +87,7 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
   let stopping: Promise<number | null> | undefined;
   return {
     url,
+    adminUrl,
     token,
     dataDir,
     pid: child.pid!,

@@ -104,6 +104,24 @@ capabilities:
 {{- if and .Values.ingress.enabled (not .Values.ingress.host) -}}
 {{- fail "ingress.enabled=true needs ingress.host" -}}
 {{- end -}}
+{{- if and .Values.ingress.enabled .Values.ingress.adminHost (eq .Values.ingress.adminHost .Values.ingress.host) -}}
+{{- fail "ingress.adminHost must differ from ingress.host: the admin panel needs an origin apart from function pages (docs/security.md)" -}}
+{{- end -}}
+{{- range .Values.ingress.paths -}}
+{{- if or (eq . "/") (hasPrefix "/admin" .) -}}
+{{- fail (printf "ingress.paths must not hold %s: the admin panel is served on ingress.adminHost only (docs/security.md)" .) -}}
+{{- end -}}
+{{- end -}}
+{{- if eq (int .Values.gateway.service.port) (int .Values.gateway.service.adminPort) -}}
+{{- fail "gateway.service.adminPort must differ from gateway.service.port" -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The admin panel's URL, when the chart knows one (the Ingress's admin host). */}}
+{{- define "fnhost.adminUrl" -}}
+{{- if and .Values.ingress.enabled .Values.ingress.adminHost -}}
+{{- printf "%s://%s" (ternary "https" "http" (ne (default .Values.ingress.tlsSecretName .Values.ingress.adminTlsSecretName) "")) .Values.ingress.adminHost -}}
+{{- end -}}
 {{- end -}}
 
 {{/* What the gateway may do: read Functions and EndpointSlices, write Functions (the management API) and their status (invocation feedback), list pods (only to tell an OOM-killed container from a crash). Nothing else: no Secrets, no workloads. */}}

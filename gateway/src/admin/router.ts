@@ -8,12 +8,12 @@ import { UnauthorizedError, sameSecret, type AdminToken } from '../auth.ts';
 import { readJson } from '../api/body.ts';
 import { ConfigError } from '../config.ts';
 import type { Logger } from '../log.ts';
-import { CSRF_HEADER, PanelSessions, SAFE_METHODS, clearedCookie, expiresAt, originAllowed, readSessionCookie, sameToken, sessionCookie, type Session } from './session.ts';
+import { CSRF_HEADER, PanelSessions, SAFE_METHODS, LEGACY_COOKIE_REMOVAL, clearedCookie, expiresAt, originAllowed, readSessionCookies, sameToken, sessionCookie, type Session } from './session.ts';
 
 // The admin panel: the built page (admin/dist) at /admin, the sign-in and
-// sign-out endpoints at /admin/api/session, and the session check that the
-// gateway's /api/v1 auth accepts besides the bearer token. Security model:
-// docs/admin-panel.md.
+// sign-out endpoints at /admin/api/session, and the session check that
+// guards the panel's way into the management API (/admin/api/v1 on the admin
+// listener, ./listener.ts). Security model: docs/admin-panel.md, docs/security.md.
 
 export const DEFAULT_ADMIN_DIST = fileURLToPath(new URL('../../../admin/dist/', import.meta.url));
 
@@ -58,17 +58,17 @@ export interface AdminPanel {
   router: Router;
   sessions: PanelSessions;
   /**
-   * For /api/v1: true when the request carries a live panel session (and,
-   * for a state change, a matching CSRF header and an allowed Origin; a
-   * mismatch throws 403). False when there is no session cookie, so the
-   * caller falls back to the bearer token.
+   * For /admin/api/v1: true when the request carries a live panel session
+   * (and, for a state change, a matching CSRF header and an allowed Origin; a
+   * mismatch throws 403). False when no cookie names a live session.
    */
   authenticate(ctx: Context): Promise<boolean>;
   /** Stops the sweeper of expired sessions (before the stores close). */
   close(): void;
 }
 
-function setSecurityHeaders(ctx: Context): void {
+/** The panel's response headers: its CSP, no sniffing, no framing, no referrer, no cross-origin reads. */
+export function setSecurityHeaders(ctx: Context): void {
   ctx.set('content-security-policy', CONTENT_SECURITY_POLICY);
   ctx.set('x-content-type-options', 'nosniff');
   ctx.set('x-frame-options', 'DENY');
@@ -118,10 +118,13 @@ export function adminPanel(options: AdminPanelOptions): AdminPanel {
     if (!originAllowed(origin, ctx.protocol, ctx.host)) throw new ForbiddenError(`request Origin "${(origin ?? '').slice(0, 200)}" is not this gateway (${ctx.protocol}://${ctx.host})`);
   };
 
+  /** The first cookie that names a live session (a planted one names none). */
   const sessionOf = async (ctx: Context): Promise<{ id: string; session: Session } | undefined> => {
-    const id = readSessionCookie(ctx.get('cookie') || undefined);
-    const session = await sessions.get(id);
-    return session === undefined ? undefined : { id: id!, session };
+    for (const id of readSessionCookies(ctx.get('cookie') || undefined)) {
+      const session = await sessions.get(id);
+      if (session !== undefined) return { id, session };
+    }
+    return undefined;
   };
 
   /** CSRF defence for a state change made with the session cookie. */
@@ -159,10 +162,9 @@ export function adminPanel(options: AdminPanelOptions): AdminPanel {
     const token = (body as { token?: unknown } | undefined)?.token;
     if (typeof token !== 'string' || token === '') throw new ValidationError('sign-in needs a JSON body {"token": "<admin token>"}');
     if (!sameSecret(token, options.token.digest)) throw new UnauthorizedError('the admin token is wrong');
-    const old = readSessionCookie(ctx.get('cookie') || undefined);
-    await sessions.destroy(old);
+    for (const old of readSessionCookies(ctx.get('cookie') || undefined)) await sessions.destroy(old);
     const { id, session } = await sessions.create();
-    ctx.set('set-cookie', sessionCookie(id, { secure: ctx.secure, maxAgeSeconds: sessions.times.maxAgeMs / 1000 }));
+    ctx.set('set-cookie', [sessionCookie(id, { secure: ctx.secure, maxAgeSeconds: sessions.times.maxAgeMs / 1000 }), LEGACY_COOKIE_REMOVAL]);
     ctx.status = 201;
     ctx.body = sessionBody(session);
   });

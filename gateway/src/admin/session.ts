@@ -10,7 +10,13 @@ import type { SessionStore, StoredSession } from '@fnhost/core';
 // sessions, so nothing is cached here: a sign-out through one gateway must
 // hold on the next request to another.
 
+/** The cookie's name over plain HTTP; over TLS SECURE_SESSION_COOKIE (see sessionCookie). */
 export const SESSION_COOKIE = 'fnhost_admin';
+export const SECURE_SESSION_COOKIE = '__Host-fnhost_admin';
+/** The plain-HTTP cookie's path: the admin listener's pages and API, never /invoke. */
+export const PLAIN_COOKIE_PATH = '/admin';
+/** Session cookies looked at per request, so a jar stuffed with planted ones costs little. */
+export const MAX_PRESENTED_IDS = 4;
 export const CSRF_HEADER = 'x-fnhost-csrf';
 export const DEFAULT_IDLE_MS = 30 * 60_000;
 export const DEFAULT_MAX_AGE_MS = 8 * 3_600_000;
@@ -130,26 +136,54 @@ export class PanelSessions {
   }
 }
 
-/** The Set-Cookie value: HttpOnly, SameSite=Strict, Path=/, Secure when the request came over TLS. */
+/**
+ * The session cookie: HttpOnly, SameSite=Strict. Over TLS it is
+ * `__Host-fnhost_admin` (Secure, Path=/, no Domain): the browser accepts it
+ * only from a secure page of this very host, so a function page on a sibling
+ * host (fn.example.com beside admin.example.com) cannot set or shadow it. Over
+ * plain HTTP (one machine) it is `fnhost_admin` with Path=/admin: browsers do
+ * not separate cookies by port (RFC 6265 section 8.5), so this path keeps the
+ * cookie off /invoke on the main port of the same host. docs/security.md.
+ */
 export function sessionCookie(id: string, options: { secure: boolean; maxAgeSeconds: number }): string {
-  const parts = [`${SESSION_COOKIE}=${id}`, 'Path=/', 'HttpOnly', 'SameSite=Strict', `Max-Age=${Math.max(0, Math.floor(options.maxAgeSeconds))}`];
-  if (options.secure) parts.push('Secure');
-  return parts.join('; ');
+  const maxAge = `Max-Age=${Math.max(0, Math.floor(options.maxAgeSeconds))}`;
+  if (options.secure) return [`${SECURE_SESSION_COOKIE}=${id}`, 'Path=/', 'HttpOnly', 'SameSite=Strict', maxAge, 'Secure'].join('; ');
+  return [`${SESSION_COOKIE}=${id}`, `Path=${PLAIN_COOKIE_PATH}`, 'HttpOnly', 'SameSite=Strict', maxAge].join('; ');
 }
 
 export function clearedCookie(secure: boolean): string {
   return sessionCookie('', { secure, maxAgeSeconds: 0 });
 }
 
-/** The session id from a Cookie header, or undefined. */
-export function readSessionCookie(header: string | undefined): string | undefined {
-  if (header === undefined) return undefined;
+/**
+ * Removes the cookie that gateways before the origin split set (`fnhost_admin`,
+ * Path=/): left in the browser, it would keep going to /invoke on this host.
+ */
+export const LEGACY_COOKIE_REMOVAL = `${SESSION_COOKIE}=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0`;
+
+/** Is this cookie name one of the panel's (what the invocation path strips)? */
+export function isPanelCookieName(name: string): boolean {
+  return name === SESSION_COOKIE || name === SECURE_SESSION_COOKIE;
+}
+
+/**
+ * Every panel session id in a Cookie header, in order, at most
+ * MAX_PRESENTED_IDS. There can be several: a page of another port of the same
+ * host can add a cookie of the same name with a longer path, which the
+ * browser sends first. Each is checked; a planted one is no live session and
+ * so can neither authenticate nor hide the real one.
+ */
+export function readSessionCookies(header: string | undefined): string[] {
+  if (header === undefined) return [];
+  const ids: string[] = [];
   for (const part of header.split(';')) {
     const eq = part.indexOf('=');
     if (eq < 0) continue;
-    if (part.slice(0, eq).trim() === SESSION_COOKIE) return part.slice(eq + 1).trim();
+    if (!isPanelCookieName(part.slice(0, eq).trim())) continue;
+    ids.push(part.slice(eq + 1).trim());
+    if (ids.length === MAX_PRESENTED_IDS) break;
   }
-  return undefined;
+  return ids;
 }
 
 /**
