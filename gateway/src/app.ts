@@ -13,6 +13,7 @@ import { infoRoutes } from './api/info.ts';
 import { PolicyCache, policyRoutes } from './api/policy.ts';
 import { internalRoutes, type RuntimeTokenVerifier } from './internal/routes.ts';
 import { RuntimeTokens } from './internal/tokens.ts';
+import { startEgress, type Egress } from './egress/start.ts';
 import { errorBody } from './invoke/errors.ts';
 import { Invoker, type Diagnoser, type ExecutionRecorder } from './invoke/proxy.ts';
 import type { Logger } from './log.ts';
@@ -78,6 +79,8 @@ export interface Platform<E extends Executor = LocalExecutor> {
   instances: InstanceTracker;
   invoker: Invoker;
   metrics: Metrics;
+  /** The egress proxy every outbound connection of a function goes through (docs/egress.md). */
+  egress: Egress;
   /** A function's runtime token (what its runtime presents to /internal/v1). */
   runtimeToken(functionId: string): string;
   sweep(): Promise<void>;
@@ -134,9 +137,11 @@ export async function startPlatform(options: PlatformOptions): Promise<Platform<
 
   // The invoker and the executor refer to each other through callbacks.
   let invoker!: Invoker;
+  let egress: Egress | undefined;
   const local = cluster !== undefined ? undefined : new LocalExecutor({
     dataDir: config.dataDir,
     gatewayUrl: () => listenUrl,
+    egressProxy: () => egress?.runtimeSetting,
     tokens,
     runtimeMain: options.runtimeMain,
     forwardOutput: options.forwardRuntimeOutput,
@@ -243,6 +248,12 @@ export async function startPlatform(options: PlatformOptions): Promise<Platform<
   });
   server.headersTimeout = 66_000;
 
+  egress = await startEgress({
+    config, logger, policies,
+    tokens: cluster?.runtimeTokens ?? tokens,
+    knows: (id) => functions.byId(id) !== undefined,
+    localRuntimes: local !== undefined,
+  });
   if (local !== undefined) await local.reapStale();
   await functions.load();
   // Registered before the first record; its first look for dead instances runs meanwhile.
@@ -314,11 +325,12 @@ export async function startPlatform(options: PlatformOptions): Promise<Platform<
       await instances.close();
       await cluster?.close();
       await executor.close();
+      await egress!.proxy.close();
       await invoker.close();
       await stores.close();
     })();
     return closing;
   };
 
-  return { url: listenUrl, server, app, routers: [health, admin.router, ...api, internal], functions, executor, scheduler, writer, instances, invoker, metrics, runtimeToken: (id) => (cluster?.runtimeTokens ?? tokens).tokenFor(id), sweep, close };
+  return { url: listenUrl, server, app, routers: [health, admin.router, ...api, internal], functions, executor, scheduler, writer, instances, invoker, metrics, egress, runtimeToken: (id) => (cluster?.runtimeTokens ?? tokens).tokenFor(id), sweep, close };
 }
