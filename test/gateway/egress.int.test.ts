@@ -10,6 +10,7 @@ import type { NetworkPolicy } from '@fnhost/core';
 import { EgressProxy } from '../../gateway/src/egress/proxy.ts';
 import type { EgressResolver } from '../../gateway/src/egress/resolver.ts';
 import { silentLogger } from '../../gateway/src/log.ts';
+import { pollUntil } from '../helpers/wait.ts';
 import { startRuntime, type RunningRuntime } from '../runtime/helpers/runtime.ts';
 
 // The egress proxy for real: an EgressProxy on a Unix socket, real servers on 127.0.0.1
@@ -110,14 +111,18 @@ describe('egress proxy: a runtime reaches the network only through it, under the
   let deniedWeb: Counted<HttpServer>;
   let ca: string;
 
+  /** Every name the proxy resolved: a denied name must never be asked about. */
+  const resolved: string[] = [];
   const resolver: EgressResolver = {
     async lookup(name) {
+      resolved.push(name);
       if (name === 'allowed.test') return [{ address: '127.0.0.1', family: 4 }];
       if (name === 'sneaky.test') return [{ address: '127.0.0.1', family: 4 }, { address: '127.0.0.2', family: 4 }];
       if (name === 'localhost') return [{ address: '127.0.0.1', family: 4 }];
       throw Object.assign(new Error(`getaddrinfo ENOTFOUND ${name}`), { code: 'ENOTFOUND' });
     },
     async resolve(name, type) {
+      resolved.push(name);
       if (name === '_mongodb._tcp.cluster.test' && type === 'SRV') return [{ name: 'db1.cluster.test', port: 27017, priority: 0, weight: 0 }];
       if (name === '_mongodb._tcp.cluster.test' && type === 'TXT') return [['authSource=admin&replicaSet=rs0']];
       throw Object.assign(new Error(`query ENODATA ${name}`), { code: 'ENODATA' });
@@ -238,6 +243,46 @@ describe('egress proxy: a runtime reaches the network only through it, under the
     });
   });
 
+  it('refuses a request head over 8 KiB (431) without connecting', async () => {
+    const before = echo.connections;
+    const s = connect(socketPath);
+    s.on('error', () => undefined);
+    const answer = await new Promise<string>((resolve) => {
+      let got = '';
+      s.on('data', (d) => (got += d));
+      s.on('close', () => resolve(got));
+      s.write(`CONNECT 127.0.0.1:${echo.port} HTTP/1.1\r\nproxy-authorization: Bearer ${TOKEN}\r\nx-pad: ${'a'.repeat(9000)}\r\n\r\n`);
+    });
+    expect(answer).to.match(/^HTTP\/1\.1 431 /);
+    expect(echo.connections).to.equal(before);
+  });
+
+  it('closes a tunnel idle in both directions for the idle timeout', async () => {
+    const idle = new EgressProxy({
+      tokens: { verify: (t) => (t === TOKEN ? FUNCTION_ID : undefined) },
+      knows: () => true,
+      policies: { get: async () => null },
+      logger: silentLogger,
+      idleTimeoutMs: 300,
+    });
+    const path = join(dir, 'idle.sock');
+    await idle.listenUnix(path);
+    try {
+      const s = connect(path);
+      s.on('error', () => undefined);
+      const closed = new Promise<void>((resolve) => s.once('close', () => resolve()));
+      await new Promise<void>((resolve) => {
+        s.once('data', () => resolve());
+        s.write(`CONNECT 127.0.0.1:${echo.port} HTTP/1.1\r\nproxy-authorization: Bearer ${TOKEN}\r\n\r\n`);
+      });
+      expect(idle.tunnels).to.equal(1);
+      await closed;
+      await pollUntil('the tunnel to be released', async () => idle.tunnels === 0, 5_000, 20);
+    } finally {
+      await idle.close();
+    }
+  });
+
   it('a policy change ends the open tunnels it now denies (keep-alive does not outlive a denial)', async () => {
     const s = connect(socketPath);
     const closed = new Promise<void>((resolve) => s.once('close', () => resolve()));
@@ -319,6 +364,8 @@ describe('egress proxy: a runtime reaches the network only through it, under the
       expect(await call('/srv', { name: '_mongodb._tcp.cluster.test' })).to.deep.equal({ value: [[{ name: 'db1.cluster.test', port: 27017, priority: 0, weight: 0 }], [['authSource=admin&replicaSet=rs0']]] });
       expect(await call('/lookup', { name: 'nowhere.test' })).to.include({ code: 'ENOTFOUND' });
       expect(await call('/lookup', { name: 'db.denied.test' })).to.deep.equal({ error: 'resolving db.denied.test blocked by network policy (global rule *.denied.test)', name: 'PolicyBlockedError', code: 'ERR_FNHOST_POLICY_BLOCKED', rule: '*.denied.test', scope: 'global' });
+      expect(await call('/srv', { name: '_x._tcp.denied.test' })).to.include({ name: 'PolicyBlockedError', rule: '*.denied.test' });
+      expect(resolved.filter((n) => n.endsWith('denied.test')), 'no DNS question was asked about a denied name').to.deep.equal([]);
     });
 
     it('dgram (UDP) is refused with an error that says UDP is not supported', async () => {
