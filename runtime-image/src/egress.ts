@@ -224,12 +224,35 @@ export function installEgress(settings: EgressSettings, rawFetch: typeof fetch):
       try {
         return await rawFetch(input, init);
       } catch (err) {
-        const cause = (err as { cause?: unknown }).cause;
+        let failure = err;
+        // A pooled connection the proxy ended (a policy change, the idle timeout) can be picked
+        // just before its end is seen: a request without a body that could be repeated is sent
+        // once more, on a new connection, whose CONNECT then gets the proxy's real answer.
+        if (causeCode(err) === 'UND_ERR_SOCKET' && repeatable(input, init)) {
+          try {
+            return await rawFetch(input, init);
+          } catch (again) {
+            failure = again;
+          }
+        }
+        const cause = (failure as { cause?: unknown }).cause;
         if (cause instanceof PolicyBlockedError || cause instanceof EgressError) throw cause;
-        throw err;
+        throw failure;
       }
     } as typeof fetch,
   };
+}
+
+function causeCode(err: unknown): unknown {
+  return ((err as { cause?: { code?: unknown } }).cause ?? {}).code;
+}
+
+/** An idempotent method (RFC 9110 §9.2.2) and no body: sending it again cannot do anything twice. */
+export function repeatable(input: string | URL | Request, init?: RequestInit): boolean {
+  const request = input instanceof Request ? input : undefined;
+  const method = (init?.method ?? request?.method ?? 'GET').toUpperCase();
+  const hasBody = init?.body != null || (init?.body === undefined && request?.body != null);
+  return !hasBody && ['GET', 'HEAD', 'OPTIONS', 'PUT', 'DELETE'].includes(method);
 }
 
 function isProxy(endpoint: ProxyEndpoint, t: Target): boolean {

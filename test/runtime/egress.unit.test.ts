@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { EgressError, PolicyBlockedError, connectRequest, connectTarget, directOf, parseAnswerHead, parseEgressProxy, refusalError, tlsArgs } from '../../runtime-image/src/egress.ts';
+import { EgressError, PolicyBlockedError, connectRequest, connectTarget, directOf, parseAnswerHead, parseEgressProxy, refusalError, repeatable, tlsArgs } from '../../runtime-image/src/egress.ts';
 
 describe('runtime egress: settings', () => {
   it('FNHOST_EGRESS_PROXY is unix:/path or http://host:port', () => {
@@ -58,5 +58,16 @@ describe('runtime egress: the CONNECT exchange', () => {
     expect(refusalError(refused.status, refused.header)).to.be.instanceOf(EgressError).and.include({ message: 'connection failed: ECONNREFUSED', code: 'ECONNREFUSED' });
     expect(parseAnswerHead('HTTP/1.0 200 Connection Established').status).to.equal(200);
     expect(parseAnswerHead('SSH-2.0-OpenSSH').status).to.equal(0);
+  });
+});
+
+describe('runtime egress: which fetches are sent again after a pooled connection ended', () => {
+  it('idempotent methods without a body only', () => {
+    expect(repeatable('http://a/')).to.equal(true);
+    expect(repeatable('http://a/', { method: 'delete' })).to.equal(true);
+    expect(repeatable('http://a/', { method: 'POST' })).to.equal(false);
+    expect(repeatable('http://a/', { method: 'PUT', body: 'x' })).to.equal(false);
+    expect(repeatable(new Request('http://a/', { method: 'PUT', body: 'x' }))).to.equal(false);
+    expect(repeatable(new Request('http://a/', { method: 'HEAD' }))).to.equal(true);
   });
 });
