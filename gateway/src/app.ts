@@ -213,7 +213,7 @@ export async function startPlatform(options: PlatformOptions): Promise<Platform<
         logWriteFailures: writer.failures,
         runningRuntimes: executor.running,
         lostRecords: instances.totals,
-      }) + (cluster?.metricsText() ?? '');
+      }) + (cluster?.metricsText() ?? '') + (egress?.proxy.metricsText() ?? '');
   });
 
   const api = [

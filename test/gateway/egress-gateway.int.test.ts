@@ -55,6 +55,9 @@ export default async (req, res) => {
     expect(denied.connections).to.equal(0);
     const logs = await h.logs('netcaller', '?status=error');
     expect(logs.logs[0].error_message).to.equal(`PolicyBlockedError: connection to 127.0.0.2:${denied.port} blocked by network policy (global rule 127.0.0.2)`);
+    const metrics = await (await fetch(`${h.url}/metrics`)).text();
+    expect(metrics).to.include('fnhost_egress_connections_total{outcome="tunnelled"} 1\n');
+    expect(metrics).to.include('fnhost_egress_connections_total{outcome="denied"} 1\n');
   });
 
   it('the proxy setting and credential are not in the handler\'s environment', async () => {

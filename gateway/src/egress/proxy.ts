@@ -101,6 +101,8 @@ export class EgressProxy {
   readonly #unixPaths: string[] = [];
   readonly #tunnelsOf = new Map<string, number>();
   readonly #open = new Set<Duplex>();
+  /** CONNECT requests by outcome, and DNS questions answered (Prometheus counters). */
+  readonly #counts = { tunnelled: 0, denied: 0, refused: 0, failed: 0, dns: 0, closedByPolicy: 0 };
   /** Established tunnels by function, so a policy change can end the ones it now denies. */
   readonly #established = new Map<string, Set<Tunnel>>();
 
@@ -112,6 +114,22 @@ export class EgressProxy {
       ...options,
       resolver: options.resolver ?? systemResolver(),
     };
+  }
+
+  /** `fnhost_egress_*` lines for /metrics. */
+  metricsText(): string {
+    const c = this.#counts;
+    return (
+      '# HELP fnhost_egress_connections_total CONNECT requests to the egress proxy, by outcome: tunnelled, denied (network policy), refused (credential, target, limit), failed (DNS or dial).\n' +
+      '# TYPE fnhost_egress_connections_total counter\n' +
+      (['tunnelled', 'denied', 'refused', 'failed'] as const).map((o) => `fnhost_egress_connections_total{outcome="${o}"} ${c[o]}\n`).join('') +
+      '# HELP fnhost_egress_tunnels Egress tunnels open now (connecting included).\n# TYPE fnhost_egress_tunnels gauge\n' +
+      `fnhost_egress_tunnels ${this.tunnels}\n` +
+      '# HELP fnhost_egress_dns_answers_total DNS questions the egress proxy answered.\n# TYPE fnhost_egress_dns_answers_total counter\n' +
+      `fnhost_egress_dns_answers_total ${c.dns}\n` +
+      '# HELP fnhost_egress_closed_by_policy_total Open tunnels closed because a policy change denied them.\n# TYPE fnhost_egress_closed_by_policy_total counter\n' +
+      `fnhost_egress_closed_by_policy_total ${c.closedByPolicy}\n`
+    );
   }
 
   /** Tunnels open now (tests, metrics). */
@@ -304,6 +322,7 @@ export class EgressProxy {
     upstream.on('data', () => client.setTimeout(this.#o.idleTimeoutMs));
     client.once('timeout', end);
     upstream.once('timeout', end);
+    this.#counts.tunnelled++;
     client.write('HTTP/1.1 200 Connection Established\r\n\r\n');
     if (head.length > 0) upstream.write(head);
     client.pipe(upstream);
@@ -322,6 +341,7 @@ export class EgressProxy {
         const denial = denialOf(tunnel.host, policies) ?? (tunnel.address === tunnel.host ? undefined : denialOf(tunnel.address, policies));
         if (denial === undefined) continue;
         this.#o.logger.info('egress connection closed: the network policy now denies it', { function_id: functionId, target: `${tunnel.host}:${tunnel.port}`, scope: denial.scope, rule: denial.rule, subject: denial.subject });
+        this.#counts.closedByPolicy++;
         tunnel.end();
       }
     }
@@ -330,6 +350,9 @@ export class EgressProxy {
   #refuse(client: Duplex, err: unknown, functionId: string | undefined, rawTarget: string | undefined): void {
     const refusal = err instanceof EgressRefusal ? err : new EgressRefusal(502, 'egress_failed', `the egress proxy failed: ${(err as Error).message}`);
     this.#logRefusal(refusal, functionId, rawTarget, err);
+    if (refusal.status === 403) this.#counts.denied++;
+    else if (refusal.status >= 500 || refusal.status === 404) this.#counts.failed++;
+    else this.#counts.refused++;
     if (client.destroyed) return;
     const body = refusalBody(refusal);
     const headers = { ...refusalHeaders(refusal), 'content-length': String(Buffer.byteLength(body)), connection: 'close' };
@@ -363,6 +386,7 @@ export class EgressProxy {
       } catch (err) {
         throw dnsFailure(err, `resolving ${name} (${type})`);
       }
+      this.#counts.dns++;
       const body = JSON.stringify({ name, type, records });
       res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) }).end(body);
     } catch (err) {
