@@ -1,7 +1,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import Koa, { type Context, type Next } from 'koa';
-import Router from '@koa/router';
+import type Router from '@koa/router';
 import { FnhostError, NotFoundError, type Executor, type FunctionStore, type Stores } from '@fnhost/core';
 import { UnauthorizedError, bearerToken, sameSecret, type AdminToken } from './auth.ts';
 import type { GatewayConfig } from './config.ts';
@@ -14,6 +14,7 @@ import { PolicyCache, policyRoutes } from './api/policy.ts';
 import { internalRoutes, type RuntimeTokenVerifier } from './internal/routes.ts';
 import { RuntimeTokens } from './internal/tokens.ts';
 import { startEgress, type Egress } from './egress/start.ts';
+import { healthRoutes } from './health.ts';
 import { errorBody } from './invoke/errors.ts';
 import { Invoker, type Diagnoser, type ExecutionRecorder } from './invoke/proxy.ts';
 import type { Logger } from './log.ts';
@@ -195,17 +196,9 @@ export async function startPlatform(options: PlatformOptions): Promise<Platform<
   app.silent = true;
   app.use(errorMiddleware(logger));
 
-  const health = new Router();
-  health.get('/healthz', (ctx) => {
-    ctx.body = { status: 'ok' };
-  });
-  health.get('/readyz', (ctx) => {
-    if (!ready) throw new FnhostError('not_ready', 503, 'the gateway is starting or shutting down', { expose: true });
-    ctx.body = { status: 'ready' };
-  });
-  health.get('/metrics', (ctx) => {
-    ctx.type = 'text/plain; version=0.0.4; charset=utf-8';
-    ctx.body =
+  const health = healthRoutes({
+    ready: () => ready,
+    metricsText: () =>
       metrics.render({
         logQueueDepth: writer.depth,
         logRecordsDropped: writer.dropped,
@@ -213,7 +206,7 @@ export async function startPlatform(options: PlatformOptions): Promise<Platform<
         logWriteFailures: writer.failures,
         runningRuntimes: executor.running,
         lostRecords: instances.totals,
-      }) + (cluster?.metricsText() ?? '') + (egress?.proxy.metricsText() ?? '');
+      }) + (cluster?.metricsText() ?? '') + (egress?.proxy.metricsText() ?? ''),
   });
 
   const api = [
