@@ -3,6 +3,7 @@ import { execFileSync } from 'node:child_process';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { createServer as createHttpServer, request, type Server as HttpServer } from 'node:http';
 import { connect, createServer as createNetServer, type AddressInfo, type Server as NetServer, type Socket } from 'node:net';
+import { createServer as createHttpsServer } from 'node:https';
 import { createServer as createTlsServer, type Server as TlsServer } from 'node:tls';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -46,6 +47,7 @@ const HANDLER = `
 import net from 'node:net';
 import tls from 'node:tls';
 import http from 'node:http';
+import https from 'node:https';
 import dns from 'node:dns';
 import dgram from 'node:dgram';
 
@@ -89,6 +91,9 @@ export default async function handler(req, res) {
     case '/tls': return res.json(await outcome(tlsPing(b.host, b.port, b.ca)));
     case '/fetch': return res.json(await outcome(fetch(b.url).then(async (r) => r.status + ' ' + (await r.text()))));
     case '/http': return res.json(await outcome(httpGet(b.url)));
+    case '/https': return res.json(await outcome(new Promise((resolve, reject) => {
+      https.get(b.url, { ca: b.ca }, (r) => { const cn = r.socket.getPeerCertificate().subject.CN; let t = ''; r.on('data', (d) => (t += d)); r.on('end', () => resolve(r.statusCode + ' ' + t + ' ' + cn)); }).on('error', reject);
+    })));
     case '/lookup': return res.json(await outcome(dns.promises.lookup(b.name, { all: true })));
     case '/lookup-cb': return res.json(await outcome(new Promise((resolve, reject) => dns.lookup(b.name, (err, address, family) => (err ? reject(err) : resolve({ address, family }))))));
     case '/srv': return res.json(await outcome(Promise.all([dns.promises.resolveSrv(b.name), new Promise((resolve, reject) => dns.resolveTxt(b.name, (e, r) => (e ? reject(e) : resolve(r))))])));
@@ -131,6 +136,7 @@ describe('egress proxy: a runtime reaches the network only through it, under the
 
   const echoServer = () => createNetServer((s: Socket) => s.on('data', () => s.end('pong\n')));
   const webServer = () => createHttpServer((req, res) => res.end('hello from ' + req.socket.localAddress));
+  let secureWeb: Counted<NetServer>;
 
   before(async () => {
     dir = await mkdtemp(join(tmpdir(), 'fnhost-egress-'));
@@ -138,6 +144,7 @@ describe('egress proxy: a runtime reaches the network only through it, under the
     const tlsOptions = { key: await readFile(join(dir, 'key.pem')), cert: await readFile(join(dir, 'cert.pem')) };
     ca = tlsOptions.cert.toString();
     const tlsEcho = () => createTlsServer(tlsOptions, (s) => s.on('data', () => s.end('pong\n')));
+    secureWeb = await listen(createHttpsServer(tlsOptions, (req, res) => res.end('secure hello')), '127.0.0.1');
     [echo, deniedEcho, secure, deniedSecure, web, deniedWeb] = await Promise.all([
       listen(echoServer(), '127.0.0.1'),
       listen(echoServer(), '127.0.0.2'),
@@ -163,13 +170,13 @@ describe('egress proxy: a runtime reaches the network only through it, under the
   after(async () => {
     await rt?.stop();
     await proxy?.close();
-    for (const s of [echo, deniedEcho, secure, deniedSecure, web, deniedWeb]) s?.server.close();
+    for (const s of [echo, deniedEcho, secure, deniedSecure, web, deniedWeb, secureWeb]) s?.server.close();
     await rm(dir, { recursive: true, force: true });
   });
 
   const call = async (path: string, body: unknown): Promise<{ value?: unknown; error?: string; name?: string; code?: string; rule?: string; scope?: string }> => {
     const res = await fetch(rt.url + path, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
-    expect(res.status, await res.clone().text()).to.equal(200);
+    expect(res.status, `${await res.clone().text()}\n${rt.lines.slice(-5).join('\n')}`).to.equal(200);
     return (await res.json()) as never;
   };
 
@@ -343,6 +350,10 @@ describe('egress proxy: a runtime reaches the network only through it, under the
       expect(denied.name).to.equal('PolicyBlockedError');
       expect(denied.error).to.match(/blocked by network policy \(global rule 127\.0\.0\.2\)/);
       expect(deniedSecure.connections).to.equal(before);
+    });
+
+    it('https.get runs TLS end to end over the tunnel', async () => {
+      expect(await call('/https', { url: `https://localhost:${secureWeb.port}/`, ca })).to.deep.equal({ value: '200 secure hello localhost' });
     });
 
     it('fetch and http.get reach an allowed server; a denied one fails with the rule named', async () => {
