@@ -65,10 +65,10 @@ export default async (req, res) => {
     expect(await (await h.invoke(fn.function_id, '/env')).json()).to.deep.equal([]);
   });
 
-  it('the proxy refuses a credential it did not issue', async () => {
+  const connectStatus = async (credential: string, target: string) => {
     const { request } = await import('node:http');
-    const status = await new Promise<number>((resolve, reject) => {
-      const req = request({ socketPath: h.platform.egress.runtimeSetting!.slice('unix:'.length), method: 'CONNECT', path: '127.0.0.1:9', headers: { 'proxy-authorization': 'Bearer 00000000-0000-4000-8000-000000000009.forged' } });
+    return await new Promise<number>((resolve, reject) => {
+      const req = request({ socketPath: h.platform.egress.runtimeSetting!.slice('unix:'.length), method: 'CONNECT', path: target, headers: { 'proxy-authorization': `Bearer ${credential}` } });
       req.on('connect', (res, socket) => {
         socket.destroy();
         resolve(res.statusCode!);
@@ -80,6 +80,15 @@ export default async (req, res) => {
       req.on('error', reject);
       req.end();
     });
-    expect(status).to.equal(407);
+  };
+
+  it('the proxy refuses a credential it did not issue, and that of a deleted function', async () => {
+    const allowed = await echoOn('127.0.0.1');
+    expect(await connectStatus('00000000-0000-4000-8000-000000000009.forged', `127.0.0.1:${allowed.port}`)).to.equal(407);
+    const fn = await h.createFunction('shortlived', CODE);
+    const token = h.platform.runtimeToken(fn.function_id);
+    expect(await connectStatus(token, `127.0.0.1:${allowed.port}`)).to.equal(200);
+    expect((await h.api('DELETE', `/api/v1/functions/${fn.function_id}`)).status).to.equal(204);
+    expect(await connectStatus(token, `127.0.0.1:${allowed.port}`)).to.equal(407);
   });
 });
