@@ -294,7 +294,7 @@ const NOT_ANSWERED = ['resolveAny', 'resolveCaa', 'resolveNaptr', 'resolvePtr', 
 function dnsError(syscall: string, name: string, err: Error): Error {
   if (err instanceof PolicyBlockedError) return err;
   const code = (err as { code?: string }).code ?? 'ESERVFAIL';
-  return Object.assign(new Error(`${syscall} ${code} ${name}`), { code, syscall, hostname: name, errno: undefined, cause: err });
+  return Object.assign(new Error(`${syscall} ${code} ${name}`), { code, syscall, hostname: name, cause: err });
 }
 
 function installDns(settings: EgressSettings): void {
@@ -359,7 +359,7 @@ function installDns(settings: EgressSettings): void {
     return o.all ? records : records[0];
   };
 
-  const resolveAs = async (method: string, name: string, type: string) => {
+  const resolveAs = async (name: string, type: string) => {
     try {
       return await ask(name, type);
     } catch (err) {
@@ -389,10 +389,10 @@ function installDns(settings: EgressSettings): void {
   ];
   for (const { api, promises } of targets) {
     for (const [method, type] of Object.entries(RESOLVE_TYPES)) {
-      const run = (name: unknown) => resolveAs(method, String(name), type);
+      const run = (name: unknown) => resolveAs(String(name), type);
       api[method] = promises ? run : callbackStyle(run);
     }
-    const resolve = (name: unknown, rrtype?: unknown) => resolveAs('resolve', String(name), resolveType(rrtype));
+    const resolve = (name: unknown, rrtype?: unknown) => resolveAs(String(name), resolveType(rrtype));
     api.resolve = promises ? resolve : callbackStyle(resolve);
     for (const method of NOT_ANSWERED) if (method in api) api[method] = notAnswered(method);
   }
