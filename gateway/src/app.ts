@@ -16,6 +16,7 @@ import { RuntimeTokens } from './internal/tokens.ts';
 import { healthRoutes } from './http/health.ts';
 import { listen } from './http/listen.ts';
 import { mainApp } from './http/main-app.ts';
+import { startEgress, type Egress } from './egress/start.ts';
 import { Invoker, type Diagnoser, type ExecutionRecorder } from './invoke/proxy.ts';
 import type { Logger } from './log.ts';
 import { InstanceTracker } from './logs/instance.ts';
@@ -87,6 +88,8 @@ export interface Platform<E extends Executor = LocalExecutor> {
   instances: InstanceTracker;
   invoker: Invoker;
   metrics: Metrics;
+  /** The egress proxy every outbound connection of a function goes through (docs/egress.md). */
+  egress: Egress;
   /** A function's runtime token (what its runtime presents to /internal/v1). */
   runtimeToken(functionId: string): string;
   sweep(): Promise<void>;
@@ -117,9 +120,11 @@ export async function startPlatform(options: PlatformOptions): Promise<Platform<
 
   // The invoker and the executor refer to each other through callbacks.
   let invoker!: Invoker;
+  let egress: Egress | undefined;
   const local = cluster !== undefined ? undefined : new LocalExecutor({
     dataDir: config.dataDir,
     gatewayUrl: () => listenUrl,
+    egressProxy: () => egress?.runtimeSetting,
     tokens,
     runtimeMain: options.runtimeMain,
     forwardOutput: options.forwardRuntimeOutput,
@@ -179,7 +184,7 @@ export async function startPlatform(options: PlatformOptions): Promise<Platform<
         logWriteFailures: writer.failures,
         runningRuntimes: executor.running,
         lostRecords: instances.totals,
-      }) + (cluster?.metricsText() ?? ''),
+      }) + (cluster?.metricsText() ?? '') + (egress?.proxy.metricsText() ?? ''),
   });
   const api = [
     functionRoutes({ functions, invoker, writer, stores, now }),
@@ -203,6 +208,12 @@ export async function startPlatform(options: PlatformOptions): Promise<Platform<
   });
   server.headersTimeout = 66_000;
 
+  egress = await startEgress({
+    config, logger, policies,
+    tokens: cluster?.runtimeTokens ?? tokens,
+    knows: (id) => functions.byId(id) !== undefined,
+    localRuntimes: local !== undefined,
+  });
   if (local !== undefined) await local.reapStale();
   await functions.load();
   // Registered before the first record; its first look for dead instances runs meanwhile.
@@ -276,11 +287,12 @@ export async function startPlatform(options: PlatformOptions): Promise<Platform<
       await instances.close();
       await cluster?.close();
       await executor.close();
+      await egress!.proxy.close();
       await invoker.close();
       await stores.close();
     })();
     return closing;
   };
 
-  return { url: listenUrl, server, app, adminUrl, adminServer, routers: [health, admin.router, ...api, internal], functions, executor, scheduler, writer, instances, invoker, metrics, runtimeToken: (id) => (cluster?.runtimeTokens ?? tokens).tokenFor(id), sweep, close };
+  return { url: listenUrl, server, app, adminUrl, adminServer, routers: [health, admin.router, ...api, internal], functions, executor, scheduler, writer, instances, invoker, metrics, egress, runtimeToken: (id) => (cluster?.runtimeTokens ?? tokens).tokenFor(id), sweep, close };
 }

@@ -38,6 +38,12 @@ export interface GatewayConfig {
   logProgressIntervalMs: number;
   /** Bench only (FNHOST_BENCH_DISABLE_RECORDING=1): no execution records, to measure what recording costs (P2). */
   benchDisableRecording: boolean;
+  /** The egress proxy's TCP listener for pods (FNHOST_EGRESS_LISTEN=host:port); one machine uses its Unix socket only. */
+  egressListen: { host: string; port: number } | undefined;
+  /** Connections one function may hold open through the egress proxy (FNHOST_EGRESS_MAX_CONNECTIONS). */
+  egressMaxConnections: number;
+  /** An egress tunnel with no byte either way for this long is closed (FNHOST_EGRESS_IDLE_TIMEOUT_MS). */
+  egressIdleTimeoutMs: number;
 }
 
 export class ConfigError extends FnhostError {
@@ -53,6 +59,16 @@ function intVar(env: Record<string, string | undefined>, name: string, fallback:
   const n = Number(raw.trim());
   if (n < min || n > max) throw new ConfigError(`${name}=${n} is out of range: use ${min} to ${max}`);
   return n;
+}
+
+/** `host:port` or `[v6]:port` (port 0: any free port). */
+function listenAddress(env: Record<string, string | undefined>, name: string): { host: string; port: number } | undefined {
+  const raw = env[name]?.trim();
+  if (raw === undefined || raw === '') return undefined;
+  const match = /^(?:\[([0-9a-fA-F:.]+)\]|([^:\[\]]+)):(\d{1,5})$/.exec(raw);
+  const port = match === null ? NaN : Number(match[3]);
+  if (match === null || port > 65535) throw new ConfigError(`${name}="${raw}" must be host:port (e.g. 0.0.0.0:3128 or [::]:3128), port 0-65535`);
+  return { host: match[1] ?? match[2]!, port };
 }
 
 export function loadConfig(env: Record<string, string | undefined> = process.env, cwd = process.cwd()): GatewayConfig {
@@ -92,6 +108,9 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     deadGatewayAfterMs: intVar(env, 'FNHOST_GATEWAY_DEAD_AFTER_MS', 30_000, 1_000, 3_600_000),
     logProgressIntervalMs: intVar(env, 'FNHOST_LOG_PROGRESS_INTERVAL_MS', 20, 1, 60_000),
     benchDisableRecording: env.FNHOST_BENCH_DISABLE_RECORDING === '1',
+    egressListen: listenAddress(env, 'FNHOST_EGRESS_LISTEN'),
+    egressMaxConnections: intVar(env, 'FNHOST_EGRESS_MAX_CONNECTIONS', 64, 1, 10_000),
+    egressIdleTimeoutMs: intVar(env, 'FNHOST_EGRESS_IDLE_TIMEOUT_MS', 300_000, 1_000, 86_400_000),
   };
 }
 

@@ -48,6 +48,22 @@ function podNamespace(): string | undefined {
   }
 }
 
+/** FNHOST_EGRESS_PROXY_URL: http://host:port and nothing else (what the runtime's FNHOST_EGRESS_PROXY accepts over TCP). */
+function egressProxyUrl(env: NodeJS.ProcessEnv): string | undefined {
+  const raw = env.FNHOST_EGRESS_PROXY_URL?.trim();
+  if (raw === undefined || raw === '') return undefined;
+  let parsed: URL | undefined;
+  try {
+    parsed = new URL(raw);
+  } catch {
+    parsed = undefined;
+  }
+  if (parsed === undefined || parsed.protocol !== 'http:' || parsed.port === '' || parsed.pathname !== '/' || parsed.search !== '' || parsed.username !== '') {
+    throw new SettingsError(`FNHOST_EGRESS_PROXY_URL must be http://host:port (the gateway's egress proxy as pods reach it), got ${JSON.stringify(raw)}`);
+  }
+  return `http://${parsed.host}`;
+}
+
 export function loadSettings(env: NodeJS.ProcessEnv = process.env, defaults: { namespace?: string; host?: string } = {}): Settings {
   const tokenKey = env.FNHOST_TOKEN_KEY ?? '';
   if (Buffer.byteLength(tokenKey) < 32) {
@@ -77,6 +93,7 @@ export function loadSettings(env: NodeJS.ProcessEnv = process.env, defaults: { n
     imagePullPolicy: pullPolicy,
     gatewayUrl,
     publicUrl: url(env, 'FNHOST_PUBLIC_URL', gatewayUrl),
+    egressProxyUrl: egressProxyUrl(env),
     maxTimeoutSeconds: int(env, 'FNHOST_MAX_TIMEOUT_SECONDS', limits.MAX_TIMEOUT_SECONDS, 1, limits.MAX_TIMEOUT_SECONDS),
     runtimeOverheadMiB: int(env, 'FNHOST_RUNTIME_OVERHEAD_MIB', 96, 16, 4096),
     tokenKey,

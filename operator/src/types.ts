@@ -17,6 +17,12 @@ export interface Settings {
   imagePullPolicy: 'Always' | 'IfNotPresent' | 'Never';
   /** Base URL of the gateway as pods reach it: KV, policy check and the CronJob's invocation. */
   gatewayUrl: string;
+  /**
+   * The gateway's egress proxy as pods reach it (`http://host:port`, the gateway's
+   * FNHOST_EGRESS_LISTEN behind its Service), given to runtimes as FNHOST_EGRESS_PROXY.
+   * Undefined: pods get none and fetch asks the policy check (docs/egress.md).
+   */
+  egressProxyUrl: string | undefined;
   /** Base URL users invoke functions at; status.url is `<this>/invoke/<functionId>`. */
   publicUrl: string;
   /** Platform maximum of timeoutSeconds; a Function above it gets Ready=False. */

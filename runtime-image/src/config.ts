@@ -1,4 +1,5 @@
 // Runtime configuration: only environment variables (docs/internal-protocol.md "Starting a runtime").
+import { parseEgressProxy } from './egress.ts';
 import * as limits from './limits.ts';
 
 export interface RuntimeConfig {
@@ -13,6 +14,8 @@ export interface RuntimeConfig {
   memoryMiB: number;
   gatewayUrl: string | undefined;
   runtimeToken: string | undefined;
+  /** FNHOST_EGRESS_PROXY: the gateway's egress proxy every outbound connection goes through (docs/egress.md). */
+  egressProxy: string | undefined;
   /** The function's own environment: the runtime's minus FNHOST_* (and the runtime's PORT/HOST). */
   functionEnv: Record<string, string>;
 }
@@ -59,6 +62,19 @@ export function functionEnvOf(env: NodeJS.ProcessEnv): Record<string, string> {
   return out;
 }
 
+/** Checked here so a bad value stops the start; egress.ts parses it again in the worker. */
+function egressProxyVar(env: NodeJS.ProcessEnv): string | undefined {
+  const raw = env.FNHOST_EGRESS_PROXY?.trim();
+  if (raw === undefined || raw === '') return undefined;
+  try {
+    parseEgressProxy(raw);
+  } catch (err) {
+    throw new ConfigError((err as Error).message);
+  }
+  if (!env.FNHOST_RUNTIME_TOKEN) throw new ConfigError('FNHOST_EGRESS_PROXY needs FNHOST_RUNTIME_TOKEN: the proxy authenticates the runtime with it');
+  return raw;
+}
+
 export function loadConfig(env: NodeJS.ProcessEnv): RuntimeConfig {
   const functionFile = env.FNHOST_FUNCTION_FILE?.trim();
   if (!functionFile) throw new ConfigError('FNHOST_FUNCTION_FILE is required: the path of the function module to load');
@@ -76,6 +92,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): RuntimeConfig {
     memoryMiB: intVar(env, 'FNHOST_MEMORY_MIB', limits.DEFAULT_MEMORY_MIB, limits.MIN_MEMORY_MIB, limits.MAX_MEMORY_MIB),
     gatewayUrl: env.FNHOST_GATEWAY_URL?.trim().replace(/\/+$/, '') || undefined,
     runtimeToken: env.FNHOST_RUNTIME_TOKEN || undefined,
+    egressProxy: egressProxyVar(env),
     functionEnv: functionEnvOf(env),
   };
 }

@@ -2,6 +2,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { Console } from 'node:console';
 import { isIP } from 'node:net';
+import { PolicyBlockedError } from './egress.ts';
 import * as limits from './limits.ts';
 
 export interface InvocationContext {
@@ -176,9 +177,9 @@ export function makeKv(client: InternalClient): Kv {
 
 // ---- fetch ----
 
-export class PolicyBlockedError extends Error {
-  override name = 'PolicyBlockedError';
-}
+// Without an egress proxy (FNHOST_EGRESS_PROXY unset: cluster mode's pods for now), fetch asks the
+// internal policy check before each connection; with one, egress.ts routes every connection instead.
+export { PolicyBlockedError };
 
 interface Decision {
   allowed: boolean;
@@ -205,7 +206,7 @@ export async function assertAllowed(url: URL, check: PolicyCheck, resolve: (host
   const host = url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname;
   const port = url.port ? Number(url.port) : url.protocol === 'https:' ? 443 : 80;
   const decision = await check(host, port);
-  if (!decision.allowed) throw new PolicyBlockedError(`fetch to ${host} blocked by network policy (${decision.scope} rule ${decision.rule})`);
+  if (!decision.allowed) throw new PolicyBlockedError(`fetch to ${host} blocked by network policy (${decision.scope} rule ${decision.rule})`, decision.scope, decision.rule);
   if (isIP(host) !== 0) return;
   let addresses: string[];
   try {
@@ -215,7 +216,7 @@ export async function assertAllowed(url: URL, check: PolicyCheck, resolve: (host
   }
   for (const address of new Set(addresses)) {
     const d = await check(address, port);
-    if (!d.allowed) throw new PolicyBlockedError(`fetch to ${host} blocked by network policy: it resolves to ${address} (${d.scope} rule ${d.rule})`);
+    if (!d.allowed) throw new PolicyBlockedError(`fetch to ${host} blocked by network policy: it resolves to ${address} (${d.scope} rule ${d.rule})`, d.scope, d.rule);
   }
 }
 

@@ -124,6 +124,7 @@ class Supervisor {
       routes: this.#config.routes,
       gatewayUrl: this.#config.gatewayUrl,
       runtimeToken: this.#config.runtimeToken,
+      egressProxy: this.#config.egressProxy,
       heartbeat: this.#heartbeat,
       heartbeatMs: HEARTBEAT_MS,
     };

@@ -5,6 +5,7 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import { InvalidJsonError, FnRequest, compileRoutes, parseBody } from './request.ts';
 import { FnResponse, type Sink } from './response.ts';
+import { directOf, installEgress, parseEgressProxy } from './egress.ts';
 import { internalClient, invocationContext, makeConsole, makeKv, policedFetch, policyCheck } from './globals.ts';
 import { loadHandler, type Handler } from './loader.ts';
 import { M_ABORT, M_REQUEST, W_ERROR, W_LOAD_ERROR, W_READY, type FromWorker, type RequestMsg, type ToWorker } from './protocol.ts';
@@ -15,6 +16,8 @@ export interface WorkerData {
   routes: string[];
   gatewayUrl: string | undefined;
   runtimeToken: string | undefined;
+  /** FNHOST_EGRESS_PROXY (docs/egress.md); undefined: fetch asks the internal policy check instead. */
+  egressProxy: string | undefined;
   heartbeat: SharedArrayBuffer;
   heartbeatMs: number;
 }
@@ -30,7 +33,12 @@ const rawFetch = globalThis.fetch;
 const client = internalClient(data.gatewayUrl, data.runtimeToken, rawFetch, () => 'the internal API');
 const console_ = makeConsole(data.functionName, process.stdout, process.stderr);
 Object.defineProperty(globalThis, 'console', { value: console_, writable: true, configurable: true });
-Object.defineProperty(globalThis, 'fetch', { value: policedFetch(rawFetch, policyCheck(client)), writable: true, configurable: true });
+// With the egress proxy, every connection is routed and checked there (fetch included); the internal API stays direct.
+const handlerFetch =
+  data.egressProxy !== undefined
+    ? installEgress({ endpoint: parseEgressProxy(data.egressProxy), credential: data.runtimeToken ?? '', direct: directOf(data.gatewayUrl) }, rawFetch).fetch
+    : policedFetch(rawFetch, policyCheck(client));
+Object.defineProperty(globalThis, 'fetch', { value: handlerFetch, writable: true, configurable: true });
 Object.defineProperty(globalThis, 'kv', { value: makeKv(client), writable: false, configurable: false, enumerable: true });
 
 const routes = compileRoutes(data.routes);

@@ -196,7 +196,7 @@ describe('the admin listener at start', function () {
         },
         (e: Error) => e,
       );
-      expect(err?.message).to.match(new RegExp(`FNHOST_ADMIN_PORT=${port}, FNHOST_ADMIN_HOST=127\\.0\\.0\\.1\\) cannot listen: .*EADDRINUSE`));
+      expect(err?.message).to.match(new RegExp(`FNHOST_ADMIN_PORT=${port}, FNHOST_ADMIN_HOST=127\\.0\\.0\\.1\\) cannot listen: port ${port} on 127\\.0\\.0\\.1 is already in use`));
     } finally {
       squatter.close();
     }

@@ -79,6 +79,20 @@ describe('gateway pure helpers', () => {
     expect(() => loadConfig({ FNHOST_ADMIN_PORT: 'x' })).to.throw(/FNHOST_ADMIN_PORT="x"/);
   });
 
+  it('reads the egress proxy settings, and names a bad one', () => {
+    expect(loadConfig({}, '/srv')).to.deep.include({ egressListen: undefined, egressMaxConnections: 64, egressIdleTimeoutMs: 300_000 });
+    expect(loadConfig({ FNHOST_EGRESS_LISTEN: '0.0.0.0:3128', FNHOST_EGRESS_MAX_CONNECTIONS: '10', FNHOST_EGRESS_IDLE_TIMEOUT_MS: '5000' }, '/')).to.deep.include({
+      egressListen: { host: '0.0.0.0', port: 3128 },
+      egressMaxConnections: 10,
+      egressIdleTimeoutMs: 5000,
+    });
+    expect(loadConfig({ FNHOST_EGRESS_LISTEN: '[::]:0' }, '/').egressListen).to.deep.equal({ host: '::', port: 0 });
+    for (const bad of ['3128', 'host', 'host:99999', '::1:3128', 'host:port']) {
+      expect(() => loadConfig({ FNHOST_EGRESS_LISTEN: bad }), bad).to.throw(new RegExp(`FNHOST_EGRESS_LISTEN="${bad.replace(/[[\]]/g, '\\$&')}" must be host:port`));
+    }
+    expect(() => loadConfig({ FNHOST_EGRESS_MAX_CONNECTIONS: '0' })).to.throw(/FNHOST_EGRESS_MAX_CONNECTIONS=0 is out of range/);
+  });
+
   it('tokens: bearer parsing, constant-time digests, per-function runtime tokens', () => {
     expect(bearerToken('Bearer abc')).to.equal('abc');
     expect(bearerToken('bearer  abc ')).to.equal('abc');

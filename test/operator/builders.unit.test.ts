@@ -68,6 +68,12 @@ describe('operator builders', () => {
     expect(Number(envValue(dep, 'FNHOST_MEMORY_MIB'))).to.be.below(320);
   });
 
+  it('gives runtimes the egress proxy when FNHOST_EGRESS_PROXY_URL is set, and nothing otherwise', () => {
+    expect(envValue(deploymentFor(fnResource({}), settings), 'FNHOST_EGRESS_PROXY')).to.equal(undefined);
+    const withProxy = deploymentFor(fnResource({}), testSettings({ FNHOST_EGRESS_PROXY_URL: 'http://fnhost-gateway.fnhost-system.svc:3128/' }));
+    expect(envValue(withProxy, 'FNHOST_EGRESS_PROXY')).to.equal('http://fnhost-gateway.fnhost-system.svc:3128');
+  });
+
   it('passes the runtime contract down by env, the token from the owned Secret, then the user env', () => {
     const fn = fnResource({
       timeoutSeconds: 7,

@@ -53,6 +53,9 @@ describe('operator spec checks beyond the schema', () => {
     expect(() => loadSettings({ FNHOST_TOKEN_KEY: TOKEN_KEY, FNHOST_MAX_TIMEOUT_SECONDS: '901' })).to.throw(/FNHOST_MAX_TIMEOUT_SECONDS.*"901"/);
     expect(() => loadSettings({ FNHOST_TOKEN_KEY: TOKEN_KEY, FNHOST_GATEWAY_URL: 'ftp://x' })).to.throw(/FNHOST_GATEWAY_URL/);
     expect(() => loadSettings({ FNHOST_TOKEN_KEY: TOKEN_KEY, FNHOST_IMAGE_PULL_POLICY: 'Sometimes' })).to.throw(/Sometimes/);
+    for (const bad of ['https://gw:3128', 'http://gw', 'http://gw:3128/x', 'http://u:p@gw:3128', 'gw:3128']) {
+      expect(() => loadSettings({ FNHOST_TOKEN_KEY: TOKEN_KEY, FNHOST_EGRESS_PROXY_URL: bad }), bad).to.throw(SettingsError, /FNHOST_EGRESS_PROXY_URL must be http:\/\/host:port/);
+    }
     expect(() => loadSettings({ FNHOST_TOKEN_KEY: TOKEN_KEY, FNHOST_RETRY_PERIOD_SECONDS: '20' })).to.throw(/retry period < renew deadline/);
     const s = loadSettings({ FNHOST_TOKEN_KEY: TOKEN_KEY }, { namespace: 'ops', host: 'h' });
     expect(s).to.include({ runtimeImage: 'localhost/fnhost-runtime:dev', maxTimeoutSeconds: 900, leaseNamespace: 'ops', gatewayUrl: s.publicUrl });

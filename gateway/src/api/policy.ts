@@ -20,6 +20,7 @@ export const DEFAULT_GLOBAL_POLICY: NetworkPolicy = { default: 'allow', allow: [
 export class PolicyCache {
   readonly #store: PolicyStore;
   readonly #cache: Map<string, NetworkPolicy | null> | undefined;
+  readonly #listeners: Array<(scope: string) => Promise<void> | void> = [];
   constructor(store: PolicyStore, options: { shared?: boolean } = {}) {
     this.#store = store;
     this.#cache = options.shared ? undefined : new Map();
@@ -33,7 +34,13 @@ export class PolicyCache {
   async set(scope: string, policy: NetworkPolicy | null, actor: string, now: number) {
     const change = await this.#store.set(scope, policy, actor, now);
     this.#cache?.set(scope, policy);
+    // Awaited: the write is answered once what it changed holds (the egress proxy has closed connections it now denies).
+    for (const listener of this.#listeners) await listener(scope);
     return change;
+  }
+  /** Called after each change written through this gateway with the scope changed (`global` or a function id). */
+  onChange(listener: (scope: string) => Promise<void> | void): void {
+    this.#listeners.push(listener);
   }
   changes(limit: number) {
     return this.#store.changes(limit);

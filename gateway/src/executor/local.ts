@@ -70,6 +70,8 @@ export interface LocalExecutorOptions {
   dataDir: string;
   /** Base URL of the gateway's internal API (KV, policy check), known once it listens. */
   gatewayUrl: () => string;
+  /** FNHOST_EGRESS_PROXY for runtimes: the gateway's egress proxy (docs/egress.md); undefined: none. */
+  egressProxy?: () => string | undefined;
   tokens: RuntimeTokenSource;
   runtimeMain?: string;
   startTimeoutMs?: number;
@@ -261,6 +263,8 @@ export class LocalExecutor implements Executor {
       FNHOST_GATEWAY_URL: this.#opts.gatewayUrl(),
       FNHOST_RUNTIME_TOKEN: this.#opts.tokens.tokenFor(fn.function_id),
     };
+    const egress = this.#opts.egressProxy?.();
+    if (egress !== undefined) env.FNHOST_EGRESS_PROXY = egress;
     return this.#withProcessDefaults(env);
   }
 

@@ -29,6 +29,7 @@ export function runtimeEnv(fn: FunctionResource, settings: Settings) {
     { name: 'FNHOST_MEMORY_MIB', value: String(e.memoryMiB) },
     { name: 'FNHOST_GATEWAY_URL', value: settings.gatewayUrl },
     { name: 'FNHOST_RUNTIME_TOKEN', valueFrom: { secretKeyRef: { name: names.secret, key: RUNTIME_TOKEN_KEY } } },
+    ...(settings.egressProxyUrl === undefined ? [] : [{ name: 'FNHOST_EGRESS_PROXY', value: settings.egressProxyUrl }]),
     ...e.env.map((v) => (v.valueFrom ? { name: v.name, valueFrom: v.valueFrom } : { name: v.name, value: v.value ?? '' })),
   ];
 }

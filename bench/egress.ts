@@ -1,0 +1,106 @@
+// P11: a handler's fetch through the egress path vs direct, to the same local server.
+//
+//   node bench/egress.ts [seconds] [concurrency] [rounds]
+//
+// Three processes, as on one machine: a bare node:http hello server (the target), the egress
+// proxy (gateway/src/egress/proxy.ts on a Unix socket, a policy with one deny rule so each
+// connection is really checked; this process), and a client process that runs fetch loops
+// (`concurrency` at once for `seconds`) either plain ("direct") or after installEgress() from
+// runtime-image/src/egress.ts, exactly what a runtime's worker does with FNHOST_EGRESS_PROXY.
+// Each round measures both, interleaved, in two shapes:
+//   keep-alive   fetch's default: one tunnel per pooled connection, reused (the common case)
+//   new conn.    `connection: close` on every request: a CONNECT, a policy decision and a dial per request
+// and the latency of one fetch at a time (p50), to see what the path adds to a single call.
+import { spawn } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { EgressProxy } from '../gateway/src/egress/proxy.ts';
+import { silentLogger } from '../gateway/src/log.ts';
+import { machineDescription } from './lib/stats.ts';
+
+const seconds = Number(process.argv[2] ?? 5);
+const concurrency = Number(process.argv[3] ?? 20);
+const rounds = Number(process.argv[4] ?? 3);
+const EGRESS = fileURLToPath(new URL('../runtime-image/src/egress.ts', import.meta.url));
+const TOKEN = 'bench-function.bench-secret-0123456789abcdef';
+
+const TARGET = `require('node:http').createServer((req, res) => { res.writeHead(200, { 'content-type': 'application/json' }); res.end('{"hello":"world"}'); }).listen(0, '127.0.0.1', function () { console.log(JSON.stringify({ port: this.address().port })); });`;
+
+// argv: mode url seconds concurrency close(0|1) proxy
+const CLIENT = `
+const [mode, url, seconds, concurrency, close, proxy] = process.argv.slice(1);
+let f = globalThis.fetch;
+if (mode === 'egress') {
+  const { installEgress, parseEgressProxy } = await import(${JSON.stringify(EGRESS)});
+  f = installEgress({ endpoint: parseEgressProxy(proxy), credential: ${JSON.stringify(TOKEN)}, direct: [] }, f).fetch;
+}
+const headers = close === '1' ? { connection: 'close' } : {};
+for (let i = 0; i < 200; i++) await (await f(url, { headers })).arrayBuffer();
+const latencies = [];
+let done = 0, errors = 0;
+const end = performance.now() + Number(seconds) * 1000;
+await Promise.all(Array.from({ length: Number(concurrency) }, async () => {
+  while (performance.now() < end) {
+    const t = performance.now();
+    try { const r = await f(url, { headers }); await r.arrayBuffer(); if (r.status === 200) done++; else errors++; } catch { errors++; }
+    latencies.push(performance.now() - t);
+  }
+}));
+latencies.sort((a, b) => a - b);
+console.log(JSON.stringify({ rps: done / Number(seconds), p50: latencies[Math.floor(latencies.length / 2)], p99: latencies[Math.floor(latencies.length * 0.99)], errors }));
+`;
+
+/** A node child process; `first` is its first stdout line (a port, or a result). */
+function run(args: string[]): { kill: () => void; first: Promise<string> } {
+  const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit'] });
+  const first = new Promise<string>((resolve) => createInterface({ input: child.stdout! }).once('line', resolve));
+  return { kill: () => child.kill('SIGKILL'), first };
+}
+
+async function client(mode: 'direct' | 'egress', url: string, close: boolean, conc: number, proxy: string): Promise<{ rps: number; p50: number; p99: number; errors: number }> {
+  const c = run(['--input-type=module', '-e', CLIENT, mode, url, String(seconds), String(conc), close ? '1' : '0', proxy]);
+  return JSON.parse(await c.first) as { rps: number; p50: number; p99: number; errors: number };
+}
+
+const dir = await mkdtemp(join(tmpdir(), 'fnhost-bench-egress-'));
+const target = run(['-e', TARGET]);
+const port = (JSON.parse(await target.first) as { port: number }).port;
+const url = `http://127.0.0.1:${port}/`;
+const proxy = new EgressProxy({
+  tokens: { verify: (t) => (t === TOKEN ? 'bench-function' : undefined) },
+  knows: () => true,
+  policies: { get: async (scope) => (scope === 'global' ? { default: 'allow', allow: [], deny: ['10.0.0.0/8'] } : null) },
+  logger: silentLogger,
+  maxTunnelsPerFunction: 10_000,
+});
+const socket = join(dir, 'egress.sock');
+await proxy.listenUnix(socket);
+
+console.log(`P11 egress vs direct fetch; ${machineDescription()}; ${seconds} s × ${rounds} rounds, ${concurrency} concurrent fetches; load ${loadavg().map((l) => l.toFixed(1)).join(' ')}; ${new Date().toISOString()}`);
+const rows: Record<string, number[]> = {};
+const add = (k: string, v: number) => (rows[k] ??= []).push(v);
+for (let round = 1; round <= rounds; round++) {
+  for (const close of [false, true]) {
+    const shape = close ? 'new conn.' : 'keep-alive';
+    const d = await client('direct', url, close, concurrency, `unix:${socket}`);
+    const e = await client('egress', url, close, concurrency, `unix:${socket}`);
+    add(`${shape} direct`, d.rps);
+    add(`${shape} egress`, e.rps);
+    add(`${shape} ratio`, e.rps / d.rps);
+    console.log(`round ${round} ${shape.padEnd(10)} direct ${d.rps.toFixed(0).padStart(6)} req/s (p50 ${d.p50.toFixed(2)} ms, errors ${d.errors})  egress ${e.rps.toFixed(0).padStart(6)} req/s (p50 ${e.p50.toFixed(2)} ms, errors ${e.errors})  ratio ${(e.rps / d.rps).toFixed(2)}×`);
+  }
+  const d1 = await client('direct', url, false, 1, `unix:${socket}`);
+  const e1 = await client('egress', url, false, 1, `unix:${socket}`);
+  add('single p50 added ms', e1.p50 - d1.p50);
+  console.log(`round ${round} one at a time: direct p50 ${d1.p50.toFixed(3)} ms, egress p50 ${e1.p50.toFixed(3)} ms (+${(e1.p50 - d1.p50).toFixed(3)} ms)`);
+}
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+console.log('medians:');
+for (const [k, v] of Object.entries(rows)) console.log(`  ${k.padEnd(22)} ${median(v).toFixed(k.includes('ratio') || k.includes('ms') ? 3 : 0)}`);
+console.log(`load after ${loadavg().map((l) => l.toFixed(1)).join(' ')}`);
+target.kill();
+await proxy.close();
+await rm(dir, { recursive: true, force: true });

@@ -1,0 +1,54 @@
+import { join } from 'node:path';
+import type { GatewayConfig } from '../config.ts';
+import type { RuntimeTokenVerifier } from '../internal/routes.ts';
+import type { Logger } from '../log.ts';
+import type { PolicySource } from './decision.ts';
+import { EgressProxy } from './proxy.ts';
+
+// The gateway's egress proxy as app.ts starts it: on one machine a Unix socket in
+// the data folder (what the sandbox bind-mounts; FNHOST_EGRESS_PROXY=unix:<path>
+// for the runtimes), and a TCP listener when FNHOST_EGRESS_LISTEN asks for one
+// (cluster mode's pods, FNHOST_EGRESS_PROXY=http://<gateway>:<port>).
+
+export const EGRESS_SOCKET = 'egress.sock';
+
+export interface Egress {
+  proxy: EgressProxy;
+  /** FNHOST_EGRESS_PROXY for the runtimes this gateway starts (undefined: it starts none). */
+  runtimeSetting: string | undefined;
+  /** `host:port` of the TCP listener, when there is one. */
+  tcpAddress: string | undefined;
+}
+
+export async function startEgress(options: {
+  config: GatewayConfig;
+  tokens: RuntimeTokenVerifier;
+  knows: (functionId: string) => boolean;
+  policies: PolicySource;
+  logger: Logger;
+  /** One machine: the runtimes are local and reach the proxy over its Unix socket. */
+  localRuntimes: boolean;
+}): Promise<Egress> {
+  const { config, logger } = options;
+  const proxy = new EgressProxy({
+    tokens: options.tokens,
+    knows: options.knows,
+    policies: options.policies,
+    logger,
+    maxTunnelsPerFunction: config.egressMaxConnections,
+    idleTimeoutMs: config.egressIdleTimeoutMs,
+  });
+  options.policies.onChange?.((scope) => proxy.recheck(scope));
+  let runtimeSetting: string | undefined;
+  if (options.localRuntimes) {
+    const path = join(config.dataDir, EGRESS_SOCKET);
+    await proxy.listenUnix(path);
+    runtimeSetting = `unix:${path}`;
+  }
+  let tcpAddress: string | undefined;
+  if (config.egressListen !== undefined) {
+    tcpAddress = await proxy.listenTcp(config.egressListen.host, config.egressListen.port);
+    logger.info('egress proxy listening', { address: tcpAddress });
+  }
+  return { proxy, runtimeSetting, tcpAddress };
+}
