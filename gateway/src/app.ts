@@ -21,6 +21,11 @@ import { LogWriter } from './logs/writer.ts';
 import { Metrics } from './metrics.ts';
 import type { Clock } from '@fnhost/core/clock.ts';
 import { LocalScheduler, systemClock } from './scheduler/local.ts';
+import { sandboxStatus } from './sandbox/fallback.ts';
+import { listenInternal, type InternalListener } from './sandbox/internal-listener.ts';
+import { Sandboxes } from './sandbox/sandbox.ts';
+import { loadSandboxSettings, type SandboxSettings } from './sandbox/settings.ts';
+import { DEFAULT_RUNTIME_MAIN } from './executor/local.ts';
 
 // Assembles one gateway: stores, the function cache, the local executor, the
 // scheduler, the log writer, the Koa app (management API, internal API,
@@ -63,6 +68,8 @@ export interface PlatformOptions {
   sweepIntervalMs?: number;
   /** Cluster mode: the parts that replace the local executor, scheduler, function store and tokens. */
   cluster?: ClusterParts;
+  /** One machine: the runtimes' sandbox (default: from the environment, docs/sandbox.md). */
+  sandbox?: SandboxSettings;
 }
 
 export interface Platform<E extends Executor = LocalExecutor> {
@@ -132,9 +139,18 @@ export async function startPlatform(options: PlatformOptions): Promise<Platform<
   let listenUrl = '';
   const executionUrl = () => config.publicUrl ?? listenUrl;
 
+  // One machine: a sandbox per runtime where the OS offers one; otherwise a warning, or a refusal (sandbox/fallback.ts).
+  const sandboxSettings = options.sandbox ?? loadSandboxSettings(process.env);
+  const runtimeMain = options.runtimeMain ?? DEFAULT_RUNTIME_MAIN;
+  const support = cluster !== undefined ? undefined : await Sandboxes.detect({ settings: sandboxSettings, dataDir: config.dataDir, runtimeMain });
+  const sandbox = support === undefined ? undefined : sandboxStatus(support, sandboxSettings, config.host);
+  if (sandbox?.warning !== undefined) logger.warn(sandbox.warning);
+  const sandboxes = support?.sandboxed === true ? support.sandboxes : undefined;
+
   // The invoker and the executor refer to each other through callbacks.
   let invoker!: Invoker;
   const local = cluster !== undefined ? undefined : new LocalExecutor({
+    sandboxes,
     dataDir: config.dataDir,
     gatewayUrl: () => listenUrl,
     tokens,
@@ -214,7 +230,7 @@ export async function startPlatform(options: PlatformOptions): Promise<Platform<
   const api = [
     functionRoutes({ functions, invoker, writer, stores, now }),
     policyRoutes({ policies, functions, now }),
-    infoRoutes({ mode: cluster === undefined ? 'local' : 'cluster', default_namespace: functions.defaultNamespace }),
+    infoRoutes({ mode: cluster === undefined ? 'local' : 'cluster', default_namespace: functions.defaultNamespace, sandbox: sandbox === undefined ? undefined : { enabled: sandbox.enabled, warning: sandbox.warning } }),
   ];
   const internal = internalRoutes({ tokens: cluster?.runtimeTokens ?? tokens, functions, kv: stores.kv, policies, now });
   const auth = adminAuth(options.adminToken);
@@ -243,6 +259,7 @@ export async function startPlatform(options: PlatformOptions): Promise<Platform<
   });
   server.headersTimeout = 66_000;
 
+  const internalSocket: InternalListener | undefined = sandboxes === undefined ? undefined : await listenInternal(sandboxes.gatewaySocket, internal, errorMiddleware(logger));
   if (local !== undefined) await local.reapStale();
   await functions.load();
   // Registered before the first record; its first look for dead instances runs meanwhile.
@@ -314,6 +331,8 @@ export async function startPlatform(options: PlatformOptions): Promise<Platform<
       await instances.close();
       await cluster?.close();
       await executor.close();
+      await internalSocket?.close();
+      await sandboxes?.removeRoot();
       await invoker.close();
       await stores.close();
     })();
