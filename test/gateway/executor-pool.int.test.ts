@@ -12,7 +12,9 @@ async function harnessWithPool(size: number, env: Record<string, string> = {}): 
   const before = process.env.FNHOST_WARM_POOL;
   process.env.FNHOST_WARM_POOL = String(size);
   try {
-    return await startHarness({ env });
+    // The pool's mechanics by host pid: unsandboxed, where a handler's process.pid is its host pid.
+    // The sandboxed pool (code and uid bound at specialization): test/gateway/sandbox.int.test.ts.
+    return await startHarness({ env: { FNHOST_SANDBOX: 'off', ...env } });
   } finally {
     if (before === undefined) delete process.env.FNHOST_WARM_POOL;
     else process.env.FNHOST_WARM_POOL = before;
