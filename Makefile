@@ -7,12 +7,13 @@ NPM   ?= npm
 BIN   := node_modules/.bin
 
 # Debian packages the test suites drive for real: tmux (the CLI's interactive
-# pager) and chromium (the admin panel's browser tests).
-TEST_SYSTEM_PACKAGES := tmux chromium
+# pager), chromium (the admin panel's browser tests) and bubblewrap (the sandbox
+# of each runtime, docs/sandbox.md; `make start` installs it too).
+TEST_SYSTEM_PACKAGES := tmux chromium bubblewrap
 
 
 .PHONY: test-all test-local
-.PHONY: start test test-unit test-integration typecheck install admin system-deps clean
+.PHONY: start test test-unit test-integration typecheck install admin system-deps sandbox-deps clean
 
 # node_modules is rebuilt when a manifest or the lock file changes.
 node_modules/.installed: package.json package-lock.json core/package.json runtime-image/package.json gateway/package.json operator/package.json cli/package.json admin/package.json
@@ -27,14 +28,27 @@ install: node_modules/.installed
 admin: install
 	@if [ -f admin/vite.config.ts ] || [ -f admin/vite.config.js ]; then $(NPM) run --silent build -w admin; fi
 
-start: install admin
+start: install admin sandbox-deps
 	$(NPM) run --silent start
+
+# The sandbox of each runtime needs bubblewrap (and prlimit, util-linux): installed as root on
+# Debian; otherwise named, and the gateway starts with a warning (docs/sandbox.md).
+sandbox-deps:
+	@if ! command -v bwrap >/dev/null; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    echo "installing bubblewrap (the sandbox of each runtime)"; \
+	    apt-get -o DPkg::Lock::Timeout=900 update -qq && DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=900 install -y -qq bubblewrap >/dev/null; \
+	  else \
+	    echo "warning: bubblewrap is not installed: functions will run WITHOUT a sandbox (install it: sudo apt-get install bubblewrap)"; \
+	  fi; \
+	fi
 
 # Installs what the tests drive (as root on Debian), or names what is missing.
 system-deps:
 	@missing=""; \
 	command -v tmux >/dev/null || missing="$$missing tmux"; \
 	[ -x /usr/bin/chromium ] || missing="$$missing chromium"; \
+	command -v bwrap >/dev/null || missing="$$missing bubblewrap"; \
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 	    echo "installing test packages:$$missing"; \

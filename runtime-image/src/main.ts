@@ -244,6 +244,13 @@ async function main(): Promise<void> {
     log('error', err.message);
     process.exit(2);
   }
+  // A sandboxed runtime's stdin is a pipe from the gateway: its end means the gateway is gone, so is this runtime.
+  if (process.env.FNHOST_PARENT_PIPE === '1') {
+    delete process.env.FNHOST_PARENT_PIPE;
+    process.stdin.on('end', () => process.exit(1));
+    process.stdin.on('error', () => process.exit(1));
+    process.stdin.resume();
+  }
   let closing = false;
   const stop = (signal: string) => {
     if (closing) return;

@@ -13,7 +13,7 @@ export const MAX_SPECIALIZE_BODY_BYTES = 16 * 1024 * 1024;
 const MIN_TOKEN_LENGTH = 32;
 
 /** Variables that belong to the generic runtime itself and are fixed when it starts. */
-const OWN_VARS = ['PORT', 'HOST', 'FNHOST_HEALTH_PORT', 'FNHOST_SPECIALIZE_TOKEN', 'FNHOST_RUNTIME_SOCKET'];
+const OWN_VARS = ['PORT', 'HOST', 'FNHOST_HEALTH_PORT', 'FNHOST_SPECIALIZE_TOKEN', 'FNHOST_RUNTIME_SOCKET', 'FNHOST_PARENT_PIPE'];
 
 export interface GenericConfig {
   port: number;

@@ -2,6 +2,7 @@ import { expect } from 'chai';
 import { createServer as createTcpServer, type Server as TcpServer } from 'node:net';
 import { readdir, readFile } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
 import { startGateway, type RunningGateway } from '../helpers/platform.ts';
 import { pollUntil } from '../helpers/wait.ts';
 
@@ -203,6 +204,59 @@ describe('the sandbox of each runtime: attacks by a hostile handler (real gatewa
     await pollUntil('the old runtime to log its drain', async () => /"msg":"stopping","component":"runtime","signal":"SIGTERM"/.test(gw.output()), 10_000, 50);
   });
 });
+
+describe('the sandbox of each runtime: a gateway killed hard', function () {
+  this.timeout(120_000);
+  it('leaves no sandbox behind: every runtime process ends with the gateway (SIGKILL)', async () => {
+    // A uid range of its own, so only this gateway's sandboxes are counted.
+    const base = 1_600_000_000;
+    const gw = await startGateway({ env: { FNHOST_SANDBOX_UID_BASE: String(base), FNHOST_SANDBOX_UID_COUNT: '1024' } });
+    try {
+      const headers = { authorization: `Bearer ${gw.token}`, 'content-type': 'application/json' };
+      const created = await fetch(`${gw.url}/api/v1/functions`, { method: 'POST', headers, body: JSON.stringify({ name: 'f', code: 'export default (req, res) => res.json({ ok: true })' }) });
+      const fn = (await created.json()) as { invocation_url: string };
+      expect((await fetch(fn.invocation_url)).status).to.equal(200);
+      expect(await processesOfUids(base, 1024)).to.be.greaterThan(0);
+    } finally {
+      gw.process.kill('SIGKILL');
+      await gw.stop();
+    }
+    await pollUntil('every sandboxed process of the killed gateway to end', async () => (await processesOfUids(base, 1024)) === 0, 30_000, 100);
+  });
+
+
+  it('leaves no process behind when bubblewrap alone is killed (SIGKILL): the runtime inside sees its stdin end', async () => {
+    const base = 1_600_100_000;
+    const gw = await startGateway({ env: { FNHOST_SANDBOX_UID_BASE: String(base), FNHOST_SANDBOX_UID_COUNT: '1024', FNHOST_WARM_POOL: '0' } });
+    try {
+      const headers = { authorization: `Bearer ${gw.token}`, 'content-type': 'application/json' };
+      const created = await fetch(`${gw.url}/api/v1/functions`, { method: 'POST', headers, body: JSON.stringify({ name: 'f', code: 'export default (req, res) => res.json({ ok: true })' }) });
+      const fn = (await created.json()) as { invocation_url: string };
+      expect((await fetch(fn.invocation_url)).status).to.equal(200);
+      // The gateway keeps each runtime's outermost pid (bubblewrap's) in its data folder.
+      const pids = (await readdir(join(gw.dataDir, 'runtimes'))).map(Number);
+      expect(pids).to.have.length(1);
+      process.kill(pids[0]!, 'SIGKILL');
+      await pollUntil('every process of the sandbox to end', async () => (await processesOfUids(base, 1024)) === 0, 30_000, 100);
+      // And the next call starts another.
+      expect((await fetch(fn.invocation_url)).status).to.equal(200);
+    } finally {
+      await gw.stop();
+    }
+  });
+});
+
+/** Processes on the machine running under a uid in [base, base + count). */
+async function processesOfUids(base: number, count: number): Promise<number> {
+  let n = 0;
+  for (const name of await readdir('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    const status = await readFile(`/proc/${name}/status`, 'utf8').catch(() => '');
+    const uid = Number(/^Uid:\s+(\d+)/m.exec(status)?.[1]);
+    if (uid >= base && uid < base + count) n++;
+  }
+  return n;
+}
 
 /** Processes on the machine whose cmdline starts with this (NUL-separated) text. */
 async function countProcesses(cmdlinePrefix: string): Promise<number> {

@@ -65,7 +65,10 @@ export class RuntimeProcess {
     } else {
       const s = sandbox.spawn;
       try {
-        child = spawn(s.argv[0]!, s.argv.slice(1), { env: options.env, cwd: s.cwd, uid: s.uid, gid: s.gid, stdio: ['ignore', 'pipe', 'pipe', ...s.extraStdio] });
+        // stdin is a pipe the gateway never writes: it ends when the gateway dies, however it dies, and the
+        // runtime then exits (FNHOST_PARENT_PIPE). --die-with-parent alone is not enough: the kernel clears a
+        // parent-death signal when credentials change, and the sandbox's init outlived a SIGKILLed gateway (seen).
+        child = spawn(s.argv[0]!, s.argv.slice(1), { env: { ...options.env, FNHOST_PARENT_PIPE: '1' }, cwd: s.cwd, uid: s.uid, gid: s.gid, stdio: ['pipe', 'pipe', 'pipe', ...s.extraStdio] });
       } finally {
         sandbox.closeFds();
       }
@@ -134,6 +137,8 @@ export class RuntimeProcess {
         this.exitCode = code;
         this.exitSignal = signal;
         if (this.#pidFile !== undefined) void rm(this.#pidFile, { force: true }).catch(() => undefined);
+        // bubblewrap gone (killed alone, say): the runtime inside sees its stdin end and exits, and its PID namespace with it.
+        child.stdin?.destroy();
         fail(new RuntimeUnavailableError(`${this.subject} exited while starting (${signal ?? 'code ' + code})${this.stderrTail ? ': ' + lastLine(this.stderrTail) : ''}`));
       });
     });
@@ -155,6 +160,19 @@ export class RuntimeProcess {
     if (this.#pidFile !== undefined && !this.exited) await writeFile(this.#pidFile, owner).catch(() => undefined);
   }
 
+  /** SIGKILL; in a sandbox to its PID namespace's init first, which ends every process in it. */
+  async kill(): Promise<void> {
+    const init = this.sandbox === undefined ? undefined : await Promise.race([this.#initPid, this.exit.then(() => undefined)]);
+    if (init !== undefined) {
+      try {
+        process.kill(init, 'SIGKILL');
+      } catch {
+        // gone already
+      }
+    }
+    this.child.kill('SIGKILL');
+  }
+
   /**
    * SIGTERM (the runtime drains in-flight calls), SIGKILL after STOP_GRACE_MS. In a sandbox the
    * SIGTERM goes to the runtime itself: bubblewrap forwards no signal, and a SIGTERM to it would
@@ -163,7 +181,7 @@ export class RuntimeProcess {
   async stop(): Promise<void> {
     const child = this.child;
     if (this.exited || child.exitCode !== null || child.signalCode !== null) return;
-    const kill = setTimeout(() => child.kill('SIGKILL'), STOP_GRACE_MS);
+    const kill = setTimeout(() => void this.kill(), STOP_GRACE_MS);
     if (this.sandbox === undefined) {
       child.kill('SIGTERM');
     } else {
@@ -174,7 +192,7 @@ export class RuntimeProcess {
         process.kill(runtime, 'SIGTERM');
       } catch {
         // Not started far enough to have a runtime: nothing to drain.
-        child.kill('SIGKILL');
+        await this.kill();
       }
     }
     await this.exit;
