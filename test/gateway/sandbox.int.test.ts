@@ -5,6 +5,7 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { startGateway, type RunningGateway } from '../helpers/platform.ts';
 import { pollUntil } from '../helpers/wait.ts';
+import { runCli } from '../cli/helpers/run.ts';
 
 // The sandbox of each runtime (docs/sandbox.md), attacked by handlers written as a hostile author
 // would, against a real gateway process (as root on this machine: per-runtime uids, cgroups) and
@@ -268,3 +269,40 @@ async function countProcesses(cmdlinePrefix: string): Promise<number> {
   }
   return n;
 }
+
+describe('without a sandbox (FNHOST_SANDBOX=off stands for an OS that cannot sandbox)', function () {
+  this.timeout(90_000);
+
+  it('on loopback: starts, warns in its log, in GET /api/v1/info and in fnhost function:get (stderr)', async () => {
+    const gw = await startGateway({ env: { FNHOST_SANDBOX: 'off' } });
+    try {
+      expect(gw.output()).to.match(/"level":"warn","msg":"functions run WITHOUT a sandbox: FNHOST_SANDBOX=off/);
+      const info = await (await fetch(`${gw.url}/api/v1/info`, { headers: { authorization: `Bearer ${gw.token}` } })).json();
+      expect(info.sandbox.enabled).to.equal(false);
+      expect(info.sandbox.warning).to.match(/WITHOUT a sandbox/);
+      const headers = { authorization: `Bearer ${gw.token}`, 'content-type': 'application/json' };
+      expect((await fetch(`${gw.url}/api/v1/functions`, { method: 'POST', headers, body: JSON.stringify({ name: 'f', code: 'export default (req, res) => res.end()' }) })).status).to.equal(201);
+      const cli = await runCli(['function:get', 'f'], { env: { FNHOST_URL: gw.url, FNHOST_TOKEN: gw.token } });
+      expect(cli.code).to.equal(0);
+      expect(cli.stdout).to.match(/^Name: +f$/m);
+      expect(cli.stderr).to.match(/^warning: functions run WITHOUT a sandbox: FNHOST_SANDBOX=off/);
+    } finally {
+      await gw.stop();
+    }
+  });
+
+  it('beyond loopback: refuses to start unless FNHOST_UNSAFE_NO_SANDBOX=1; FNHOST_REQUIRE_SANDBOX=1 refuses always', async () => {
+    let refused = await startGateway({ env: { FNHOST_SANDBOX: 'off', HOST: '0.0.0.0' } }).then(
+      async (gw) => { await gw.stop(); return ''; },
+      (err: Error) => err.message,
+    );
+    expect(refused).to.match(/listens on 0\.0\.0\.0, beyond loopback.*FNHOST_UNSAFE_NO_SANDBOX=1/);
+    const unsafe = await startGateway({ env: { FNHOST_SANDBOX: 'off', HOST: '0.0.0.0', FNHOST_UNSAFE_NO_SANDBOX: '1' } });
+    await unsafe.stop();
+    refused = await startGateway({ env: { FNHOST_SANDBOX: 'off', FNHOST_REQUIRE_SANDBOX: '1' } }).then(
+      async (gw) => { await gw.stop(); return ''; },
+      (err: Error) => err.message,
+    );
+    expect(refused).to.match(/FNHOST_REQUIRE_SANDBOX=1 but runtimes cannot be sandboxed: FNHOST_SANDBOX=off/);
+  });
+});
