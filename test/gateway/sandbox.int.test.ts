@@ -68,9 +68,11 @@ export default async (req, res) => {
   let written = 0, error = '';
   const fd = openSync('/tmp/fill-' + process.pid, 'w');
   try { for (let i = 0; i < mib; i++) { writeSync(fd, chunk); written++; } } catch (e) { error = e.code; } finally { closeSync(fd); }
-  let cwdWrite = 'ok';
-  try { writeFileSync('planted.mjs', 'x'); } catch (e) { cwdWrite = e.code; }
-  res.json({ writtenMiB: written, error, cwdWrite });
+  const elsewhere = {};
+  for (const path of ['/fn/planted.mjs', '/planted', '/dev/shm/planted', '/run/planted', '/etc/planted']) {
+    try { writeFileSync(path, chunk); elsewhere[path] = 'ok'; } catch (e) { elsewhere[path] = e.code; }
+  }
+  res.json({ writtenMiB: written, error, elsewhere });
 };`;
 
 /** Tries to reach a TCP server outside: node:net, fetch, and child processes (curl, sh). */
@@ -153,12 +155,13 @@ describe('the sandbox of each runtime: attacks by a hostile handler (real gatewa
     await pollUntil('the bomb\'s sleeping processes to be gone', async () => (await countProcesses('/bin/sleep\u000060')) === 0, 30_000, 100);
   });
 
-  it('a disk filler is bounded by its private /tmp; its code folder is read-only', async () => {
+  it('a disk filler is bounded by its private /tmp; nothing else is writable (code folder, root, /dev, /run, /etc)', async () => {
     const filler = await create('filler', DISK_FILLER);
     const result = await invoke(filler.function_id, '?mib=200');
     expect(result.writtenMiB).to.be.at.most(64);
     expect(['ENOSPC', 'EFBIG']).to.include(result.error);
-    expect(result.cwdWrite).to.equal('EROFS');
+    // Nowhere else to write: the code folder, the root, /dev, /run and /etc are read-only.
+    expect(result.elsewhere).to.deep.equal({ '/fn/planted.mjs': 'EROFS', '/planted': 'EROFS', '/dev/shm/planted': 'EROFS', '/run/planted': 'EROFS', '/etc/planted': 'EROFS' });
     await victimStillServes();
   });
 

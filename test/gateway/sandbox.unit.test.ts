@@ -58,8 +58,10 @@ describe('sandbox: the bwrap command line (pure)', () => {
     expect(argv).not.to.include('--bind');
   });
 
-  it('gives a private size-bounded /tmp, its own /proc and a minimal /dev', () => {
+  it('gives a private size-bounded /tmp, its own /proc and a minimal /dev; the root and /dev read-only, after every mount', () => {
     const argv = sandboxArgv(base);
+    expect(after(argv, '--remount-ro')).to.deep.equal([['/dev'], ['/']]);
+    expect(argv.lastIndexOf('--remount-ro')).to.be.greaterThan(argv.lastIndexOf('--bind-fd'));
     const i = argv.indexOf('--size');
     expect(argv.slice(i, i + 4)).to.deep.equal(['--size', '1048576', '--tmpfs', '/tmp']);
     expect(after(argv, '--proc')).to.deep.equal([['/proc']]);

@@ -59,6 +59,9 @@ export function sandboxArgv(o: SandboxArgv): string[] {
   }
   bwrap.push('--proc', '/proc', '--dev', '/dev', '--size', String(o.tmpBytes), '--tmpfs', '/tmp');
   for (const b of o.binds) bwrap.push(b.writable ? '--bind-fd' : '--ro-bind-fd', String(b.fd), b.dest);
+  // Last, once every mount point exists: the root and /dev are tmpfs mounts that bwrap makes writable
+  // by the sandbox's uid, and unbounded: read-only, so /tmp is the one place to write (and its bound holds).
+  bwrap.push('--remount-ro', '/dev', '--remount-ro', '/');
   bwrap.push('--chdir', o.cwd, '--', ...o.command);
 
   const prlimit = [o.prlimit, `--nofile=${o.limits.openFiles}`, `--fsize=${o.limits.fileBytes}`, '--core=0'];
