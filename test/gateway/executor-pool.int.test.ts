@@ -175,7 +175,7 @@ describe('gateway local executor: the warm pool (real runtime processes)', funct
   });
 
   it('a stopping gateway ends its waiting generic runtimes and the specialized ones', async () => {
-    const gw = await startGateway({ env: { FNHOST_WARM_POOL: '2' } });
+    const gw = await startGateway({ env: { FNHOST_WARM_POOL: '2', FNHOST_SANDBOX: 'off' } });
     let children: number[] = [];
     try {
       await waitFor(() => childrenOf(gw.pid).length === 2, 'two generic runtimes');
