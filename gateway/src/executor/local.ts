@@ -135,7 +135,18 @@ export class LocalExecutor implements Executor {
    */
   async reapStale(): Promise<number> {
     const ended = await this.#reap();
-    this.#pool?.fill();
+    const sandboxes = this.#opts.sandboxes;
+    if (sandboxes === undefined) this.#pool?.fill();
+    else {
+      // The pool's sandboxes start from a filled compile cache; the warm-up runs beside the gateway's start.
+      void this.#warmCompileCache(sandboxes).then(
+        () => this.#pool?.fill(),
+        (err: Error) => {
+          this.#opts.logger.warn('the sandboxes\' compile cache could not be filled; runtimes start without it', { error: err.message });
+          this.#pool?.fill();
+        },
+      );
+    }
     return ended;
   }
 
@@ -166,6 +177,40 @@ export class LocalExecutor implements Executor {
     }
     if (ended > 0) this.#opts.logger.warn('ended runtimes a previous gateway left running', { count: ended });
     return ended;
+  }
+
+  /**
+   * Fills the sandboxes' compile cache (read-only in every other sandbox): one sandbox with the
+   * cache writable runs the runtime on a built-in hello module until it answers /healthz (its
+   * worker has loaded and flushed its cache), then stops. No function's code runs with the cache
+   * writable. Without it each sandboxed start compiles the runtime's TypeScript again (measured:
+   * create → first 200 ≈ 5× slower).
+   */
+  async #warmCompileCache(sandboxes: Sandboxes): Promise<void> {
+    const sandbox = sandboxes.create([process.execPath, this.#opts.runtimeMain ?? DEFAULT_RUNTIME_MAIN], this.#memoryBytes(GENERIC_MEMORY_MIB), { writableCompileCache: true });
+    const file = join(sandbox.codeDir, 'hello.mjs');
+    await writeFile(file, 'export default (req, res) => res.end();\n', { mode: 0o400 });
+    await sandbox.own(file);
+    const env = this.#withProcessDefaults({ FNHOST_FUNCTION_FILE: sandbox.inside('hello.mjs'), FNHOST_FUNCTION_ID: 'compile-cache-warmup', FNHOST_FUNCTION_NAME: 'warmup' });
+    const proc = this.#spawn(env, SANDBOX_CWD, 'warmup', 'the compile cache warm-up', sandbox);
+    try {
+      const origin = await proc.listening;
+      const client = new Client(origin, { connect: { socketPath: proc.socketPath! } });
+      try {
+        const deadline = Date.now() + (this.#opts.startTimeoutMs ?? 15_000);
+        for (;;) {
+          const r = await client.request({ path: '/healthz', method: 'GET' });
+          await r.body.dump();
+          if (r.statusCode === 200 || Date.now() > deadline) break;
+          await new Promise((resolve) => setTimeout(resolve, 20));
+        }
+      } finally {
+        await client.close();
+      }
+    } finally {
+      await proc.stop();
+      await sandboxes.sealCompileCache();
+    }
   }
 
   /** Function runtimes running now (the warm pool's generic ones are not counted). */

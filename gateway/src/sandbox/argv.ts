@@ -18,6 +18,12 @@ export const SANDBOX_RUN_DIR = '/run/fnhost';
 export const SANDBOX_GATEWAY_DIR = '/run/fnhost-gateway';
 export const RUNTIME_SOCKET_NAME = 'runtime.sock';
 export const GATEWAY_SOCKET_NAME = 'gateway.sock';
+/**
+ * The uid and gid every runtime has inside its sandbox (its user namespace maps it to the
+ * runtime's own uid outside). One value for all: Node's compile cache keeps a folder per uid,
+ * so the cache the gateway fills serves every sandbox.
+ */
+export const SANDBOX_INSIDE_UID = 1000;
 
 /** A top-level entry of the host's root that the sandbox sees: /usr read-only, /lib as the symlink it is on merged-/usr systems. */
 export type SystemEntry = { path: string; symlink: string } | { path: string; symlink?: undefined };
@@ -52,7 +58,8 @@ export interface SandboxArgv {
 
 /** The whole argv (argv[0] is the program to spawn). */
 export function sandboxArgv(o: SandboxArgv): string[] {
-  const bwrap = [o.bwrap, '--die-with-parent', '--new-session', '--unshare-all', '--hostname', 'fnhost', '--cap-drop', 'ALL', '--info-fd', String(o.infoFd)];
+  const inside = String(SANDBOX_INSIDE_UID);
+  const bwrap = [o.bwrap, '--die-with-parent', '--new-session', '--unshare-all', '--unshare-user', '--uid', inside, '--gid', inside, '--hostname', 'fnhost', '--cap-drop', 'ALL', '--info-fd', String(o.infoFd)];
   for (const entry of o.system) {
     if (entry.symlink !== undefined) bwrap.push('--symlink', entry.symlink, entry.path);
     else bwrap.push('--ro-bind', entry.path, entry.path);

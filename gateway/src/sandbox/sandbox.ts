@@ -2,7 +2,7 @@ import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { chownSync, closeSync, lstatSync, mkdirSync, openSync, readlinkSync, rmSync } from 'node:fs';
 import { createHash } from 'node:crypto';
-import { chmod, chown, lstat, mkdir, readFile, rm } from 'node:fs/promises';
+import { chmod, chown, lstat, mkdir, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { delimiter, dirname, join } from 'node:path';
 import { CgroupV1, type RuntimeCgroup } from './cgroup.ts';
@@ -190,6 +190,23 @@ export class Sandboxes {
     return join(this.#root, 'compile-cache');
   }
 
+  /**
+   * After the warm-up: the compile cache becomes the gateway's again, readable by every sandbox's
+   * uid and writable by none (Node made its folders 0700 for the warm-up's uid).
+   */
+  async sealCompileCache(): Promise<void> {
+    const uid = process.getuid?.() ?? 0;
+    const gid = process.getgid?.() ?? 0;
+    const walk = async (path: string): Promise<void> => {
+      const st = await lstat(path);
+      if (st.isSymbolicLink()) return;
+      await chown(path, uid, gid);
+      await chmod(path, st.isDirectory() ? 0o755 : 0o644);
+      if (st.isDirectory()) for (const name of await readdir(path)) await walk(join(path, name));
+    };
+    await walk(this.compileCache);
+  }
+
   /** Removes the sandboxes' folder (the gateway's stop, after every runtime has ended). */
   async removeRoot(): Promise<void> {
     await rm(this.#root, { recursive: true, force: true }).catch(() => undefined);
@@ -246,7 +263,7 @@ export class Sandboxes {
   }
 
   /** Makes the host side of one sandbox (folders, uid, cgroups) and its command line. Synchronous: the warm pool spawns synchronously. */
-  create(command: string[], memoryBytes: number): SandboxInstance {
+  create(command: string[], memoryBytes: number, options: { writableCompileCache?: boolean } = {}): SandboxInstance {
     const s = this.#o.settings;
     const id = randomBytes(6).toString('hex');
     const dir = join(this.#root, 'sandboxes', id);
@@ -282,7 +299,9 @@ export class Sandboxes {
       bind(runDir, SANDBOX_RUN_DIR, true);
       bind(this.gatewaySocketDir, SANDBOX_GATEWAY_DIR);
       mkdirSync(this.compileCache, { recursive: true, mode: 0o755 });
-      bind(this.compileCache, this.compileCache);
+      // Writable only for the gateway's warm-up (LocalExecutor), which runs no function's code.
+      if (options.writableCompileCache === true && uid !== undefined) chownSync(this.compileCache, uid, uid);
+      bind(this.compileCache, this.compileCache, options.writableCompileCache === true);
       if (this.#o.egressSocket !== undefined) bind(dirname(this.#o.egressSocket), dirname(this.#o.egressSocket));
       const argv = sandboxArgv({
         bwrap: this.#bwrap,
