@@ -40,6 +40,11 @@ export class CgroupV1 {
     return new CgroupV1(root, group);
   }
 
+  /** The gateway's own group, once every runtime's group is gone (its stop). */
+  async removeGroup(): Promise<void> {
+    for (const c of ['memory', 'pids']) await rmdir(join(this.#root, c, this.#group)).catch(() => undefined);
+  }
+
   /** Synchronous: a few small writes to cgroupfs, on the warm pool's synchronous spawn path. */
   create(id: string, uid: number | undefined, memoryBytes: number, pids: number): RuntimeCgroup {
     const memory = join(this.#root, 'memory', this.#group, id);

@@ -209,6 +209,7 @@ export class Sandboxes {
 
   /** Removes the sandboxes' folder (the gateway's stop, after every runtime has ended). */
   async removeRoot(): Promise<void> {
+    await this.#cgroups?.removeGroup();
     await rm(this.#root, { recursive: true, force: true }).catch(() => undefined);
   }
 
