@@ -47,4 +47,6 @@ export interface ApiServerInfo {
   mode: 'local' | 'cluster';
   /** The namespace of management requests that name none (`?namespace=` absent). */
   default_namespace: string;
+  /** One machine: whether runtimes run sandboxed, and the warning when they do not (docs/sandbox.md). */
+  sandbox?: { enabled: boolean; warning?: string };
 }

@@ -6,8 +6,10 @@ import type { FunctionRecord } from './model.ts';
 // the same for both: it asks for an upstream and sends HTTP to it.
 
 export interface Upstream {
-  /** `http://host:port` of one runtime instance. */
+  /** `http://host:port` of one runtime instance (a name only, when socketPath is set). */
   origin: string;
+  /** A sandboxed runtime on one machine is reached over this Unix socket. */
+  socketPath?: string;
 }
 
 export type RecycleReason = 'timeout' | 'crash' | 'out_of_memory';

@@ -1,4 +1,5 @@
 import { createServer, type Server } from 'node:http';
+import { join } from 'node:path';
 import type Koa from 'koa';
 import type Router from '@koa/router';
 import type { Executor, FunctionStore, Stores } from '@fnhost/core';
@@ -13,10 +14,11 @@ import { infoRoutes } from './api/info.ts';
 import { PolicyCache, policyRoutes } from './api/policy.ts';
 import { internalRoutes, type RuntimeTokenVerifier } from './internal/routes.ts';
 import { RuntimeTokens } from './internal/tokens.ts';
+import { errorMiddleware } from './http/errors.ts';
 import { healthRoutes } from './http/health.ts';
 import { listen } from './http/listen.ts';
 import { mainApp } from './http/main-app.ts';
-import { startEgress, type Egress } from './egress/start.ts';
+import { EGRESS_SOCKET, startEgress, type Egress } from './egress/start.ts';
 import { Invoker, type Diagnoser, type ExecutionRecorder } from './invoke/proxy.ts';
 import type { Logger } from './log.ts';
 import { InstanceTracker } from './logs/instance.ts';
@@ -24,6 +26,11 @@ import { LogWriter } from './logs/writer.ts';
 import { Metrics } from './metrics.ts';
 import type { Clock } from '@fnhost/core/clock.ts';
 import { LocalScheduler, systemClock } from './scheduler/local.ts';
+import { sandboxStatus } from './sandbox/fallback.ts';
+import { listenInternal, type InternalListener } from './sandbox/internal-listener.ts';
+import { Sandboxes } from './sandbox/sandbox.ts';
+import { loadSandboxSettings, type SandboxSettings } from './sandbox/settings.ts';
+import { DEFAULT_RUNTIME_MAIN } from './executor/local.ts';
 
 // Assembles one gateway: stores, the function cache, the local executor, the
 // scheduler, the log writer, and two listeners: the main one (the raw
@@ -69,6 +76,8 @@ export interface PlatformOptions {
   sweepIntervalMs?: number;
   /** Cluster mode: the parts that replace the local executor, scheduler, function store and tokens. */
   cluster?: ClusterParts;
+  /** One machine: the runtimes' sandbox (default: from the environment, docs/sandbox.md). */
+  sandbox?: SandboxSettings;
 }
 
 export interface Platform<E extends Executor = LocalExecutor> {
@@ -118,10 +127,19 @@ export async function startPlatform(options: PlatformOptions): Promise<Platform<
   let listenUrl = '';
   const executionUrl = () => config.publicUrl ?? listenUrl;
 
+  // One machine: a sandbox per runtime where the OS offers one; otherwise a warning, or a refusal (sandbox/fallback.ts).
+  const sandboxSettings = options.sandbox ?? loadSandboxSettings(process.env);
+  const runtimeMain = options.runtimeMain ?? DEFAULT_RUNTIME_MAIN;
+  const support = cluster !== undefined ? undefined : await Sandboxes.detect({ settings: sandboxSettings, dataDir: config.dataDir, runtimeMain });
+  const sandbox = support === undefined ? undefined : sandboxStatus(support, sandboxSettings, config.host);
+  if (sandbox?.warning !== undefined) logger.warn(sandbox.warning);
+  const sandboxes = support?.sandboxed === true ? support.sandboxes : undefined;
+
   // The invoker and the executor refer to each other through callbacks.
   let invoker!: Invoker;
   let egress: Egress | undefined;
   const local = cluster !== undefined ? undefined : new LocalExecutor({
+    sandboxes,
     dataDir: config.dataDir,
     gatewayUrl: () => listenUrl,
     egressProxy: () => egress?.runtimeSetting,
@@ -189,7 +207,7 @@ export async function startPlatform(options: PlatformOptions): Promise<Platform<
   const api = [
     functionRoutes({ functions, invoker, writer, stores, now }),
     policyRoutes({ policies, functions, now }),
-    infoRoutes({ mode: cluster === undefined ? 'local' : 'cluster', default_namespace: functions.defaultNamespace }),
+    infoRoutes({ mode: cluster === undefined ? 'local' : 'cluster', default_namespace: functions.defaultNamespace, sandbox: sandbox === undefined ? undefined : { enabled: sandbox.enabled, warning: sandbox.warning } }),
   ];
   const internal = internalRoutes({ tokens: cluster?.runtimeTokens ?? tokens, functions, kv: stores.kv, policies, now });
   const app = mainApp({ health, api, internal, adminToken: options.adminToken, trustProxy: config.trustProxy, logger });
@@ -212,8 +230,11 @@ export async function startPlatform(options: PlatformOptions): Promise<Platform<
     config, logger, policies,
     tokens: cluster?.runtimeTokens ?? tokens,
     knows: (id) => functions.byId(id) !== undefined,
-    localRuntimes: local !== undefined,
+    local: local === undefined ? undefined : sandboxes !== undefined
+      ? { socketPath: sandboxes.egressSocket, runtimeSetting: Sandboxes.egressProxy }
+      : { socketPath: join(config.dataDir, EGRESS_SOCKET), runtimeSetting: `unix:${join(config.dataDir, EGRESS_SOCKET)}` },
   });
+  const internalSocket: InternalListener | undefined = sandboxes === undefined ? undefined : await listenInternal(sandboxes.gatewaySocket, internal, errorMiddleware(logger));
   if (local !== undefined) await local.reapStale();
   await functions.load();
   // Registered before the first record; its first look for dead instances runs meanwhile.
@@ -288,6 +309,8 @@ export async function startPlatform(options: PlatformOptions): Promise<Platform<
       await cluster?.close();
       await executor.close();
       await egress!.proxy.close();
+      await internalSocket?.close();
+      await sandboxes?.removeRoot();
       await invoker.close();
       await stores.close();
     })();

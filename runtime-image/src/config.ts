@@ -5,6 +5,8 @@ import * as limits from './limits.ts';
 export interface RuntimeConfig {
   port: number;
   host: string;
+  /** FNHOST_RUNTIME_SOCKET: listen on this Unix socket instead of host:port (a sandboxed runtime). */
+  socket: string | undefined;
   healthPort: number | undefined;
   functionFile: string;
   functionId: string;
@@ -30,6 +32,16 @@ export function intVar(env: NodeJS.ProcessEnv, name: string, fallback: number, m
   const n = Number(raw);
   if (!Number.isInteger(n) || n < min || n > max) throw new ConfigError(`${name}="${raw}" must be an integer from ${min} to ${max}`);
   return n;
+}
+
+/** FNHOST_RUNTIME_SOCKET: an absolute path, or unset. */
+export function socketVar(env: NodeJS.ProcessEnv): string | undefined {
+  const raw = env.FNHOST_RUNTIME_SOCKET?.trim();
+  if (!raw) return undefined;
+  if (!raw.startsWith('/')) throw new ConfigError(`FNHOST_RUNTIME_SOCKET="${raw}" must be an absolute path`);
+  // sun_path holds 108 bytes with its terminating NUL.
+  if (Buffer.byteLength(raw) > 107) throw new ConfigError(`FNHOST_RUNTIME_SOCKET="${raw}" is longer than the 107 bytes a Unix socket path may have`);
+  return raw;
 }
 
 export function parseRoutes(raw: string | undefined): string[] {
@@ -83,6 +95,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): RuntimeConfig {
   return {
     port: intVar(env, 'PORT', 8080, 0, 65535),
     host: env.HOST?.trim() || '0.0.0.0',
+    socket: socketVar(env),
     healthPort: healthRaw ? intVar(env, 'FNHOST_HEALTH_PORT', 0, 0, 65535) : undefined,
     functionFile,
     functionId,

@@ -63,7 +63,8 @@ export function parseEgressProxy(raw: string): ProxyEndpoint {
 
 /** The origin's host and port, so the runtime's internal calls are not sent through the proxy. */
 export function directOf(url: string | undefined): Array<{ host: string; port: number }> {
-  if (url === undefined) return [];
+  // A unix: URL (the sandbox's internal API) is a socket path, which is never tunnelled.
+  if (url === undefined || !/^https?:/.test(url)) return [];
   const u = new URL(url);
   return [{ host: u.hostname.replace(/^\[|\]$/g, '').toLowerCase(), port: Number(u.port || (u.protocol === 'https:' ? 443 : 80)) }];
 }

@@ -1,4 +1,5 @@
 // The globals a handler sees besides Node's own: a tagged console, a policed fetch and kv.
+import { UNIX_PREFIX, unixFetch } from './unix-http.ts';
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { Console } from 'node:console';
 import { isIP } from 'node:net';
@@ -69,7 +70,9 @@ export function internalClient(gatewayUrl: string | undefined, token: string | u
       if (token !== undefined) headers.authorization = `Bearer ${token}`;
       if (body !== undefined) headers['content-type'] = 'application/json';
       try {
-        return await rawFetch(gatewayUrl + path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+        const text = body === undefined ? undefined : JSON.stringify(body);
+        if (gatewayUrl.startsWith(UNIX_PREFIX)) return await unixFetch(gatewayUrl.slice(UNIX_PREFIX.length), path, { method, headers, body: text });
+        return await rawFetch(gatewayUrl + path, { method, headers, body: text });
       } catch (err) {
         throw new GatewayUnavailableError(`${what()} failed: the gateway at ${gatewayUrl} did not answer (${(err as Error).message})`, { cause: err });
       }

@@ -3,7 +3,7 @@
 // then runs exactly as a runtime started for that function: the same configuration parsed from
 // the same variables, the same process environment, the same working directory, and the worker
 // thread (with the function's heap limit, which is fixed when a worker is created) created only then.
-import { ConfigError, intVar, loadConfig, type RuntimeConfig } from './config.ts';
+import { ConfigError, intVar, loadConfig, socketVar, type RuntimeConfig } from './config.ts';
 
 export const SPECIALIZE_PATH = '/_fnhost/specialize';
 /** The credential travels in an x-fnhost-* header: the gateway never forwards those from callers. */
@@ -13,11 +13,12 @@ export const MAX_SPECIALIZE_BODY_BYTES = 16 * 1024 * 1024;
 const MIN_TOKEN_LENGTH = 32;
 
 /** Variables that belong to the generic runtime itself and are fixed when it starts. */
-const OWN_VARS = ['PORT', 'HOST', 'FNHOST_HEALTH_PORT', 'FNHOST_SPECIALIZE_TOKEN'];
+const OWN_VARS = ['PORT', 'HOST', 'FNHOST_HEALTH_PORT', 'FNHOST_SPECIALIZE_TOKEN', 'FNHOST_RUNTIME_SOCKET', 'FNHOST_PARENT_PIPE'];
 
 export interface GenericConfig {
   port: number;
   host: string;
+  socket: string | undefined;
   token: string;
 }
 
@@ -37,7 +38,7 @@ export function loadGenericConfig(env: NodeJS.ProcessEnv): GenericConfig | undef
   if (env.FNHOST_HEALTH_PORT !== undefined) throw new ConfigError('FNHOST_HEALTH_PORT is not supported by a generic runtime (health is served on PORT)');
   const host = env.HOST?.trim() || '127.0.0.1';
   if (host !== 'localhost' && !isLoopbackAddress(host)) throw new ConfigError(`HOST="${host}": a generic runtime listens on loopback only`);
-  return { port: intVar(env, 'PORT', 8080, 0, 65535), host, token };
+  return { port: intVar(env, 'PORT', 8080, 0, 65535), host, socket: socketVar(env), token };
 }
 
 export class SpecializeError extends Error {
@@ -69,7 +70,7 @@ export function parseSpecialization(body: unknown, own: NodeJS.ProcessEnv): Spec
     vars[name] = value;
   }
   if (cwd !== undefined && (typeof cwd !== 'string' || !cwd.startsWith('/'))) throw new SpecializeError('cwd must be an absolute path');
-  for (const name of ['PORT', 'HOST']) if (own[name] !== undefined) vars[name] = own[name];
+  for (const name of ['PORT', 'HOST', 'FNHOST_RUNTIME_SOCKET']) if (own[name] !== undefined) vars[name] = own[name];
   return { config: loadConfig(vars), env: vars, cwd };
 }
 

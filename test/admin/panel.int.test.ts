@@ -26,7 +26,9 @@ describe('admin panel in headless Chromium against a real gateway', function () 
     target = createServer((req, res) => res.end('target says hi'));
     await new Promise<void>((r) => target.listen(0, '127.0.0.1', r));
     const targetUrl = `http://127.0.0.1:${(target.address() as AddressInfo).port}/`;
-    gw = await startGateway();
+    // The scenario's caller fetches a local server: a sandbox has no network of its own, and its
+    // outbound connections take the egress path (issue 16, item 3, built apart). Until then: unsandboxed.
+    gw = await startGateway({ env: { FNHOST_SANDBOX: 'off' } });
     ids = await createScenarioFunctions(gw, targetUrl);
   });
 

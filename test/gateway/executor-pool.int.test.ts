@@ -12,7 +12,9 @@ async function harnessWithPool(size: number, env: Record<string, string> = {}): 
   const before = process.env.FNHOST_WARM_POOL;
   process.env.FNHOST_WARM_POOL = String(size);
   try {
-    return await startHarness({ env });
+    // The pool's mechanics by host pid: unsandboxed, where a handler's process.pid is its host pid.
+    // The sandboxed pool (code and uid bound at specialization): test/gateway/sandbox.int.test.ts.
+    return await startHarness({ env: { FNHOST_SANDBOX: 'off', ...env } });
   } finally {
     if (before === undefined) delete process.env.FNHOST_WARM_POOL;
     else process.env.FNHOST_WARM_POOL = before;
@@ -173,7 +175,7 @@ describe('gateway local executor: the warm pool (real runtime processes)', funct
   });
 
   it('a stopping gateway ends its waiting generic runtimes and the specialized ones', async () => {
-    const gw = await startGateway({ env: { FNHOST_WARM_POOL: '2' } });
+    const gw = await startGateway({ env: { FNHOST_WARM_POOL: '2', FNHOST_SANDBOX: 'off' } });
     let children: number[] = [];
     try {
       await waitFor(() => childrenOf(gw.pid).length === 2, 'two generic runtimes');

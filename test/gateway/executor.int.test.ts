@@ -7,7 +7,9 @@ describe('gateway local executor (real runtime processes)', function () {
   this.timeout(90_000);
   let h: Harness;
   before(async () => {
-    h = await startHarness({ env: { FNHOST_MAX_TIMEOUT_SECONDS: '60' } });
+    // The executor's mechanics by host pid (kill, stop, recycle): unsandboxed, where a handler's
+    // process.pid is its host pid. The sandboxed executor: test/gateway/sandbox.int.test.ts.
+    h = await startHarness({ env: { FNHOST_MAX_TIMEOUT_SECONDS: '60', FNHOST_SANDBOX: 'off' } });
   });
   after(async () => {
     await h?.close();

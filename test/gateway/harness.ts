@@ -6,6 +6,7 @@ import { digest } from '../../gateway/src/auth.ts';
 import { loadConfig } from '../../gateway/src/config.ts';
 import { startPlatform, type Platform } from '../../gateway/src/app.ts';
 import { silentLogger } from '../../gateway/src/log.ts';
+import { loadSandboxSettings } from '../../gateway/src/sandbox/settings.ts';
 import type { Clock } from '@fnhost/core/clock.ts';
 import { pollUntil } from '../helpers/wait.ts';
 
@@ -39,6 +40,8 @@ export async function startHarness(options: { clock?: Clock; env?: Record<string
     logger: process.env.FNHOST_TEST_VERBOSE ? (await import('../../gateway/src/log.ts')).stdoutLogger : silentLogger,
     clock: options.clock,
     runtimeMain: process.env.FNHOST_TEST_RUNTIME,
+    // FNHOST_SANDBOX=off and the other sandbox settings may come from options.env too.
+    sandbox: loadSandboxSettings({ ...process.env, ...options.env }),
     forwardRuntimeOutput: process.env.FNHOST_TEST_VERBOSE !== undefined,
   });
   const url = platform.url;

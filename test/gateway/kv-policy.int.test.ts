@@ -10,7 +10,9 @@ describe('gateway KV and network policies through real functions', function () {
   let target: Server;
   let targetUrl: string;
   before(async () => {
-    h = await startHarness();
+    // fetch to a local server: a sandbox has no network of its own; its outbound connections take
+    // the egress path (issue 16, item 3, built apart). Until then this runs unsandboxed.
+    h = await startHarness({ env: { FNHOST_SANDBOX: 'off' } });
     target = createServer((req, res) => res.end('target says hi'));
     await new Promise<void>((r) => target.listen(0, '127.0.0.1', r));
     targetUrl = `http://127.0.0.1:${(target.address() as AddressInfo).port}/`;

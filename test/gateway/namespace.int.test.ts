@@ -31,7 +31,7 @@ describe('gateway: ?namespace= on one machine', () => {
   it('GET /api/v1/info says one machine and its namespace, behind the admin token', async () => {
     const info = await h.api('GET', '/api/v1/info');
     expect(info.status).to.equal(200);
-    expect(info.body).to.deep.equal({ mode: 'local', default_namespace: 'default' });
+    expect(info.body).to.deep.equal({ mode: 'local', default_namespace: 'default', sandbox: { enabled: true } });
     expect((await h.api('GET', '/api/v1/info', undefined, 'wrong-token')).status).to.equal(401);
   });
 });

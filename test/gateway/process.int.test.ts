@@ -169,7 +169,8 @@ describe('gateway process killed hard', function () {
 
   it('the next gateway on the same data directory ends the runtimes the killed one left behind', async () => {
     const token = 'a-long-enough-admin-token';
-    const gw = await startGateway({ keepDataDir: true, token });
+    // Unsandboxed: a sandboxed runtime ends with its gateway (its stdin pipe ends; test/gateway/sandbox.int.test.ts).
+    const gw = await startGateway({ keepDataDir: true, token, env: { FNHOST_SANDBOX: 'off' } });
     const dataDir = gw.dataDir;
     try {
       const created = await api(gw.url, token, 'POST', '/api/v1/functions', { name: 'left', code: 'export default (req, res) => res.json({ pid: process.pid })' });
@@ -177,7 +178,7 @@ describe('gateway process killed hard', function () {
       gw.process.kill('SIGKILL');
       await gw.stop();
       expect(isAlive(pid), 'the orphaned runtime survives its gateway').to.equal(true);
-      const again = await startGateway({ dataDir, token });
+      const again = await startGateway({ dataDir, token, env: { FNHOST_SANDBOX: 'off' } });
       try {
         await waitFor(() => !isAlive(pid), 'the orphan to be ended');
         expect((await fetch(created.body.invocation_url.replace(gw.url, again.url))).status).to.equal(200);

@@ -20,6 +20,7 @@ const STAND_INS = fileURLToPath(new URL('./stand-ins/', import.meta.url));
 const IS_ROOT = process.getuid?.() === 0;
 
 const CLUSTER_PACKAGES = ['containerd', 'runc', 'containernetworking-plugins', 'buildah', 'iptables', 'debootstrap', 'gcc', 'libc6-dev', 'kmod', 'iproute2', 'procps', 'util-linux'];
+const START_PACKAGES = ['bubblewrap'];
 const TEST_PACKAGES = ['tmux', 'chromium', 'shellcheck'];
 
 interface Clean {
@@ -74,12 +75,12 @@ describe('install steps on a fresh machine (empty caches, stand-in package manag
 
   describe('Debian packages', () => {
     if (IS_ROOT) {
-      it("make test's packages (tools/install/packages.sh test): updates the lists, asks for tmux, chromium and shellcheck, exits 0", () => {
+      it("make test's packages (tools/install/packages.sh test): updates the lists, asks for bubblewrap, tmux, chromium and shellcheck, exits 0", () => {
         const s = fresh();
         const r = run(s, 'tools/install/packages.sh', ['test']);
         expect(r.status, r.output).to.equal(0);
         expect(s.calls('apt-get')[0]).to.match(/ update/);
-        expect(installed(s)).to.have.members(TEST_PACKAGES);
+        expect(installed(s)).to.have.members([...START_PACKAGES, ...TEST_PACKAGES]);
         expect(existsSync(join(s.cache, 'logs', 'apt.log')), 'apt.log in an empty cache').to.equal(true);
       });
 
@@ -92,11 +93,18 @@ describe('install steps on a fresh machine (empty caches, stand-in package manag
         expect(s.calls('apt-get').length).to.equal(before);
       });
 
-      it("make start's packages (tools/install/packages.sh start) exit 0 and ask for none of the test-only ones", () => {
+      it("make start's packages (tools/install/packages.sh start): bubblewrap only, exit 0", () => {
         const s = fresh();
         const r = run(s, 'tools/install/packages.sh', ['start']);
         expect(r.status, r.output).to.equal(0);
-        for (const p of TEST_PACKAGES) expect(installed(s)).not.to.include(p);
+        expect(installed(s)).to.deep.equal(START_PACKAGES);
+      });
+
+      it("make start without a package manager that works: a warning that functions run unsandboxed, and the start goes on", () => {
+        const s = fresh({ STANDIN_APT_FAIL: 'install' });
+        const r = run(s, 'tools/install/packages.sh', ['start']);
+        expect(r.status, r.output).to.equal(0);
+        expect(r.output).to.match(/apt-get install bubblewrap failed[\s\S]*warning: without bubblewrap, functions run WITHOUT a sandbox/);
       });
 
       it("the test cluster's packages (test/cluster/system-deps.sh): all twelve asked for, exit 0, apt.log in the empty cache", () => {
@@ -111,7 +119,7 @@ describe('install steps on a fresh machine (empty caches, stand-in package manag
         const s = fresh({ STANDIN_APT_FAIL: 'install' });
         const r = run(s, 'tools/install/packages.sh', ['test']);
         expect(r.status).to.equal(1);
-        expect(r.output).to.match(/error: apt-get install tmux chromium shellcheck failed; see .*\/\.cache\/fnhost\/logs\/apt\.log/);
+        expect(r.output).to.match(/error: apt-get install bubblewrap tmux chromium shellcheck failed; see .*\/\.cache\/fnhost\/logs\/apt\.log/);
         expect(readFileSync(join(s.cache, 'logs', 'apt.log'), 'utf8')).to.match(/Unable to locate package/);
       });
     } else {
@@ -119,7 +127,7 @@ describe('install steps on a fresh machine (empty caches, stand-in package manag
         const s = fresh();
         const r = run(s, 'tools/install/packages.sh', ['test']);
         expect(r.status).to.equal(1);
-        expect(r.output).to.match(/needs these Debian packages: tmux chromium shellcheck \(run as root: apt-get update && apt-get install tmux chromium shellcheck\)/);
+        expect(r.output).to.match(/needs these Debian packages: bubblewrap tmux chromium shellcheck \(run as root: apt-get update && apt-get install bubblewrap tmux chromium shellcheck\)/);
         expect(installed(s)).to.deep.equal([]);
       });
     }

@@ -39,7 +39,8 @@ describe('runtime image: build-js (the sources as JavaScript)', function () {
     const built = (await readdir(dist)).sort();
     expect(built).to.deep.equal(sources.map((n) => n.replace(/\.ts$/, '.js')));
     const main = await readFile(join(dist, 'main.js'), 'utf8');
-    expect(main).to.match(/new URL\('\.\/worker\.js', import\.meta\.url\)/);
+    const supervisor = await readFile(join(dist, 'supervisor.js'), 'utf8');
+    expect(supervisor).to.match(/new URL\('\.\/worker\.js', import\.meta\.url\)/);
     expect(main).to.match(/from '\.\/config\.js'/);
     for (const name of built) {
       const js = await readFile(join(dist, name), 'utf8');

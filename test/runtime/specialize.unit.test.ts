@@ -7,9 +7,11 @@ describe('runtime warm pool: pure parts', () => {
 
   it('a generic runtime needs FNHOST_SPECIALIZE_TOKEN (32+ characters), no function file and a loopback HOST', () => {
     expect(loadGenericConfig({ FNHOST_FUNCTION_FILE: '/f' })).to.equal(undefined);
-    expect(loadGenericConfig({ FNHOST_SPECIALIZE_TOKEN: token, PORT: '0' })).to.deep.equal({ port: 0, host: '127.0.0.1', token });
+    expect(loadGenericConfig({ FNHOST_SPECIALIZE_TOKEN: token, PORT: '0' })).to.deep.equal({ port: 0, host: '127.0.0.1', socket: undefined, token });
     expect(loadGenericConfig({ FNHOST_SPECIALIZE_TOKEN: token, HOST: '::1' })?.host).to.equal('::1');
     expect(() => loadGenericConfig({ FNHOST_SPECIALIZE_TOKEN: token, HOST: '10.0.0.1' })).to.throw(ConfigError, 'HOST="10.0.0.1"');
+    expect(loadGenericConfig({ FNHOST_SPECIALIZE_TOKEN: token, FNHOST_RUNTIME_SOCKET: '/run/fnhost/runtime.sock' })?.socket).to.equal('/run/fnhost/runtime.sock');
+    expect(() => loadGenericConfig({ FNHOST_SPECIALIZE_TOKEN: token, FNHOST_RUNTIME_SOCKET: 'rel.sock' })).to.throw(ConfigError, 'FNHOST_RUNTIME_SOCKET="rel.sock" must be an absolute path');
     expect(() => loadGenericConfig({ FNHOST_SPECIALIZE_TOKEN: token, FNHOST_FUNCTION_FILE: '/f' })).to.throw(ConfigError, /not both/);
     expect(() => loadGenericConfig({ FNHOST_SPECIALIZE_TOKEN: token, FNHOST_HEALTH_PORT: '0' })).to.throw(ConfigError, /FNHOST_HEALTH_PORT/);
     expect(() => loadGenericConfig({ FNHOST_SPECIALIZE_TOKEN: 'short' })).to.throw(ConfigError, /at least 32/);

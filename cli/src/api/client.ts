@@ -78,7 +78,7 @@ export class ApiClient {
    * Which kind of gateway answers. A gateway older than GET /api/v1/info (404)
    * is taken as one machine, which is what it then was.
    */
-  async serverInfo(): Promise<{ mode: ApiServerInfo['mode']; default_namespace?: string }> {
+  async serverInfo(): Promise<{ mode: ApiServerInfo['mode']; default_namespace?: string; sandbox?: ApiServerInfo['sandbox'] }> {
     let info: Partial<ApiServerInfo>;
     try {
       info = await this.#json<Partial<ApiServerInfo>>('GET', '/api/v1/info');
@@ -87,7 +87,10 @@ export class ApiClient {
       throw err;
     }
     const mode = info?.mode === 'cluster' ? 'cluster' : 'local';
-    return typeof info?.default_namespace === 'string' ? { mode, default_namespace: info.default_namespace } : { mode };
+    const out: { mode: ApiServerInfo['mode']; default_namespace?: string; sandbox?: ApiServerInfo['sandbox'] } = { mode };
+    if (typeof info?.default_namespace === 'string') out.default_namespace = info.default_namespace;
+    if (typeof info?.sandbox?.enabled === 'boolean') out.sandbox = info.sandbox;
+    return out;
   }
 
   listFunctions(): Promise<{ functions: ApiFunction[] }> {

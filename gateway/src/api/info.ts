@@ -9,6 +9,7 @@ import type { ApiServerInfo } from '@fnhost/core/api.ts';
 export function infoRoutes(info: ApiServerInfo): Router {
   const router = new Router({ prefix: '/api/v1' });
   const body: ApiServerInfo = { mode: info.mode, default_namespace: info.default_namespace };
+  if (info.sandbox !== undefined) body.sandbox = info.sandbox;
   router.get('/info', (ctx) => {
     ctx.body = body;
   });

@@ -1,4 +1,3 @@
-import { join } from 'node:path';
 import type { GatewayConfig } from '../config.ts';
 import type { RuntimeTokenVerifier } from '../internal/routes.ts';
 import type { Logger } from '../log.ts';
@@ -26,8 +25,12 @@ export async function startEgress(options: {
   knows: (functionId: string) => boolean;
   policies: PolicySource;
   logger: Logger;
-  /** One machine: the runtimes are local and reach the proxy over its Unix socket. */
-  localRuntimes: boolean;
+  /**
+   * One machine: the Unix socket local runtimes reach the proxy over (in the
+   * sandboxes' gateway folder, or the data folder for unsandboxed runtimes),
+   * and FNHOST_EGRESS_PROXY as they see it.
+   */
+  local?: { socketPath: string; runtimeSetting: string };
 }): Promise<Egress> {
   const { config, logger } = options;
   const proxy = new EgressProxy({
@@ -40,10 +43,9 @@ export async function startEgress(options: {
   });
   options.policies.onChange?.((scope) => proxy.recheck(scope));
   let runtimeSetting: string | undefined;
-  if (options.localRuntimes) {
-    const path = join(config.dataDir, EGRESS_SOCKET);
-    await proxy.listenUnix(path);
-    runtimeSetting = `unix:${path}`;
+  if (options.local !== undefined) {
+    await proxy.listenUnix(options.local.socketPath);
+    runtimeSetting = options.local.runtimeSetting;
   }
   let tcpAddress: string | undefined;
   if (config.egressListen !== undefined) {

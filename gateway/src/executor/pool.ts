@@ -79,7 +79,7 @@ export class WarmPool {
     proc.listening.then(
       (origin) => {
         this.#failures = 0;
-        this.#o.logger.info('warm-pool runtime ready', { pid: proc.pid, port: Number(new URL(origin).port) });
+        this.#o.logger.info('warm-pool runtime ready', { pid: proc.pid, origin, sandbox: proc.sandbox?.id });
       },
       () => undefined,
     );

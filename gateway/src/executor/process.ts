@@ -3,9 +3,11 @@ import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { FnhostError } from '@fnhost/core';
+import { runtimePidOf, type SandboxInstance } from '../sandbox/sandbox.ts';
 
 // One runtime process (runtime-image/src/main.ts) as the local executor sees it: spawned with
-// an environment, found listening through its first JSON line with a port, its output passed
+// an environment (inside its sandbox when it has one, sandbox/), found listening through its
+// first JSON line with a port or a Unix socket, its output passed
 // through, its pid kept in FNHOST_DATA_DIR/runtimes/ while it runs (so a gateway killed hard
 // has its runtimes ended by the next one), stopped with SIGTERM then SIGKILL.
 
@@ -29,12 +31,19 @@ export interface SpawnOptions {
   subject: string;
   startTimeoutMs: number;
   forwardOutput: boolean;
+  /** Spawned inside this sandbox (its folders, uid and cgroups are released when the process is gone). */
+  sandbox?: SandboxInstance;
 }
 
 export class RuntimeProcess {
   readonly child: ChildProcess;
-  /** Resolves with `http://127.0.0.1:<port>` at the listening line; rejects when the process cannot start. */
+  /** Resolves with `http://127.0.0.1:<port>` (or a name of the sandbox's socket) at the listening line; rejects when the process cannot start. */
   readonly listening: Promise<string>;
+  /** The runtime's Unix socket (host path) when it is sandboxed. */
+  readonly socketPath: string | undefined;
+  readonly sandbox: SandboxInstance | undefined;
+  /** The sandbox's PID namespace init (host pid), from bubblewrap's info fd. */
+  #initPid: Promise<number | undefined> = Promise.resolve(undefined);
   readonly exit: Promise<void>;
   origin: string | undefined;
   exited = false;
@@ -47,7 +56,24 @@ export class RuntimeProcess {
 
   constructor(options: SpawnOptions) {
     this.subject = options.subject;
-    const child = spawn(process.execPath, [options.main], { env: options.env, cwd: options.cwd, stdio: ['ignore', 'pipe', 'pipe'] });
+    const sandbox = options.sandbox;
+    this.sandbox = sandbox;
+    this.socketPath = sandbox?.socketPath;
+    let child: ChildProcess;
+    if (sandbox === undefined) {
+      child = spawn(process.execPath, [options.main], { env: options.env, cwd: options.cwd, stdio: ['ignore', 'pipe', 'pipe'] });
+    } else {
+      const s = sandbox.spawn;
+      try {
+        // stdin is a pipe the gateway never writes: it ends when the gateway dies, however it dies, and the
+        // runtime then exits (FNHOST_PARENT_PIPE). --die-with-parent alone is not enough: the kernel clears a
+        // parent-death signal when credentials change, and the sandbox's init outlived a SIGKILLed gateway (seen).
+        child = spawn(s.argv[0]!, s.argv.slice(1), { env: { ...options.env, FNHOST_PARENT_PIPE: '1' }, cwd: s.cwd, uid: s.uid, gid: s.gid, stdio: ['pipe', 'pipe', 'pipe', ...s.extraStdio] });
+      } finally {
+        sandbox.closeFds();
+      }
+      this.#initPid = readInitPid(child.stdio[s.infoFd] as NodeJS.ReadableStream | null);
+    }
     this.child = child;
     this.exit = new Promise<void>((resolve) => {
       child.once('exit', () => resolve());
@@ -58,6 +84,7 @@ export class RuntimeProcess {
         resolve();
       });
     });
+    if (sandbox !== undefined) void this.exit.then(() => sandbox.release());
     const pidDir = join(options.dataDir, 'runtimes');
     this.#pidFile = child.pid === undefined ? undefined : join(pidDir, String(child.pid));
     if (this.#pidFile !== undefined) {
@@ -82,11 +109,13 @@ export class RuntimeProcess {
       createInterface({ input: child.stdout! }).on('line', (line) => {
         if (!settled && line.startsWith('{')) {
           try {
-            const parsed = JSON.parse(line) as { port?: unknown };
-            if (typeof parsed.port === 'number' && parsed.port > 0) {
+            const parsed = JSON.parse(line) as { port?: unknown; socket?: unknown };
+            const onSocket = sandbox !== undefined && typeof parsed.socket === 'string';
+            if (onSocket || (typeof parsed.port === 'number' && parsed.port > 0)) {
               settled = true;
               clearTimeout(timer);
-              this.origin = `http://127.0.0.1:${parsed.port}`;
+              // A sandboxed runtime is reached through its socket; the origin only names it (undici keys pools by origin).
+              this.origin = onSocket ? `http://sandbox-${sandbox.id}.fnhost.invalid` : `http://127.0.0.1:${parsed.port as number}`;
               resolve(this.origin);
               return;
             }
@@ -108,6 +137,8 @@ export class RuntimeProcess {
         this.exitCode = code;
         this.exitSignal = signal;
         if (this.#pidFile !== undefined) void rm(this.#pidFile, { force: true }).catch(() => undefined);
+        // bubblewrap gone (killed alone, say): the runtime inside sees its stdin end and exits, and its PID namespace with it.
+        child.stdin?.destroy();
         fail(new RuntimeUnavailableError(`${this.subject} exited while starting (${signal ?? 'code ' + code})${this.stderrTail ? ': ' + lastLine(this.stderrTail) : ''}`));
       });
     });
@@ -129,14 +160,60 @@ export class RuntimeProcess {
     if (this.#pidFile !== undefined && !this.exited) await writeFile(this.#pidFile, owner).catch(() => undefined);
   }
 
-  /** SIGTERM (the runtime drains in-flight calls), SIGKILL after STOP_GRACE_MS. */
-  stop(): Promise<void> {
-    const child = this.child;
-    if (this.exited || child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
-    const kill = setTimeout(() => child.kill('SIGKILL'), STOP_GRACE_MS);
-    child.kill('SIGTERM');
-    return this.exit.then(() => clearTimeout(kill));
+  /** SIGKILL; in a sandbox to its PID namespace's init first, which ends every process in it. */
+  async kill(): Promise<void> {
+    const init = this.sandbox === undefined ? undefined : await Promise.race([this.#initPid, this.exit.then(() => undefined)]);
+    if (init !== undefined) {
+      try {
+        process.kill(init, 'SIGKILL');
+      } catch {
+        // gone already
+      }
+    }
+    this.child.kill('SIGKILL');
   }
+
+  /**
+   * SIGTERM (the runtime drains in-flight calls), SIGKILL after STOP_GRACE_MS. In a sandbox the
+   * SIGTERM goes to the runtime itself: bubblewrap forwards no signal, and a SIGTERM to it would
+   * end the sandbox (--die-with-parent) without the runtime seeing it, losing the drain.
+   */
+  async stop(): Promise<void> {
+    const child = this.child;
+    if (this.exited || child.exitCode !== null || child.signalCode !== null) return;
+    const kill = setTimeout(() => void this.kill(), STOP_GRACE_MS);
+    if (this.sandbox === undefined) {
+      child.kill('SIGTERM');
+    } else {
+      const init = await Promise.race([this.#initPid, this.exit.then(() => undefined)]);
+      const runtime = init === undefined ? undefined : await runtimePidOf(init);
+      try {
+        if (runtime === undefined) throw new Error('no runtime inside');
+        process.kill(runtime, 'SIGTERM');
+      } catch {
+        // Not started far enough to have a runtime: nothing to drain.
+        await this.kill();
+      }
+    }
+    await this.exit;
+    clearTimeout(kill);
+  }
+}
+
+/** bubblewrap's --info-fd JSON: {"child-pid": N}, N the host pid of the sandbox's PID namespace init. */
+function readInitPid(stream: NodeJS.ReadableStream | null): Promise<number | undefined> {
+  if (stream === null) return Promise.resolve(undefined);
+  return new Promise((resolve) => {
+    let text = '';
+    stream.setEncoding('utf8');
+    stream.on('data', (chunk: string) => {
+      text += chunk;
+      const m = /"child-pid"\s*:\s*(\d+)/.exec(text);
+      if (m !== null) resolve(Number(m[1]));
+    });
+    stream.on('end', () => resolve(undefined));
+    stream.on('error', () => resolve(undefined));
+  });
 }
 
 /** The most telling line of a runtime's stderr: the last one naming an error, else the last one. */

@@ -149,10 +149,12 @@ export class Invoker {
     await Promise.all(pools.map((p) => p.destroy().catch(() => undefined)));
   }
 
-  #pool(origin: string): Pool {
+  #pool(origin: string, socketPath: string | undefined): Pool {
     let pool = this.#pools.get(origin);
     if (pool === undefined) {
       pool = new Pool(origin, {
+        // A sandboxed runtime listens on a Unix socket in its sandbox (it has no network).
+        connect: socketPath === undefined ? undefined : { socketPath },
         connections: this.#o.connectionsPerOrigin ?? 128,
         pipelining: 1,
         keepAliveTimeout: 30_000,
@@ -255,22 +257,23 @@ export class Invoker {
     }
     for (let attempt = 0; ; attempt++) {
       let origin: string;
+      let socketPath: string | undefined;
       try {
-        origin = (await this.#o.executor.acquire(fn)).origin;
+        ({ origin, socketPath } = await this.#o.executor.acquire(fn));
       } catch (err) {
         throw ex.timedOut ? new FunctionTimeoutError(fn.timeout_seconds) : err;
       }
       if (ex.timedOut) throw new FunctionTimeoutError(fn.timeout_seconds);
       ex.origin = origin;
       try {
-        return await this.#pool(origin).request({ path, method: method as Dispatcher.HttpMethod, headers, body });
+        return await this.#pool(origin, socketPath).request({ path, method: method as Dispatcher.HttpMethod, headers, body });
       } catch (err) {
         if (ex.timedOut) throw new FunctionTimeoutError(fn.timeout_seconds);
         // undici refused the request itself (a header it does not send): nothing reached the runtime, which is fine.
         if (isRefusedBeforeSending(err)) throw new UnforwardableRequestError((err as Error).message, { cause: err });
         const code = (err as { code?: string }).code;
         // Never reached the runtime (it died between calls): start another and send once more.
-        if (attempt === 0 && code === 'ECONNREFUSED') {
+        if (attempt === 0 && (code === 'ECONNREFUSED' || (socketPath !== undefined && code === 'ENOENT'))) {
           this.#o.executor.recycle(fn.function_id, 'crash');
           this.originGone(origin);
           continue;

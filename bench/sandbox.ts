@@ -1,0 +1,165 @@
+// P9: what the sandbox of each runtime costs (docs/sandbox.md), one machine, same run.
+//
+//   node bench/sandbox.ts [--seconds 5] [--connections 50] [--rounds 3] [--p5-rounds 7]
+//
+// Two real gateways (test/helpers/platform.ts), one sandboxed (the default where bubblewrap
+// works) and one with FNHOST_SANDBOX=off, each serving the same hello function; loaded by
+// autocannon in interleaved rounds with a bare node:http hello world and each gateway's runtime
+// called directly (TCP for the unsandboxed one, its Unix socket for the sandboxed one):
+//   P1 through the gateway, sandboxed / unsandboxed (target within 10 %)
+//   P2b runtime direct / bare node:http, both ways (target ≥ 0.7×)
+//   P5 create → first 200 with the warm pool, both ways, vs `node -e 0` (target ≤ 3×, within 10 %)
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { cpus, loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { parseArgs } from 'node:util';
+import { startGateway } from '../test/helpers/platform.ts';
+
+const { values } = parseArgs({
+  options: {
+    seconds: { type: 'string', default: '5' },
+    connections: { type: 'string', default: '50' },
+    rounds: { type: 'string', default: '3' },
+    'p5-rounds': { type: 'string', default: '7' },
+  },
+});
+const SECONDS = Number(values.seconds);
+const CONNECTIONS = Number(values.connections);
+const ROUNDS = Number(values.rounds);
+const P5_ROUNDS = Number(values['p5-rounds']);
+const HELLO = `export default (req, res) => res.json({ hello: 'world' })`;
+
+const autocannon = (await import('autocannon' as string)).default as (opts: Record<string, unknown>) => Promise<{ requests: { average: number }; latency: { p50: number; p99: number }; non2xx: number; errors: number; timeouts: number }>;
+
+type Gateway = Awaited<ReturnType<typeof startGateway>>;
+const children: ChildProcess[] = [];
+
+const BARE = `
+const http = require('node:http');
+const body = JSON.stringify({ hello: 'world' });
+const s = http.createServer((req, res) => { res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) }); res.end(body); });
+s.keepAliveTimeout = 65000;
+s.listen(0, '127.0.0.1', () => console.log(JSON.stringify({ port: s.address().port })));`;
+
+async function startBare(): Promise<string> {
+  const child = spawn(process.execPath, ['-e', BARE], { stdio: ['ignore', 'pipe', 'inherit'] });
+  children.push(child);
+  return new Promise((resolve) => {
+    createInterface({ input: child.stdout! }).on('line', (line) => resolve(`http://127.0.0.1:${(JSON.parse(line) as { port: number }).port}/`));
+  });
+}
+
+function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.floor(s.length / 2)]!;
+}
+
+async function load(target: { url: string; socketPath?: string }): Promise<number> {
+  await autocannon({ ...target, connections: CONNECTIONS, duration: 1 });
+  const r = await autocannon({ ...target, connections: CONNECTIONS, duration: SECONDS });
+  if (r.errors + r.timeouts + r.non2xx > 0) throw new Error(`${target.url}: ${r.errors} errors, ${r.timeouts} timeouts, ${r.non2xx} non-2xx`);
+  return r.requests.average;
+}
+
+async function api(gw: Gateway, method: string, path: string, body?: unknown): Promise<any> {
+  const r = await fetch(gw.url + path, { method, headers: { authorization: `Bearer ${gw.token}`, 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
+  const text = await r.text();
+  return text === '' ? undefined : JSON.parse(text);
+}
+
+/** The runtime the gateway started last, called directly: its port (unsandboxed) or its socket (sandboxed). */
+function directTarget(gw: Gateway): { url: string; socketPath?: string } {
+  const started = gw.output().split('\n').filter((l) => l.includes('"msg":"runtime started"')).pop()!;
+  const parsed = JSON.parse(started) as { port?: number; sandbox?: string };
+  if (parsed.sandbox === undefined) return { url: `http://127.0.0.1:${parsed.port}/` };
+  const root = join(tmpdir(), `fnhost-sandboxes-${createHash('sha256').update(gw.dataDir).digest('hex').slice(0, 12)}`);
+  return { url: 'http://sandbox/', socketPath: join(root, 'sandboxes', parsed.sandbox, 'run', 'runtime.sock') };
+}
+
+function nodeStartMs(): number {
+  const t0 = performance.now();
+  spawnSync(process.execPath, ['-e', '0']);
+  return performance.now() - t0;
+}
+
+function count(text: string, needle: string): number {
+  return text.split(needle).length - 1;
+}
+
+async function createToFirst200(gw: Gateway, name: string, takes: number): Promise<number> {
+  const until = Date.now() + 30_000;
+  while (count(gw.output(), '"msg":"warm-pool runtime ready"') < takes + 1) {
+    if (Date.now() > until) throw new Error('the warm pool did not refill within 30 s');
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  const t0 = performance.now();
+  const fn = await api(gw, 'POST', '/api/v1/functions', { name, code: HELLO });
+  for (;;) {
+    const r = await fetch(fn.invocation_url);
+    await r.arrayBuffer();
+    if (r.status === 200) break;
+  }
+  const ms = performance.now() - t0;
+  await api(gw, 'DELETE', `/api/v1/functions/${fn.function_id}`);
+  return ms;
+}
+
+const sandboxed = await startGateway({ env: { FNHOST_QUIET: '1' } });
+const plain = await startGateway({ env: { FNHOST_QUIET: '1', FNHOST_SANDBOX: 'off' } });
+try {
+  const info = await api(sandboxed, 'GET', '/api/v1/info');
+  if (info.sandbox?.enabled !== true) throw new Error(`the first gateway is not sandboxed: ${JSON.stringify(info.sandbox)}`);
+  const bare = await startBare();
+  const fnS = await api(sandboxed, 'POST', '/api/v1/functions', { name: 'hello', code: HELLO });
+  const fnP = await api(plain, 'POST', '/api/v1/functions', { name: 'hello', code: HELLO });
+  await fetch(fnS.invocation_url).then((r) => r.arrayBuffer());
+  await fetch(fnP.invocation_url).then((r) => r.arrayBuffer());
+  const targets = {
+    bare: { url: bare },
+    'runtime direct, sandboxed (Unix socket)': directTarget(sandboxed),
+    'runtime direct, unsandboxed (TCP)': directTarget(plain),
+    'gateway, sandboxed': { url: fnS.invocation_url as string },
+    'gateway, unsandboxed': { url: fnP.invocation_url as string },
+  };
+  const names = Object.keys(targets) as Array<keyof typeof targets>;
+  const runs = new Map<string, number[]>(names.map((n) => [n, []]));
+  const load0 = loadavg();
+  for (let round = 0; round < ROUNDS; round++) for (const n of names) runs.get(n)!.push(await load(targets[n]));
+  const ratio = (a: string, b: string) => median(runs.get(a)!.map((x, i) => x / runs.get(b)![i]!));
+  await api(sandboxed, 'DELETE', `/api/v1/functions/${fnS.function_id}`);
+  await api(plain, 'DELETE', `/api/v1/functions/${fnP.function_id}`);
+
+  // P5, interleaved: node -e 0, a create on each gateway (each pool refilled first); 2 warm-up rounds.
+  const node: number[] = [];
+  const p5 = { sandboxed: [] as number[], plain: [] as number[] };
+  let takes = 0;
+  for (let round = -2; round < P5_ROUNDS; round++) {
+    const n = nodeStartMs();
+    const s = await createToFirst200(sandboxed, `p5-${round + 2}`, takes);
+    const p = await createToFirst200(plain, `p5-${round + 2}`, takes);
+    takes++;
+    if (round < 0) continue;
+    node.push(n);
+    p5.sandboxed.push(s);
+    p5.plain.push(p);
+  }
+  const load1 = loadavg();
+  const fmt = (xs: number[]) => `median ${median(xs).toFixed(0)} ms (min ${Math.min(...xs).toFixed(0)}, max ${Math.max(...xs).toFixed(0)})`;
+  console.log(`fnhost sandbox bench (P9) — ${new Date().toISOString()} — ${cpus().length}× ${cpus()[0]?.model} — node ${process.version} — load ${load0.map((l) => l.toFixed(2)).join(' ')} → ${load1.map((l) => l.toFixed(2)).join(' ')}`);
+  console.log(`autocannon ${CONNECTIONS} connections, ${SECONDS} s each, GET of a JSON hello; medians of ${ROUNDS} interleaved rounds\n`);
+  console.log('| target | req/s |');
+  console.log('|---|---|');
+  for (const n of names) console.log(`| ${n} | ${median(runs.get(n)!).toFixed(0)} |`);
+  console.log('');
+  console.log(`P1/P9 gateway sandboxed / unsandboxed: ${ratio('gateway, sandboxed', 'gateway, unsandboxed').toFixed(2)}× (target ≥ 0.9×)`);
+  console.log(`P2b runtime direct / bare: sandboxed ${ratio('runtime direct, sandboxed (Unix socket)', 'bare').toFixed(2)}×, unsandboxed ${ratio('runtime direct, unsandboxed (TCP)', 'bare').toFixed(2)}× (target ≥ 0.7×)`);
+  console.log(`P5  node -e 0: ${fmt(node)}`);
+  console.log(`P5  sandboxed, warm pool: ${fmt(p5.sandboxed)} → ${(median(p5.sandboxed) / median(node)).toFixed(2)}× node -e 0 (target ≤ 3×)`);
+  console.log(`P5  unsandboxed, warm pool: ${fmt(p5.plain)} → ${(median(p5.plain) / median(node)).toFixed(2)}× node -e 0; sandboxed / unsandboxed ${(median(p5.sandboxed) / median(p5.plain)).toFixed(2)}× (P9: within 1.1×)`);
+} finally {
+  for (const c of children) c.kill();
+  await sandboxed.stop();
+  await plain.stop();
+}

@@ -1,0 +1,80 @@
+import { chownSync, mkdirSync, writeFileSync } from 'node:fs';
+import { access, constants, mkdir, rmdir, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+
+// cgroup v1 memory and pids controllers for each sandbox (docs/sandbox.md "Limits"), where the
+// gateway runs as root and they are writable. Memory: bubblewrap sets none, and RLIMIT_AS does
+// not fit V8 (it reserves far more address space than it uses: its pointer cage and every
+// WebAssembly memory), so the cgroup limits what a runtime really uses, /tmp's tmpfs included.
+// pids: a second bound on processes and threads besides RLIMIT_NPROC.
+
+export const CGROUP_V1_ROOT = '/sys/fs/cgroup';
+
+export interface RuntimeCgroup {
+  /** The cgroup.procs files the sandbox's first process writes itself into. */
+  procs: string[];
+  setMemory(bytes: number): Promise<void>;
+  remove(): Promise<void>;
+}
+
+export class CgroupV1 {
+  readonly #root: string;
+  readonly #group: string;
+
+  private constructor(root: string, group: string) {
+    this.#root = root;
+    this.#group = group;
+  }
+
+  /** The controllers when both are mounted and writable (root), else undefined (the sandbox then runs without them). */
+  static async detect(group: string, root = CGROUP_V1_ROOT): Promise<CgroupV1 | undefined> {
+    if (process.getuid?.() !== 0) return undefined;
+    try {
+      for (const c of ['memory', 'pids']) {
+        await access(join(root, c, 'cgroup.procs'), constants.W_OK);
+        await mkdir(join(root, c, group), { recursive: true });
+      }
+    } catch {
+      return undefined;
+    }
+    return new CgroupV1(root, group);
+  }
+
+  /** The gateway's own group, once every runtime's group is gone (its stop). */
+  async removeGroup(): Promise<void> {
+    for (const c of ['memory', 'pids']) await rmdir(join(this.#root, c, this.#group)).catch(() => undefined);
+  }
+
+  /** Synchronous: a few small writes to cgroupfs, on the warm pool's synchronous spawn path. */
+  create(id: string, uid: number | undefined, memoryBytes: number, pids: number): RuntimeCgroup {
+    const memory = join(this.#root, 'memory', this.#group, id);
+    const pidsDir = join(this.#root, 'pids', this.#group, id);
+    mkdirSync(memory, { recursive: true });
+    mkdirSync(pidsDir, { recursive: true });
+    writeFileSync(join(memory, 'memory.limit_in_bytes'), String(memoryBytes));
+    writeFileSync(join(pidsDir, 'pids.max'), String(pids));
+    const procs = [join(memory, 'cgroup.procs'), join(pidsDir, 'cgroup.procs')];
+    // The sandbox's first process runs under its own uid and joins by writing its pid here.
+    if (uid !== undefined) for (const p of procs) chownSync(p, uid, uid);
+    return {
+      procs,
+      setMemory: (bytes) => writeFile(join(memory, 'memory.limit_in_bytes'), String(bytes)),
+      remove: async () => {
+        // Empty once the PID namespace is gone; its last processes may take a moment to be reaped.
+        for (const dir of [memory, pidsDir]) {
+          for (let attempt = 0; attempt < 50; attempt++) {
+            try {
+              await rmdir(dir);
+              break;
+            } catch (err) {
+              const code = (err as NodeJS.ErrnoException).code;
+              if (code === 'ENOENT') break;
+              if (code !== 'EBUSY') throw err;
+              await new Promise((r) => setTimeout(r, 20));
+            }
+          }
+        }
+      },
+    };
+  }
+}
