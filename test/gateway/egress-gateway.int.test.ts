@@ -68,7 +68,7 @@ export default async (req, res) => {
   const connectStatus = async (credential: string, target: string) => {
     const { request } = await import('node:http');
     return await new Promise<number>((resolve, reject) => {
-      const req = request({ socketPath: h.platform.egress.runtimeSetting!.slice('unix:'.length), method: 'CONNECT', path: target, headers: { 'proxy-authorization': `Bearer ${credential}` } });
+      const req = request({ socketPath: h.platform.egress.socketPath!, method: 'CONNECT', path: target, headers: { 'proxy-authorization': `Bearer ${credential}` } });
       req.on('connect', (res, socket) => {
         socket.destroy();
         resolve(res.statusCode!);

@@ -13,8 +13,10 @@ export const EGRESS_SOCKET = 'egress.sock';
 
 export interface Egress {
   proxy: EgressProxy;
-  /** FNHOST_EGRESS_PROXY for the runtimes this gateway starts (undefined: it starts none). */
+  /** FNHOST_EGRESS_PROXY for the runtimes this gateway starts, as they see it (undefined: it starts none). */
   runtimeSetting: string | undefined;
+  /** The Unix socket it listens on, as this machine sees it (the sandboxes see it elsewhere). */
+  socketPath: string | undefined;
   /** `host:port` of the TCP listener, when there is one. */
   tcpAddress: string | undefined;
 }
@@ -52,5 +54,5 @@ export async function startEgress(options: {
     tcpAddress = await proxy.listenTcp(config.egressListen.host, config.egressListen.port);
     logger.info('egress proxy listening', { address: tcpAddress });
   }
-  return { proxy, runtimeSetting, tcpAddress };
+  return { proxy, runtimeSetting, socketPath: options.local?.socketPath, tcpAddress };
 }
