@@ -311,6 +311,24 @@ describe('fnhost CLI against a real platform', function () {
     });
   });
 
+  describe('a URL that is not the API root', () => {
+    it('a path such as /admin: exit 2, naming the URL and the root to use, for commands and login', async () => {
+      const admin = `${p.url}/admin`;
+      for (const args of [['function:get', 'hello'], ['function:logs', 'hello'], ['function:list']]) {
+        const result = failed(await fnhost(args, { env: { FNHOST_URL: admin } }), 2, new RegExp(`^error: ${admin} \\(from FNHOST_URL\\) is not the root of an fnhost API: GET /api/v1/info there answered 404`));
+        expect(result.stderr.split('\n')[1]).to.equal(`hint: use the gateway's root URL, ${p.url}: the API is at /api/v1 there (the path /admin is not part of it)`);
+      }
+      const env = { FNHOST_URL: undefined, FNHOST_TOKEN: undefined };
+      failed(await fnhost(['login', '--url', admin, '--token', p.token], { env }), 2, new RegExp(`^error: ${admin} \\(from --url\\) is not the root of an fnhost API`));
+      expect(existsSync(join(p.home, '.config', 'fnhost', 'config.json'))).to.equal(false);
+    });
+
+    it("the admin panel's port: exit 2, saying to use the main port", async () => {
+      const result = failed(await fnhost(['function:get', 'hello'], { env: { FNHOST_URL: p.adminUrl } }), 2, new RegExp(`^error: ${p.adminUrl} \\(from FNHOST_URL\\) is not the root of an fnhost API: GET /api/v1/info there answered 404`));
+      expect(result.stderr.split('\n')[1]).to.equal("hint: use the gateway's main URL (its PORT), not the admin panel's (FNHOST_ADMIN_PORT, by default PORT+1)");
+    });
+  });
+
   describe('connection resolution', () => {
     it('reads the local token file for a loopback URL: ./.fnhost/token, or FNHOST_DATA_DIR/token', async () => {
       const { mkdtempSync, mkdirSync, writeFileSync, rmSync } = await import('node:fs');
@@ -337,7 +355,9 @@ describe('fnhost CLI against a real platform', function () {
     it('verifies and saves URL and token (mode 0600); later commands use them', async () => {
       const env = { FNHOST_URL: undefined, FNHOST_TOKEN: undefined };
       const path = join(p.home, '.config', 'fnhost', 'config.json');
-      failed(await fnhost(['login', '--url', p.url, '--token', 'wrong'], { env }), 3, /rejected the token/);
+      const refused = failed(await fnhost(['login', '--url', p.url, '--token', 'wrong'], { env }), 3, `the gateway at ${p.url} refused the token (401 unauthorized); nothing was saved`);
+      expect(refused.stderr.split('\n')[1]).to.match(/^hint: check the token/);
+      expect(refused.stderr).not.to.contain('run fnhost login');
       expect(existsSync(path)).to.equal(false);
       expect(ok(await fnhost(['login', '--url', p.url, '--token', p.token], { env })).stdout).to.equal(`✓ Logged in to ${p.url}; saved to ${path}\n`);
       expect(statSync(path).mode & 0o777).to.equal(0o600);
