@@ -131,6 +131,24 @@ describe('fnhost CLI against a real platform', function () {
       expect(client.stdout).to.match(/^Status: +✗ 404$/m);
     });
 
+    it('a run past its time limit: exit 1, the same function_timeout code as an HTTP call', async () => {
+      ok(await fnhost(['function:create', 'spinner', '--timeout', '1', '--file', p.file('spinner.js', 'export default () => { while (true) {} };\n')]));
+      const result = await fnhost(['function:test', 'spinner', '--output', 'json']);
+      expect(result.code, result.stderr).to.equal(1);
+      const test = JSON.parse(result.stdout);
+      expect(test).to.include({ status_code: 504 });
+      expect(test.body.error).to.equal('function_timeout');
+      const text = await fnhost(['function:test', 'spinner']);
+      expect(text.code).to.equal(1);
+      expect(text.stdout).to.match(/^Status: +✗ 504$/m);
+      expect(text.stdout).to.contain('"error": "function_timeout"');
+      const { function_id } = JSON.parse(ok(await fnhost(['function:get', 'spinner', '--output', 'json'])).stdout);
+      const http = await fetch(`${p.url}/invoke/${function_id}`);
+      expect(http.status).to.equal(504);
+      expect((await http.json()).error).to.equal('function_timeout');
+      ok(await fnhost(['function:delete', 'spinner', '--yes']));
+    });
+
     it('--output json prints only the test result', async () => {
       const result = JSON.parse(ok(await fnhost(['function:test', 'hello', '--data', '{"status":302}', '--output', 'json'])).stdout);
       expect(result.status_code).to.equal(302);
@@ -279,6 +297,11 @@ describe('fnhost CLI against a real platform', function () {
       expect(ok(await fnhost(['function:deactivate', 'hello'])).stdout).to.match(/^✓ Function hello is inactive/);
       expect(ok(await fnhost(['function:get', 'hello'])).stdout).to.match(/^Active: +no$/m);
       expect(JSON.parse(ok(await fnhost(['function:deactivate', 'hello', '--output', 'json'])).stdout).active).to.equal(false);
+      // function:test is refused as an HTTP call is: exit 1, the API's message, nothing recorded.
+      const before = JSON.parse(ok(await fnhost(['function:get', 'hello', '--output', 'json'])).stdout).total_executions;
+      const refused = failed(await fnhost(['function:test', 'hello']), 1, 'function hello is inactive; activate it to invoke it');
+      expect(refused.stderr.split('\n')[1]).to.equal('hint: run fnhost function:activate hello first');
+      expect(JSON.parse(ok(await fnhost(['function:get', 'hello', '--output', 'json'])).stdout).total_executions).to.equal(before);
       expect(ok(await fnhost(['function:activate', 'hello'])).stdout).to.equal('✓ Function hello is active\n');
       expect(JSON.parse(ok(await fnhost(['function:activate', 'hello', '--output', 'json'])).stdout).active).to.equal(true);
       expect(ok(await fnhost(['function:get', 'hello'])).stdout).to.match(/^Active: +yes$/m);

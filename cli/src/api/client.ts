@@ -232,7 +232,8 @@ export class ApiClient {
     const said = message ?? `HTTP ${response.status}`;
     // A 403 with its own code (function_inactive) is about the function, not the token.
     if (response.status === 403 && code !== undefined && code !== 'unauthorized' && code !== 'forbidden') {
-      return new ApiConflictError(said, details);
+      const hint = code === 'function_inactive' && ref !== undefined ? `run fnhost function:activate ${ref} first` : undefined;
+      return new ApiConflictError(said, { ...details, hint });
     }
     switch (response.status) {
       case 401:

@@ -9,7 +9,7 @@ import {
 import { UnauthorizedError } from '../auth.ts';
 import type { Logger } from '../log.ts';
 import type { Metrics } from '../metrics.ts';
-import { FunctionInactiveError, FunctionOutOfMemoryError, FunctionTimeoutError, PayloadTooLargeError, UnforwardableRequestError, isRefusedBeforeSending, writeError } from './errors.ts';
+import { FunctionInactiveError, FunctionOutOfMemoryError, FunctionTimeoutError, PayloadTooLargeError, UnforwardableRequestError, isRefusedBeforeSending, runtimeEndedCall, writeError } from './errors.ts';
 import { collect, drainRequest, messageFrom500, readBody } from './bodies.ts';
 import { headersToCaller, headersToFunction, lowerCaseNames } from './headers.ts';
 import { RuntimeUnavailableError } from '../executor/local.ts';
@@ -308,13 +308,13 @@ export class Invoker {
     const errorHeader = upstream['x-fnhost-error'];
     let errorMessage = typeof errorHeader === 'string' ? decodeURIComponentSafe(errorHeader) : null;
     const kind = upstream['x-fnhost-error-kind'];
-    if ((kind === 'timeout' || kind === 'out_of_memory') && errorMessage !== null) {
+    const ended = runtimeEndedCall(kind, statusCode, errorMessage);
+    if (ended !== undefined) {
       // The runtime ended the call itself; the caller gets the platform's error body (docs/api-outline.md).
       body.dump().catch(() => undefined);
-      const message = errorMessage;
-      const status = writeError(res, new FnhostError(kind === 'timeout' ? 'function_timeout' : 'function_out_of_memory', statusCode, message, { expose: true }));
+      const status = writeError(res, ended);
       if (kind === 'timeout') this.#o.metrics.timeouts++;
-      this.#finish(ex, status, message, true);
+      this.#finish(ex, status, ended.message, true);
       return;
     }
     const headers = headersToCaller(upstream);
@@ -432,13 +432,10 @@ export class Invoker {
    * send path and the same log record. The response body is kept up to CAPTURE_LIMIT.
    */
   async run(fn: FunctionRecord, trigger: Trigger, request: RunRequest): Promise<RunResult> {
+    // Refused before it begins, as an HTTP call is: no execution, so no record.
+    if (!fn.active) throw new FunctionInactiveError(fn.name);
     const ex = this.#begin(fn, trigger, performance.now(), Date.now());
     this.#o.recorder.begin?.();
-    if (!fn.active) {
-      const err = new FunctionInactiveError(fn.name);
-      this.#finish(ex, err.status, err.message, true);
-      return { log_id: ex.logId, status_code: err.status, execution_time_ms: 0, error_message: err.message, headers: {}, body: Buffer.from(JSON.stringify({ error: err.code, message: err.message })), truncated: false };
-    }
     const headers = headersToFunction(lowerCaseNames(request.headers), { remoteAddress: '127.0.0.1', trustProxy: false, executionId: ex.logId, trigger });
     let status: number;
     let errorMessage: string | null;
@@ -450,6 +447,11 @@ export class Invoker {
       status = response.statusCode;
       const errorHeader = response.headers['x-fnhost-error'];
       errorMessage = typeof errorHeader === 'string' ? decodeURIComponentSafe(errorHeader) : null;
+      const ended = runtimeEndedCall(response.headers['x-fnhost-error-kind'], status, errorMessage);
+      if (ended !== undefined) {
+        response.body.dump().catch(() => undefined);
+        throw ended;
+      }
       outHeaders = headersToCaller(response.headers);
       try {
         const got = await collect(response.body, CAPTURE_LIMIT);
