@@ -81,8 +81,8 @@ describe('fnhost CLI against a real platform', function () {
         expect(stdout).to.match(/^Timeout: +30s$/m);
         expect(stdout).to.match(/^Memory: +128 MiB$/m);
         expect(stdout).to.match(new RegExp(`^Invocation URL: +${p.url}/invoke/${helloId}$`, 'm'));
-        expect(stdout).to.match(/^Created: +\d{4}-\d\d-\d\d \d\d:\d\d:\d\d$/m);
-        expect(stdout).to.match(/^Updated: +\d{4}-\d\d-\d\d \d\d:\d\d:\d\d$/m);
+        expect(stdout).to.match(/^Created: +\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC$/m);
+        expect(stdout).to.match(/^Updated: +\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC$/m);
       }
     });
 
@@ -96,7 +96,7 @@ describe('fnhost CLI against a real platform', function () {
       const table = ok(await fnhost(['function:list'])).stdout.split('\n');
       expect(table[0]).to.match(/^Name\s+ID\s+Active\s+Executions\s+Schedule$/);
       expect(table.some((line) => new RegExp(`^hello\\s+${helloId}\\s+yes\\s+0\\s+-$`).test(line))).to.equal(true);
-      expect(table.some((line) => /^settings\s+\S+\s+yes\s+0\s+0 9 \* \* 1$/.test(line))).to.equal(true);
+      expect(table.some((line) => /^settings\s+\S+\s+yes\s+0\s+0 9 \* \* 1 \(Europe\/Paris\)$/.test(line))).to.equal(true);
       const json = JSON.parse(ok(await fnhost(['function:list', '--output', 'json'])).stdout);
       expect(json.functions.map((f: { name: string }) => f.name)).to.include.members(['hello', 'settings']);
     });
@@ -273,8 +273,17 @@ describe('fnhost CLI against a real platform', function () {
   describe('function:schedule:set and :disable', () => {
     it('sets a schedule, shown with its next run; --timezone; JSON', async () => {
       const { stdout } = ok(await fnhost(['function:schedule:set', 'hello', '--cron', '0 * * * *']));
-      expect(stdout).to.match(/^✓ Schedule for hello: 0 \* \* \* \* \(UTC\), next run \d{4}-\d\d-\d\d \d\d:00:00\n$/);
+      expect(stdout).to.match(/^✓ Schedule for hello: 0 \* \* \* \* \(UTC\), next run \d{4}-\d\d-\d\d \d\d:00:00 UTC\n$/);
       expect(ok(await fnhost(['function:get', 'hello'])).stdout).to.match(/^Schedule: +0 \* \* \* \* \(UTC\), next run /m);
+      // The next run reads in the schedule's zone and names it, whatever the viewer's zone; the list keeps the zone.
+      const tokyo = { env: { TZ: 'Asia/Tokyo' } };
+      const paris = ok(await fnhost(['function:schedule:set', 'hello', '--cron', '0 9 * * *', '--timezone', 'Europe/Paris'], tokyo)).stdout;
+      expect(paris).to.match(/^✓ Schedule for hello: 0 9 \* \* \* \(Europe\/Paris\), next run \d{4}-\d\d-\d\d 09:00:00 Europe\/Paris\n$/);
+      const details = ok(await fnhost(['function:get', 'hello'], tokyo)).stdout;
+      expect(details).to.match(/^Schedule: +0 9 \* \* \* \(Europe\/Paris\), next run \d{4}-\d\d-\d\d 09:00:00 Europe\/Paris$/m);
+      expect(details).to.match(/^Created: +\d{4}-\d\d-\d\d \d\d:\d\d:\d\d Asia\/Tokyo$/m);
+      const row = ok(await fnhost(['function:list'], tokyo)).stdout.split('\n').find((l) => l.startsWith('hello '));
+      expect(row).to.match(/  0 9 \* \* \* \(Europe\/Paris\)$/);
       const fn = JSON.parse(ok(await fnhost(['function:schedule:set', 'hello', '--cron', '0 9 * * 1', '--timezone', 'Europe/Paris', '--output', 'json'])).stdout);
       expect(fn.schedule).to.include({ cron: '0 9 * * 1', timezone: 'Europe/Paris', enabled: true });
     });
