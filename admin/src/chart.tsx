@@ -1,4 +1,5 @@
 import type { Bucket } from './stats.ts';
+import { formatTime } from './time.ts';
 
 // An SVG chart (no inline style, no external library): bars of executions
 // with their errors stacked in red, and a line of p95 duration on its own
@@ -81,7 +82,7 @@ export function ExecutionsChart(props: { buckets: Bucket[]; sample: number }) {
             <tbody>
               {buckets.map((b) => (
                 <tr key={b.start}>
-                  <td>{new Date(b.start).toLocaleString()}</td>
+                  <td>{formatTime(b.start)}</td>
                   <td className="num">{b.executions}</td>
                   <td className="num">{b.errors}</td>
                   <td className="num">{b.p95Ms ?? '—'}</td>

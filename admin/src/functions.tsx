@@ -3,6 +3,7 @@ import { api, ApiError, type ApiFunction, type LogPage, type LogRecord, type Tes
 import { ExecutionsChart } from './chart.tsx';
 import type { Navigate } from './main.tsx';
 import { bucketLogs } from './stats.ts';
+import { formatTime } from './time.ts';
 
 export function retentionText(r: ApiFunction['retention']): string {
   if (r.type === 'time') return `${r.days} day${r.days === 1 ? '' : 's'}`;
@@ -12,13 +13,13 @@ export function retentionText(r: ApiFunction['retention']): string {
 
 export function scheduleText(s: ApiFunction['schedule']): string {
   if (s === null) return 'none';
-  if (!s.enabled) return `${s.cron} (disabled)`;
+  if (!s.enabled) return `${s.cron} ${s.timezone} (disabled)`;
   return `${s.cron} ${s.timezone}`;
 }
 
-function time(iso: string | null | undefined): string {
-  if (!iso) return '—';
-  return new Date(iso).toLocaleString(undefined, { dateStyle: 'medium', timeStyle: 'medium' });
+/** When the schedule runs next, in the schedule's own zone (named). */
+function nextRun(s: ApiFunction['schedule']): string {
+  return formatTime(s?.enabled ? s.next_run_at : null, s?.timezone);
 }
 
 function StatusBadge(props: { code: number | undefined }) {
@@ -103,7 +104,7 @@ export function FunctionsPage(props: { navigate: Navigate }) {
                     <ActiveBadge active={f.active} />
                   </td>
                   <td>{scheduleText(f.schedule)}</td>
-                  <td>{time(f.schedule?.next_run_at)}</td>
+                  <td>{nextRun(f.schedule)}</td>
                   <td>{retentionText(f.retention)}</td>
                   <td className="num">{f.total_executions}</td>
                   <td>
@@ -202,7 +203,14 @@ export function FunctionPage(props: { fnRef: string; navigate: Navigate }) {
       </h1>
       <ErrorNote error={error} />
       <div className="actions">
-        <button type="button" disabled={busy} onClick={() => void act(async () => setTest(await api.test(fn.function_id)))}>
+        <button type="button" disabled={busy} onClick={() =>
+            void act(async () => {
+              // A refused run (an inactive function: 403 function_inactive) must not leave the previous result showing.
+              setTest(null);
+              setTest(await api.test(fn.function_id));
+            })
+          }
+        >
           Run test
         </button>
         {fn.active ? (
@@ -241,7 +249,7 @@ export function FunctionPage(props: { fnRef: string; navigate: Navigate }) {
           <dt>Schedule</dt>
           <dd>{scheduleText(fn.schedule)}</dd>
           <dt>Next run</dt>
-          <dd>{time(fn.schedule?.next_run_at)}</dd>
+          <dd>{nextRun(fn.schedule)}</dd>
           <dt>Retention</dt>
           <dd>{retentionText(fn.retention)}</dd>
           <dt>Limits</dt>
@@ -254,7 +262,7 @@ export function FunctionPage(props: { fnRef: string; navigate: Navigate }) {
           <dd>{fn.total_executions}</dd>
           <dt>Created / updated</dt>
           <dd>
-            {time(fn.created_at)} / {time(fn.updated_at)}
+            {formatTime(fn.created_at)} / {formatTime(fn.updated_at)}
           </dd>
         </dl>
       </section>
@@ -303,7 +311,7 @@ export function FunctionPage(props: { fnRef: string; navigate: Navigate }) {
                   )}
                   {logs.logs.map((l) => (
                     <tr key={l.id} data-log-id={l.id}>
-                      <td data-label="Executed at">{time(l.executed_at)}</td>
+                      <td data-label="Executed at">{formatTime(l.executed_at)}</td>
                       <td data-label="Status">
                         <StatusBadge code={l.status_code} />
                       </td>

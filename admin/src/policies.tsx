@@ -2,6 +2,7 @@ import { useEffect, useId, useState, type FormEvent } from 'react';
 import { hostPatternProblem, validateHostPattern } from '@fnhost/core/netpattern.ts';
 import type { NetworkPolicy } from '@fnhost/core/model.ts';
 import { api, ApiError, type ApiFunction, type PolicyChange } from './api.ts';
+import { formatTime } from './time.ts';
 
 // Network policies: the global policy and per-function overrides, each a
 // default (allow/deny) with allow and deny host patterns. Patterns are
@@ -204,7 +205,7 @@ export function PoliciesPage() {
               <tbody>
                 {changes.map((c) => (
                   <tr key={c.id}>
-                    <td>{new Date(c.at).toLocaleString()}</td>
+                    <td>{formatTime(c.at)}</td>
                     <td>{c.actor}</td>
                     <td>
                       <ScopeLabel scope={c.scope} names={names} />

@@ -93,7 +93,7 @@ async function dispatch(argv: string[], io: Terminal): Promise<number> {
               `namespace ${connection.namespace ?? '(none sent)'} (from ${namespaceSource})\n`,
           );
         }
-        return new ApiClient({ url: connection.url, token: connection.token, tokenSource: connection.tokenSource, timeoutMs, namespace: connection.namespace, namespaceSource });
+        return new ApiClient({ url: connection.url, urlSource: connection.urlSource, token: connection.token, tokenSource: connection.tokenSource, timeoutMs, namespace: connection.namespace, namespaceSource });
       })();
       return client;
     },

@@ -176,7 +176,8 @@ export function definePanelScenarios(setup: () => ScenarioSetup, options: Scenar
   before(async () => {
     await mkdir(SHOTS, { recursive: true });
     userDataDir = await mkdtemp(join(tmpdir(), 'fnhost-chromium-'));
-    context = await chromium.launchPersistentContext(userDataDir, { executablePath: CHROMIUM, headless: true, args: LAUNCH_ARGS, viewport: { width: 1280, height: 900 } });
+    // A browser zone that is neither UTC nor the schedules' zone, so a time shown in the wrong zone (or unnamed) shows.
+    context = await chromium.launchPersistentContext(userDataDir, { executablePath: CHROMIUM, headless: true, args: LAUNCH_ARGS, viewport: { width: 1280, height: 900 }, timezoneId: 'Asia/Tokyo', locale: 'en-GB' });
     context.setDefaultTimeout(waitMs);
     page = context.pages()[0] ?? (await context.newPage());
     const own = new URL(gw().adminUrl).origin;
@@ -244,6 +245,8 @@ export function definePanelScenarios(setup: () => ScenarioSetup, options: Scenar
     await row('pager').getByText('500').waitFor();
     expect(await row('pager').innerText()).to.match(/active[\s\S]*none[\s\S]*keep all[\s\S]*45/);
     expect(await row('toggle').innerText()).to.match(/0 3 \* \* \* UTC[\s\S]*7 days/);
+    // The next run of "0 3 * * *" (UTC) reads 03:00 in the schedule's zone, named; not 12:00 in the browser's (Asia/Tokyo).
+    expect(await row('toggle').innerText()).to.match(/\d{4}, 03:00:00 UTC/);
     await shot('functions');
   });
 
@@ -333,6 +336,10 @@ export function definePanelScenarios(setup: () => ScenarioSetup, options: Scenar
 
   it('runs a test and toggles a function inactive (invocations refused with 403) and active again, with the keyboard', async () => {
     await openFunction('toggle');
+    const details = await page.getByRole('region', { name: 'Details' }).innerText();
+    expect(details).to.match(/Next run\s+\d\d? \w{3} \d{4}, 03:00:00 UTC/);
+    // Other times are in the browser's zone, and say so.
+    expect(details).to.match(/Created \/ updated\s+.*\d\d:\d\d:\d\d Asia\/Tokyo \/ .*Asia\/Tokyo/);
     await page.getByRole('button', { name: 'Run test' }).click();
     await page.getByRole('heading', { name: 'Test run' }).waitFor();
     expect(await page.getByRole('region', { name: 'Test run' }).innerText()).to.match(/200[\s\S]*"on": true/);
@@ -342,6 +349,13 @@ export function definePanelScenarios(setup: () => ScenarioSetup, options: Scenar
     const refused = await invoke('toggle');
     expect(refused.status).to.equal(403);
     expect(JSON.parse(refused.text).error).to.equal('function_inactive');
+    // A test run is refused the same way, under the same code, and records nothing.
+    const executions = (await api('GET', '/api/v1/functions/toggle')).body.total_executions;
+    await page.getByRole('button', { name: 'Run test' }).click();
+    await until('the refused test run', async () => (await page.getByRole('alert').innerText().catch(() => '')).includes('(function_inactive)'), waitMs);
+    expect(await page.getByRole('alert').innerText()).to.equal('function toggle is inactive; activate it to invoke it (function_inactive)');
+    expect(await page.getByRole('region', { name: 'Test run' }).count()).to.equal(0);
+    expect((await api('GET', '/api/v1/functions/toggle')).body.total_executions).to.equal(executions);
     await page.getByRole('button', { name: 'Activate', exact: true }).focus();
     await page.keyboard.press('Space');
     await page.getByRole('button', { name: 'Deactivate', exact: true }).waitFor();

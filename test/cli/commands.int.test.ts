@@ -81,8 +81,8 @@ describe('fnhost CLI against a real platform', function () {
         expect(stdout).to.match(/^Timeout: +30s$/m);
         expect(stdout).to.match(/^Memory: +128 MiB$/m);
         expect(stdout).to.match(new RegExp(`^Invocation URL: +${p.url}/invoke/${helloId}$`, 'm'));
-        expect(stdout).to.match(/^Created: +\d{4}-\d\d-\d\d \d\d:\d\d:\d\d$/m);
-        expect(stdout).to.match(/^Updated: +\d{4}-\d\d-\d\d \d\d:\d\d:\d\d$/m);
+        expect(stdout).to.match(/^Created: +\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC$/m);
+        expect(stdout).to.match(/^Updated: +\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC$/m);
       }
     });
 
@@ -96,7 +96,7 @@ describe('fnhost CLI against a real platform', function () {
       const table = ok(await fnhost(['function:list'])).stdout.split('\n');
       expect(table[0]).to.match(/^Name\s+ID\s+Active\s+Executions\s+Schedule$/);
       expect(table.some((line) => new RegExp(`^hello\\s+${helloId}\\s+yes\\s+0\\s+-$`).test(line))).to.equal(true);
-      expect(table.some((line) => /^settings\s+\S+\s+yes\s+0\s+0 9 \* \* 1$/.test(line))).to.equal(true);
+      expect(table.some((line) => /^settings\s+\S+\s+yes\s+0\s+0 9 \* \* 1 \(Europe\/Paris\)$/.test(line))).to.equal(true);
       const json = JSON.parse(ok(await fnhost(['function:list', '--output', 'json'])).stdout);
       expect(json.functions.map((f: { name: string }) => f.name)).to.include.members(['hello', 'settings']);
     });
@@ -131,6 +131,24 @@ describe('fnhost CLI against a real platform', function () {
       expect(client.stdout).to.match(/^Status: +✗ 404$/m);
     });
 
+    it('a run past its time limit: exit 1, the same function_timeout code as an HTTP call', async () => {
+      ok(await fnhost(['function:create', 'spinner', '--timeout', '1', '--file', p.file('spinner.js', 'export default () => { while (true) {} };\n')]));
+      const result = await fnhost(['function:test', 'spinner', '--output', 'json']);
+      expect(result.code, result.stderr).to.equal(1);
+      const test = JSON.parse(result.stdout);
+      expect(test).to.include({ status_code: 504 });
+      expect(test.body.error).to.equal('function_timeout');
+      const text = await fnhost(['function:test', 'spinner']);
+      expect(text.code).to.equal(1);
+      expect(text.stdout).to.match(/^Status: +✗ 504$/m);
+      expect(text.stdout).to.contain('"error": "function_timeout"');
+      const { function_id } = JSON.parse(ok(await fnhost(['function:get', 'spinner', '--output', 'json'])).stdout);
+      const http = await fetch(`${p.url}/invoke/${function_id}`);
+      expect(http.status).to.equal(504);
+      expect((await http.json()).error).to.equal('function_timeout');
+      ok(await fnhost(['function:delete', 'spinner', '--yes']));
+    });
+
     it('--output json prints only the test result', async () => {
       const result = JSON.parse(ok(await fnhost(['function:test', 'hello', '--data', '{"status":302}', '--output', 'json'])).stdout);
       expect(result.status_code).to.equal(302);
@@ -147,7 +165,7 @@ describe('fnhost CLI against a real platform', function () {
 
     it('prints the table: header line, columns, markers, footer', async () => {
       const lines = ok(await fnhost(['function:logs', 'hello'])).stdout.trimEnd().split('\n');
-      expect(lines[0]).to.equal(`Execution logs for hello (${helloId})`);
+      expect(lines[0]).to.equal(`Execution logs for hello (${helloId}); times in UTC`);
       expect(lines[1]).to.match(/^Time\s+Status\s+Duration\s+Error$/);
       const rows = lines.slice(2, -1);
       expect(rows).to.have.length(6);
@@ -177,7 +195,7 @@ describe('fnhost CLI against a real platform', function () {
 
     it('--status success shows 2xx only; the table says so', async () => {
       const { stdout } = ok(await fnhost(['function:logs', 'hello', '--status', 'success']));
-      expect(stdout.split('\n')[0]).to.equal(`Execution logs for hello (${helloId}), status success`);
+      expect(stdout.split('\n')[0]).to.equal(`Execution logs for hello (${helloId}), status success; times in UTC`);
       expect(stdout).not.to.match(/[✗•] \d{3}/);
       expect(stdout).to.contain('Page 1 of 1 (2 total)');
     });
@@ -203,9 +221,11 @@ describe('fnhost CLI against a real platform', function () {
     it('shows times in the local zone (TZ)', async () => {
       const json = JSON.parse(ok(await fnhost(['function:logs', 'hello', '--limit', '1', '--output', 'json'])).stdout);
       const at = new Date(json.logs[0].executed_at);
-      const tokyo = ok(await fnhost(['function:logs', 'hello', '--limit', '1'], { env: { TZ: 'Asia/Tokyo' } })).stdout.split('\n')[2]!;
+      const lines = ok(await fnhost(['function:logs', 'hello', '--limit', '1'], { env: { TZ: 'Asia/Tokyo' } })).stdout.split('\n');
       const shifted = new Date(at.getTime() + 9 * 3600_000).toISOString().replace('T', ' ').slice(0, 19);
-      expect(tokyo.startsWith(shifted)).to.equal(true);
+      expect(lines[2]!.startsWith(shifted)).to.equal(true);
+      // The header line names the zone the Time column is in.
+      expect(lines[0]).to.match(/; times in Asia\/Tokyo$/);
     });
 
     it('colours only when asked: none piped, FORCE_COLOR forces, NO_COLOR wins over a terminal', async () => {
@@ -220,7 +240,7 @@ describe('fnhost CLI against a real platform', function () {
       try {
         await waitFor(() => table.output().stdout.split('\n').length >= 5, 'the first rows of the table');
         await waitFor(() => json.output().stdout.split('\n').length >= 3, 'the first JSON lines');
-        expect(table.output().stdout.split('\n')[0]).to.equal(`Execution logs for hello (${helloId}), following`);
+        expect(table.output().stdout.split('\n')[0]).to.equal(`Execution logs for hello (${helloId}), following; times in UTC`);
         ok(await fnhost(['function:test', 'hello', '--data', '{"status":201}']));
         await waitFor(() => /✓ 201/.test(table.output().stdout), 'the new row in the table');
         await waitFor(() => json.output().stdout.includes('"status_code":201'), 'the new JSON line');
@@ -255,8 +275,17 @@ describe('fnhost CLI against a real platform', function () {
   describe('function:schedule:set and :disable', () => {
     it('sets a schedule, shown with its next run; --timezone; JSON', async () => {
       const { stdout } = ok(await fnhost(['function:schedule:set', 'hello', '--cron', '0 * * * *']));
-      expect(stdout).to.match(/^✓ Schedule for hello: 0 \* \* \* \* \(UTC\), next run \d{4}-\d\d-\d\d \d\d:00:00\n$/);
+      expect(stdout).to.match(/^✓ Schedule for hello: 0 \* \* \* \* \(UTC\), next run \d{4}-\d\d-\d\d \d\d:00:00 UTC\n$/);
       expect(ok(await fnhost(['function:get', 'hello'])).stdout).to.match(/^Schedule: +0 \* \* \* \* \(UTC\), next run /m);
+      // The next run reads in the schedule's zone and names it, whatever the viewer's zone; the list keeps the zone.
+      const tokyo = { env: { TZ: 'Asia/Tokyo' } };
+      const paris = ok(await fnhost(['function:schedule:set', 'hello', '--cron', '0 9 * * *', '--timezone', 'Europe/Paris'], tokyo)).stdout;
+      expect(paris).to.match(/^✓ Schedule for hello: 0 9 \* \* \* \(Europe\/Paris\), next run \d{4}-\d\d-\d\d 09:00:00 Europe\/Paris\n$/);
+      const details = ok(await fnhost(['function:get', 'hello'], tokyo)).stdout;
+      expect(details).to.match(/^Schedule: +0 9 \* \* \* \(Europe\/Paris\), next run \d{4}-\d\d-\d\d 09:00:00 Europe\/Paris$/m);
+      expect(details).to.match(/^Created: +\d{4}-\d\d-\d\d \d\d:\d\d:\d\d Asia\/Tokyo$/m);
+      const row = ok(await fnhost(['function:list'], tokyo)).stdout.split('\n').find((l) => l.startsWith('hello '));
+      expect(row).to.match(/  0 9 \* \* \* \(Europe\/Paris\)$/);
       const fn = JSON.parse(ok(await fnhost(['function:schedule:set', 'hello', '--cron', '0 9 * * 1', '--timezone', 'Europe/Paris', '--output', 'json'])).stdout);
       expect(fn.schedule).to.include({ cron: '0 9 * * 1', timezone: 'Europe/Paris', enabled: true });
     });
@@ -279,6 +308,11 @@ describe('fnhost CLI against a real platform', function () {
       expect(ok(await fnhost(['function:deactivate', 'hello'])).stdout).to.match(/^✓ Function hello is inactive/);
       expect(ok(await fnhost(['function:get', 'hello'])).stdout).to.match(/^Active: +no$/m);
       expect(JSON.parse(ok(await fnhost(['function:deactivate', 'hello', '--output', 'json'])).stdout).active).to.equal(false);
+      // function:test is refused as an HTTP call is: exit 1, the API's message, nothing recorded.
+      const before = JSON.parse(ok(await fnhost(['function:get', 'hello', '--output', 'json'])).stdout).total_executions;
+      const refused = failed(await fnhost(['function:test', 'hello']), 1, 'function hello is inactive; activate it to invoke it');
+      expect(refused.stderr.split('\n')[1]).to.equal('hint: run fnhost function:activate hello first');
+      expect(JSON.parse(ok(await fnhost(['function:get', 'hello', '--output', 'json'])).stdout).total_executions).to.equal(before);
       expect(ok(await fnhost(['function:activate', 'hello'])).stdout).to.equal('✓ Function hello is active\n');
       expect(JSON.parse(ok(await fnhost(['function:activate', 'hello', '--output', 'json'])).stdout).active).to.equal(true);
       expect(ok(await fnhost(['function:get', 'hello'])).stdout).to.match(/^Active: +yes$/m);
@@ -311,6 +345,24 @@ describe('fnhost CLI against a real platform', function () {
     });
   });
 
+  describe('a URL that is not the API root', () => {
+    it('a path such as /admin: exit 2, naming the URL and the root to use, for commands and login', async () => {
+      const admin = `${p.url}/admin`;
+      for (const args of [['function:get', 'hello'], ['function:logs', 'hello'], ['function:list']]) {
+        const result = failed(await fnhost(args, { env: { FNHOST_URL: admin } }), 2, new RegExp(`^error: ${admin} \\(from FNHOST_URL\\) is not the root of an fnhost API: GET /api/v1/info there answered 404`));
+        expect(result.stderr.split('\n')[1]).to.equal(`hint: use the gateway's root URL, ${p.url}: the API is at /api/v1 there (the path /admin is not part of it)`);
+      }
+      const env = { FNHOST_URL: undefined, FNHOST_TOKEN: undefined };
+      failed(await fnhost(['login', '--url', admin, '--token', p.token], { env }), 2, new RegExp(`^error: ${admin} \\(from --url\\) is not the root of an fnhost API`));
+      expect(existsSync(join(p.home, '.config', 'fnhost', 'config.json'))).to.equal(false);
+    });
+
+    it("the admin panel's port: exit 2, saying to use the main port", async () => {
+      const result = failed(await fnhost(['function:get', 'hello'], { env: { FNHOST_URL: p.adminUrl } }), 2, new RegExp(`^error: ${p.adminUrl} \\(from FNHOST_URL\\) is not the root of an fnhost API: GET /api/v1/info there answered 404`));
+      expect(result.stderr.split('\n')[1]).to.equal("hint: use the gateway's main URL (its PORT), not the admin panel's (FNHOST_ADMIN_PORT, by default PORT+1)");
+    });
+  });
+
   describe('connection resolution', () => {
     it('reads the local token file for a loopback URL: ./.fnhost/token, or FNHOST_DATA_DIR/token', async () => {
       const { mkdtempSync, mkdirSync, writeFileSync, rmSync } = await import('node:fs');
@@ -337,7 +389,9 @@ describe('fnhost CLI against a real platform', function () {
     it('verifies and saves URL and token (mode 0600); later commands use them', async () => {
       const env = { FNHOST_URL: undefined, FNHOST_TOKEN: undefined };
       const path = join(p.home, '.config', 'fnhost', 'config.json');
-      failed(await fnhost(['login', '--url', p.url, '--token', 'wrong'], { env }), 3, /rejected the token/);
+      const refused = failed(await fnhost(['login', '--url', p.url, '--token', 'wrong'], { env }), 3, `the gateway at ${p.url} refused the token (401 unauthorized); nothing was saved`);
+      expect(refused.stderr.split('\n')[1]).to.match(/^hint: check the token/);
+      expect(refused.stderr).not.to.contain('run fnhost login');
       expect(existsSync(path)).to.equal(false);
       expect(ok(await fnhost(['login', '--url', p.url, '--token', p.token], { env })).stdout).to.equal(`✓ Logged in to ${p.url}; saved to ${path}\n`);
       expect(statSync(path).mode & 0o777).to.equal(0o600);

@@ -36,7 +36,7 @@ describe('fnhost CLI in a terminal (tmux)', function () {
   it('pages with n/p and the arrows, cycles the status filter with s, quits with q', async () => {
     const t = await terminal(['function:logs', 'paged', '--limit', '2']);
     let screen = await t.waitForScreen((s) => s.includes('Page 1 of 3 (5 total)'), 'page 1');
-    expect(screen).to.match(/^Execution logs for paged \(/m);
+    expect(screen).to.match(/^Execution logs for paged \(.*\); times in UTC$/m);
     expect(screen).to.match(/^Time\s+Status\s+Duration\s+Error$/m);
     expect(screen).to.contain('s status: all');
     await t.sendKeys('n');

@@ -37,6 +37,13 @@ describe('gateway local executor (real runtime processes)', function () {
     expect(logs.logs[0]).to.include({ status_code: 504 });
     expect(logs.logs[0].error_message).to.match(/time limit|timeout|timed out/i);
     expect((await h.invoke(fn.function_id)).status).to.equal(200);
+    // function:test meets the same failure under the same code, and records it the same way.
+    const test = await h.api('POST', '/api/v1/functions/spinner/test', { method: 'GET', path: '/', query: { spin: '1' } });
+    expect(test.status).to.equal(200);
+    expect(test.body).to.include({ status_code: 504 });
+    expect(test.body.body).to.deep.equal({ error: 'function_timeout', message: test.body.error_message });
+    const after = await h.logs('spinner');
+    expect(after.logs[0]).to.include({ id: test.body.log_id, status_code: 504, trigger: 'test', error_message: test.body.error_message });
   });
 
   it('enforces the limit itself when the runtime cannot answer at all: 504 logged, runtime recycled', async () => {

@@ -60,6 +60,12 @@ describe('gateway invocation (in-process gateway, real SQLite, real runtimes)', 
     const inactive = await h.invoke(fn.function_id);
     expect(inactive.status).to.equal(403);
     expect((await inactive.json()).error).to.equal('function_inactive');
+    // function:test is refused the same way, and neither attempt is an execution.
+    const test = await h.api('POST', '/api/v1/functions/sleepy/test');
+    expect(test.status).to.equal(403);
+    expect(test.body).to.deep.equal({ error: 'function_inactive', message: 'function sleepy is inactive; activate it to invoke it' });
+    expect((await h.logs('sleepy')).logs).to.deep.equal([]);
+    expect((await h.api('GET', '/api/v1/functions/sleepy')).body.total_executions).to.equal(0);
     const on = await h.api('POST', '/api/v1/functions/sleepy/activate');
     expect(on.body.active).to.equal(true);
     expect((await h.invoke(fn.function_id)).status).to.equal(200);

@@ -19,6 +19,7 @@ import type {
   TestResult,
   UpdateFunctionBody,
 } from './types.ts';
+import { wrongUrlError } from './api-root.ts';
 
 // The management API client. It uses node:http rather than fetch: fetch loads
 // undici on first use, which costs about 30-40 ms of start-up (docs/cli.md).
@@ -30,6 +31,8 @@ export const DEFAULT_TIMEOUT_MS = 30_000;
 export interface ClientOptions {
   url: string;
   token: string | undefined;
+  /** Where the URL came from (`FNHOST_URL`), named when it is not an fnhost API's root. */
+  urlSource?: string;
   /** Where the token came from, for the hint when the server rejects it. */
   tokenSource?: string;
   timeoutMs?: number;
@@ -61,6 +64,7 @@ export class ApiClient {
   readonly url: string;
   readonly #token: string | undefined;
   readonly #tokenSource: string | undefined;
+  readonly #urlSource: string | undefined;
   readonly #timeoutMs: number;
   readonly #namespace: string | undefined;
   readonly #namespaceSource: string | undefined;
@@ -71,6 +75,7 @@ export class ApiClient {
     this.url = options.url.replace(/\/+$/, '');
     this.#token = options.token;
     this.#tokenSource = options.tokenSource;
+    this.#urlSource = options.urlSource;
     this.#timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   }
 
@@ -174,7 +179,16 @@ export class ApiClient {
     }
     const response = await this.#request(target, { method, headers }, payload, options.timeoutMs ?? this.#timeoutMs);
     if (response.status >= 200 && response.status < 300) return response;
+    if (response.status === 404 && path !== '/api/v1/info') await this.#checkApiRoot(headers);
     throw this.#errorFor(method, target, response, options.ref);
+  }
+
+  /** Before a 404 is read as "not found": is this URL an fnhost API's root at all? (./api-root.ts) */
+  async #checkApiRoot(headers: Record<string, string>): Promise<void> {
+    const { 'content-type': _type, 'content-length': _length, ...probeHeaders } = headers;
+    const info = await this.#request(new URL(`${this.url}/api/v1/info`), { method: 'GET', headers: probeHeaders }, undefined, this.#timeoutMs);
+    const wrong = wrongUrlError(this.url, this.#urlSource, info);
+    if (wrong !== undefined) throw wrong;
   }
 
   async #request(target: URL, options: RequestOptions, payload: string | undefined, timeoutMs: number): Promise<RawResponse> {
@@ -221,7 +235,8 @@ export class ApiClient {
     const said = message ?? `HTTP ${response.status}`;
     // A 403 with its own code (function_inactive) is about the function, not the token.
     if (response.status === 403 && code !== undefined && code !== 'unauthorized' && code !== 'forbidden') {
-      return new ApiConflictError(said, details);
+      const hint = code === 'function_inactive' && ref !== undefined ? `run fnhost function:activate ${ref} first` : undefined;
+      return new ApiConflictError(said, { ...details, hint });
     }
     switch (response.status) {
       case 401:

@@ -74,3 +74,10 @@ export class ApiProtocolError extends ApiError {
     super(message, EXIT_FAILURE, details);
   }
 }
+
+/** The URL answers, but is not the root of an fnhost API (a path such as /admin, the admin panel's port): a setting to fix. */
+export class ApiWrongUrlError extends ApiError {
+  constructor(message: string, details: ApiErrorDetails) {
+    super(message, EXIT_USAGE, details);
+  }
+}

@@ -1,6 +1,7 @@
 import { homedir } from 'node:os';
 import { Writable } from 'node:stream';
 import { ApiClient } from '../api/client.ts';
+import { ApiAuthError } from '../api/errors.ts';
 import { normaliseUrl } from '../config/connection.ts';
 import { kubeconfigPaths, readKubeconfigFiles } from '../config/kubeconfig.ts';
 import { writeLogin } from '../config/login-file.ts';
@@ -50,13 +51,34 @@ export function namespaceLine(resolved: ResolvedNamespace, gatewayDefault: strin
   }
 }
 
+/**
+ * The token being checked is the one login was given: "run fnhost login", the
+ * hint every other command gives for a rejected token, would send the user in a circle.
+ */
+async function refusedTokenSaysSo<T>(url: string, call: () => Promise<T>): Promise<T> {
+  try {
+    return await call();
+  } catch (err) {
+    if (!(err instanceof ApiAuthError)) throw err;
+    const said = err.code === undefined ? `HTTP ${err.status}` : `${err.status} ${err.code}`;
+    throw new ApiAuthError(`the gateway at ${url} refused the token (${said}); nothing was saved`, {
+      url,
+      status: err.status,
+      code: err.code,
+      cause: err,
+      hint: "check the token: the gateway's admin token (on one machine its FNHOST_TOKEN, else FNHOST_DATA_DIR/token, ./.fnhost/token by default)",
+    });
+  }
+}
+
 export async function run(ctx: CommandContext): Promise<number> {
   const rawUrl = stringOption(ctx, 'url') ?? ctx.io.env.FNHOST_URL ?? LOCAL_DEFAULT_URL;
-  const url = normaliseUrl(rawUrl, stringOption(ctx, 'url') !== undefined ? '--url' : ctx.io.env.FNHOST_URL ? 'FNHOST_URL' : 'URL');
+  const urlSource = stringOption(ctx, 'url') !== undefined ? '--url' : ctx.io.env.FNHOST_URL ? 'FNHOST_URL' : 'the local default';
+  const url = normaliseUrl(rawUrl, urlSource === 'the local default' ? 'URL' : urlSource);
   const token = (stringOption(ctx, 'token') ?? ctx.io.env.FNHOST_TOKEN ?? (await readTokenFromStdin(ctx))).trim();
   if (token === '') throw new UsageError('login needs a token: pass --token, set FNHOST_TOKEN, or give it on stdin');
   // The gateway's mode decides whether the kube context counts (and this first request checks the token).
-  const info = await new ApiClient({ url, token, tokenSource: 'login' }).serverInfo();
+  const info = await refusedTokenSaysSo(url, () => new ApiClient({ url, urlSource, token, tokenSource: 'login' }).serverInfo());
   // Only a namespace named here (--namespace, FNHOST_NAMESPACE) is saved; the kube context's is read again by each command.
   const resolved = await resolveNamespace({
     flag: stringOption(ctx, 'namespace'),
@@ -68,7 +90,7 @@ export async function run(ctx: CommandContext): Promise<number> {
   const saved = resolved.source.kind === 'flag' || resolved.source.kind === 'env' ? namespace : undefined;
   // Verified before it is saved, so a typo is caught now rather than at the next command
   // (with a namespace: that the server knows it, through a listing in it).
-  await new ApiClient({ url, token, tokenSource: 'login', namespace }).listFunctions();
+  await refusedTokenSaysSo(url, () => new ApiClient({ url, urlSource, token, tokenSource: 'login', namespace }).listFunctions());
   const path = loginFilePath(ctx.io.env);
   await writeLogin(path, saved === undefined ? { url, token } : { url, token, namespace: saved });
   const lines = [`${createPainter(ctx.color).green('✓')} Logged in to ${url}${saved === undefined ? '' : ` (namespace ${saved})`}; saved to ${path}`];

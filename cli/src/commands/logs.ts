@@ -134,7 +134,7 @@ async function followPlain(ctx: CommandContext, client: ApiClient, ref: string, 
     const lines = json ? logs.map((log) => JSON.stringify(log)) : logs.map((log) => rowLine(toRow(log, layout), layout, paint));
     ctx.io.stdout.write(lines.join('\n') + '\n');
   };
-  if (!json) printLines(ctx, [paint.bold(`${titleLine(fn, query.status)}, following`), headerLine(layout, paint)]);
+  if (!json) printLines(ctx, [paint.bold(titleLine(fn, query.status, { following: true })), headerLine(layout, paint)]);
   print(await follower.start(query.limit));
   let failing: string | undefined;
   for (;;) {

@@ -1,7 +1,7 @@
 import { parseArgs } from 'node:util';
 import { UsageError } from '../errors.ts';
 import { optionsOf } from './registry.ts';
-import type { CommandSpec, OptionValues } from './spec.ts';
+import type { CommandSpec, OptionSpec, OptionValues } from './spec.ts';
 
 // node:util parseArgs in strict mode, with its errors turned into one line
 // each that names the flag and the command.
@@ -17,12 +17,45 @@ function quoted(message: string): string | undefined {
   return /'([^']+)'/.exec(message)?.[1];
 }
 
+const NEGATIVE_NUMBER = /^-\d+(\.\d*)?$/;
+
+/**
+ * `--limit -5`: parseArgs reads `-5` as a flag and says `--limit` lacks a
+ * value. No flag of ours is a digit, so a negative number after a flag that
+ * takes a value is that value, and the flag's own check then names it as out
+ * of range (as `--limit=-5` already did).
+ */
+function joinNegativeValues(argv: string[], declared: Record<string, OptionSpec>): string[] {
+  const takesValue = (token: string): boolean => {
+    const long = /^--([\w-]+)$/.exec(token)?.[1];
+    if (long !== undefined) return declared[long]?.type === 'string';
+    const short = /^-(\w)$/.exec(token)?.[1];
+    return short !== undefined && Object.values(declared).some((o) => o.short === short && o.type === 'string');
+  };
+  const out: string[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    const token = argv[i]!;
+    const next = argv[i + 1];
+    if (token === '--') {
+      out.push(...argv.slice(i));
+      break;
+    }
+    if (next !== undefined && NEGATIVE_NUMBER.test(next) && takesValue(token)) {
+      out.push(token.startsWith('--') ? `${token}=${next}` : `${token}${next}`);
+      i++;
+    } else {
+      out.push(token);
+    }
+  }
+  return out;
+}
+
 export function parseCommandLine(spec: CommandSpec, argv: string[]): ParsedCommand {
   const declared = optionsOf(spec);
   let parsed: { values: OptionValues; positionals: string[] };
   try {
     parsed = parseArgs({
-      args: argv,
+      args: joinNegativeValues(argv, declared),
       options: Object.fromEntries(
         Object.entries(declared).map(([name, o]) => [name, { type: o.type, ...(o.multiple ? { multiple: true } : {}), ...(o.short ? { short: o.short } : {}) }]),
       ),
@@ -31,7 +64,7 @@ export function parseCommandLine(spec: CommandSpec, argv: string[]): ParsedComma
     }) as { values: OptionValues; positionals: string[] };
   } catch (err) {
     if (!String((err as { code?: unknown }).code).startsWith('ERR_PARSE_ARGS_')) throw err;
-    throw parseError(spec, err as Error & { code?: string });
+    throw parseError(spec, declared, err as Error & { code?: string });
   }
   const help = parsed.values.help === true;
   if (help) return { args: parsed.positionals, options: parsed.values, help, output: 'text' };
@@ -62,7 +95,14 @@ export function outputFormat(value: unknown): 'text' | 'json' {
   throw new UsageError(`--output must be json or text, got ${JSON.stringify(value)}`);
 }
 
-function parseError(spec: CommandSpec, err: Error & { code?: string }): UsageError {
+/** `success, error or all` from a placeholder such as `success|error|all`; undefined for `<int>`. */
+function choices(option: OptionSpec | undefined): string | undefined {
+  const values = option?.value?.split('|');
+  if (values === undefined || values.length < 2) return undefined;
+  return `${values.slice(0, -1).join(', ')} or ${values.at(-1)}`;
+}
+
+function parseError(spec: CommandSpec, declared: Record<string, OptionSpec>, err: Error & { code?: string }): UsageError {
   const hint = `run fnhost ${spec.name} --help to see its flags`;
   const flag = quoted(err.message);
   switch (err.code) {
@@ -74,8 +114,11 @@ function parseError(spec: CommandSpec, err: Error & { code?: string }): UsageErr
       if (/does not take an argument/.test(err.message)) {
         return new UsageError(`flag ${long} does not take a value`, { hint, cause: err });
       }
+      const option = declared[long.replace(/^--/, '')];
+      const allowed = choices(option);
+      if (allowed !== undefined) return new UsageError(`flag ${long} needs a value: ${allowed}`, { hint: `${long}: ${option!.description}`, cause: err });
       return new UsageError(`flag ${long} needs a value`, {
-        hint: `to pass a value that starts with "-", write ${long}=<value>`,
+        hint: option?.value === undefined ? `${long}=<value> passes a value that starts with "-"` : `${long} ${option.value}: ${option.description}`,
         cause: err,
       });
     }

@@ -2,7 +2,7 @@ import type { RetentionPolicy } from '@fnhost/core/model.ts';
 import type { ApiFunction, ApiSchedule } from '../api/types.ts';
 import type { Painter } from './color.ts';
 import { oneLine, padEnd } from './text.ts';
-import { formatLocalDateTime } from './time.ts';
+import { formatDateTimeInZone, formatLocalDateTimeWithZone } from './time.ts';
 
 // Text shapes of a function record: the labelled lines of function:get and the
 // one-line summaries other commands print.
@@ -18,11 +18,17 @@ export function retentionText(policy: RetentionPolicy): string {
   }
 }
 
+/** `0 9 * * 1 (Europe/Paris)`: the expression and the zone its fields are read in. */
+function cronText(schedule: ApiSchedule): string {
+  return `${schedule.cron} (${schedule.timezone})`;
+}
+
+/** The next run is shown in the schedule's zone, named, so `0 9 * * *` reads 09:00 wherever the viewer is. */
 export function scheduleText(schedule: ApiSchedule | null): string {
   if (schedule === null) return 'none';
-  const base = `${schedule.cron} (${schedule.timezone})`;
+  const base = cronText(schedule);
   if (!schedule.enabled) return `disabled (was ${base})`;
-  return schedule.next_run_at ? `${base}, next run ${formatLocalDateTime(schedule.next_run_at)}` : base;
+  return schedule.next_run_at ? `${base}, next run ${formatDateTimeInZone(schedule.next_run_at, schedule.timezone)}` : base;
 }
 
 export function invocationUrl(fn: ApiFunction, serverUrl: string): string {
@@ -43,8 +49,8 @@ export function functionDetails(fn: ApiFunction, serverUrl: string, paint: Paint
     ['Memory', `${fn.memory_mib} MiB`],
     ['Routes', fn.routes.length > 0 ? fn.routes.join(', ') : '-'],
     ['Env', Object.keys(fn.env).length > 0 ? Object.keys(fn.env).sort().join(', ') : '-'],
-    ['Created', formatLocalDateTime(fn.created_at)],
-    ['Updated', formatLocalDateTime(fn.updated_at)],
+    ['Created', formatLocalDateTimeWithZone(fn.created_at)],
+    ['Updated', formatLocalDateTimeWithZone(fn.updated_at)],
   ];
   const width = Math.max(...fields.map(([label]) => label.length)) + 1;
   return fields.map(([label, value]) => `${paint.bold(padEnd(label + ':', width))} ${value}`);
@@ -59,7 +65,7 @@ export function functionList(functions: readonly ApiFunction[], paint: Painter):
     fn.function_id,
     fn.active ? 'yes' : 'no',
     String(fn.total_executions),
-    fn.schedule === null ? '-' : fn.schedule.enabled ? fn.schedule.cron : `disabled (${fn.schedule.cron})`,
+    fn.schedule === null ? '-' : fn.schedule.enabled ? cronText(fn.schedule) : `disabled (${cronText(fn.schedule)})`,
   ]);
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
   const line = (cells: string[]) => cells.map((c, i) => (i === cells.length - 1 ? c : padEnd(c, widths[i]!))).join('  ');

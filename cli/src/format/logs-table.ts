@@ -1,7 +1,7 @@
 import type { ExecutionLog, Pagination, StatusFilter } from '@fnhost/core/model.ts';
 import type { Painter } from './color.ts';
 import { oneLine, padEnd, padStart, truncate } from './text.ts';
-import { formatLocalDateTime } from './time.ts';
+import { formatLocalDateTime, localZone } from './time.ts';
 
 // The log table, shared by the piped output and the Ink view: this module
 // decides the cells and the column widths; the callers only paint them.
@@ -104,9 +104,15 @@ export function rowLine(row: LogRow, layout: TableLayout, paint: Painter): strin
   return padEnd(row.time, layout.time) + GAP + status + GAP + padStart(row.duration, layout.duration) + GAP + error;
 }
 
-export function titleLine(fn: { name: string; function_id: string }, status: StatusFilter): string {
-  const base = `Execution logs for ${oneLine(fn.name)} (${fn.function_id})`;
-  return status === 'all' ? base : `${base}, status ${status}`;
+/**
+ * The spec's header line announcing the logs; it names the zone of the Time
+ * column (the viewer's), since the column itself has no room for it.
+ */
+export function titleLine(fn: { name: string; function_id: string }, status: StatusFilter, options: { following?: boolean } = {}): string {
+  const parts = [`Execution logs for ${oneLine(fn.name)} (${fn.function_id})`];
+  if (status !== 'all') parts.push(`status ${status}`);
+  if (options.following === true) parts.push('following');
+  return `${parts.join(', ')}; times in ${localZone()}`;
 }
 
 /** The spec's footer. */

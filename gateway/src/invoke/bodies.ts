@@ -5,6 +5,9 @@ import { PayloadTooLargeError } from './errors.ts';
 // count (a declared Content-Length is not trusted alone), collected up to a
 // bound, and the error message a bare 500 carries.
 
+/** A test or scheduled run keeps at most this much of the response body (and a 500's body is read this far for its message). */
+export const CAPTURE_LIMIT = 1024 * 1024;
+
 /** The error_message of a 500 the handler answered without throwing (spec-checklist). */
 export function messageFrom500(body: Buffer, contentType: string | string[] | undefined): string {
   const text = body.toString('utf8');

@@ -27,6 +27,18 @@ export class FunctionOutOfMemoryError extends FnhostError {
   }
 }
 
+/**
+ * The runtime ended the call itself (`x-fnhost-error-kind`: timeout,
+ * out_of_memory): the platform's error, with one code whichever way the
+ * function ran (HTTP call, test, schedule); undefined for the handler's own answers.
+ */
+export function runtimeEndedCall(kind: unknown, status: number, message: string | null): FnhostError | undefined {
+  if (message === null) return undefined;
+  if (kind === 'timeout') return new FnhostError('function_timeout', status, message, { expose: true });
+  if (kind === 'out_of_memory') return new FnhostError('function_out_of_memory', status, message, { expose: true });
+  return undefined;
+}
+
 /** The body every platform-made error gets, `{error, message}`; hides internals when expose is false. */
 export function errorBody(err: unknown): { status: number; body: string } {
   if (err instanceof FnhostError) {

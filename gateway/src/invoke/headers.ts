@@ -103,3 +103,12 @@ export function lowerCaseNames(headers: Record<string, string>): Record<string, 
   for (const [name, value] of Object.entries(headers)) out[name.toLowerCase()] = value;
   return out;
 }
+
+/** A percent-encoded header value (x-fnhost-error) or path segment; the raw text when it is not valid encoding. */
+export function decodeURIComponentSafe(value: string): string {
+  try {
+    return decodeURIComponent(value);
+  } catch {
+    return value;
+  }
+}

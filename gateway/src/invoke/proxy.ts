@@ -3,15 +3,17 @@ import { performance } from 'node:perf_hooks';
 import { pipeline } from 'node:stream';
 import { Pool, type Dispatcher } from 'undici';
 import {
-  FnhostError, NotFoundError, isoTimestamp, limits,
+  NotFoundError, isoTimestamp, limits,
   type ExecutionLog, type Executor, type FunctionRecord, type RecycleReason, type Trigger,
 } from '@fnhost/core';
 import { UnauthorizedError } from '../auth.ts';
 import type { Logger } from '../log.ts';
 import type { Metrics } from '../metrics.ts';
-import { FunctionInactiveError, FunctionOutOfMemoryError, FunctionTimeoutError, PayloadTooLargeError, UnforwardableRequestError, isRefusedBeforeSending, writeError } from './errors.ts';
-import { collect, drainRequest, messageFrom500, readBody } from './bodies.ts';
-import { headersToCaller, headersToFunction, lowerCaseNames } from './headers.ts';
+import { FunctionInactiveError, FunctionOutOfMemoryError, FunctionTimeoutError, PayloadTooLargeError, UnforwardableRequestError, isRefusedBeforeSending, runtimeEndedCall, writeError } from './errors.ts';
+import { CAPTURE_LIMIT, collect, drainRequest, messageFrom500, readBody } from './bodies.ts';
+import { decodeURIComponentSafe, headersToCaller, headersToFunction } from './headers.ts';
+import type { Exchange, ExecutionPath, RunRequest, RunResult } from './exchange.ts';
+import { runOutsideHttp } from './run.ts';
 import { RuntimeUnavailableError } from '../executor/local.ts';
 import { fastLogId } from './ids.ts';
 
@@ -25,13 +27,12 @@ import { fastLogId } from './ids.ts';
 // and written in one go; large or chunked ones are streamed with
 // stream.pipeline, which ends both sides when either aborts. Every execution
 // — answered, failed, timed out, or abandoned by its caller — writes exactly
-// one log record.
+// one log record. Runs outside an HTTP call (schedule, test) go through the
+// same send path from ./run.ts.
 
 export const BUFFER_LIMIT = 64 * 1024;
 /** How long after the function's own limit the gateway gives up on a runtime that cannot answer. */
 export const TIMEOUT_GRACE_MS = 1000;
-/** A test or scheduled run keeps at most this much of the response body. */
-export const CAPTURE_LIMIT = 1024 * 1024;
 /** How often armed deadlines are checked. */
 const DEADLINE_CHECK_MS = 100;
 
@@ -70,39 +71,6 @@ export interface InvokerOptions {
 
 export const SCHEDULE_TOKEN_HEADER = 'x-fnhost-schedule-token';
 
-export interface RunRequest {
-  method: string;
-  /** Path and query string as the handler sees it, starting with `/`. */
-  path: string;
-  headers: Record<string, string>;
-  body: Buffer | null;
-}
-
-export interface RunResult {
-  log_id: string;
-  status_code: number;
-  execution_time_ms: number;
-  error_message: string | null;
-  headers: Record<string, string | string[]>;
-  body: Buffer;
-  truncated: boolean;
-}
-
-interface Exchange {
-  fn: FunctionRecord;
-  trigger: Trigger;
-  logId: string;
-  startedAt: number;
-  executedAt: number;
-  /** performance.now() past which the gateway gives up on the runtime (0: not armed). */
-  deadline: number;
-  timedOut: boolean;
-  /** The upstream the call went to (its pool is destroyed on a gateway timeout). */
-  origin: string | undefined;
-  logged: boolean;
-  inflightDone: (() => void) | undefined;
-}
-
 export class Invoker {
   readonly #o: InvokerOptions;
   readonly #pools = new Map<string, Pool>();
@@ -111,6 +79,17 @@ export class Invoker {
   /** Calls with an armed deadline, checked by one coarse interval (cheaper than a timer per call). */
   readonly #armed = new Set<Exchange>();
   #sweeper: NodeJS.Timeout | undefined;
+
+  /** What ./run.ts needs of the send path, without making it public on Invoker. */
+  readonly #path: ExecutionPath = {
+    begin: (fn, trigger) => {
+      const ex = this.#begin(fn, trigger, performance.now(), Date.now());
+      this.#o.recorder.begin?.();
+      return ex;
+    },
+    send: (ex, method, path, headers, body) => this.#send(ex, method, path, headers, body),
+    finish: (ex, statusCode, errorMessage) => this.#finish(ex, statusCode, errorMessage, true),
+  };
 
   constructor(options: InvokerOptions) {
     this.#o = options;
@@ -311,13 +290,13 @@ export class Invoker {
     const errorHeader = upstream['x-fnhost-error'];
     let errorMessage = typeof errorHeader === 'string' ? decodeURIComponentSafe(errorHeader) : null;
     const kind = upstream['x-fnhost-error-kind'];
-    if ((kind === 'timeout' || kind === 'out_of_memory') && errorMessage !== null) {
+    const ended = runtimeEndedCall(kind, statusCode, errorMessage);
+    if (ended !== undefined) {
       // The runtime ended the call itself; the caller gets the platform's error body (docs/api-outline.md).
       body.dump().catch(() => undefined);
-      const message = errorMessage;
-      const status = writeError(res, new FnhostError(kind === 'timeout' ? 'function_timeout' : 'function_out_of_memory', statusCode, message, { expose: true }));
+      const status = writeError(res, ended);
       if (kind === 'timeout') this.#o.metrics.timeouts++;
-      this.#finish(ex, status, message, true);
+      this.#finish(ex, status, ended.message, true);
       return;
     }
     const headers = headersToCaller(upstream);
@@ -432,54 +411,9 @@ export class Invoker {
 
   /**
    * One execution outside of an HTTP call (schedule, test), through the same
-   * send path and the same log record. The response body is kept up to CAPTURE_LIMIT.
+   * send path and the same log record (./run.ts).
    */
-  async run(fn: FunctionRecord, trigger: Trigger, request: RunRequest): Promise<RunResult> {
-    const ex = this.#begin(fn, trigger, performance.now(), Date.now());
-    this.#o.recorder.begin?.();
-    if (!fn.active) {
-      const err = new FunctionInactiveError(fn.name);
-      this.#finish(ex, err.status, err.message, true);
-      return { log_id: ex.logId, status_code: err.status, execution_time_ms: 0, error_message: err.message, headers: {}, body: Buffer.from(JSON.stringify({ error: err.code, message: err.message })), truncated: false };
-    }
-    const headers = headersToFunction(lowerCaseNames(request.headers), { remoteAddress: '127.0.0.1', trustProxy: false, executionId: ex.logId, trigger });
-    let status: number;
-    let errorMessage: string | null;
-    let outHeaders: Record<string, string | string[]> = {};
-    let data: Buffer;
-    let truncated = false;
-    try {
-      const response = await this.#send(ex, request.method, request.path, headers, request.body);
-      status = response.statusCode;
-      const errorHeader = response.headers['x-fnhost-error'];
-      errorMessage = typeof errorHeader === 'string' ? decodeURIComponentSafe(errorHeader) : null;
-      outHeaders = headersToCaller(response.headers);
-      try {
-        const got = await collect(response.body, CAPTURE_LIMIT);
-        data = got.data;
-        truncated = !got.complete;
-        if (truncated) response.body.dump().catch(() => undefined);
-      } catch (err) {
-        if (ex.timedOut) throw new FunctionTimeoutError(fn.timeout_seconds);
-        throw new RuntimeUnavailableError(`the function's response broke off: ${(err as Error).message}`);
-      }
-      if (status === 500 && errorMessage === null) errorMessage = messageFrom500(data, response.headers['content-type']);
-    } catch (err) {
-      const e = err instanceof FnhostError ? err : new RuntimeUnavailableError((err as Error).message);
-      status = e.status;
-      errorMessage = e.message;
-      data = Buffer.from(JSON.stringify({ error: e.code, message: e.expose ? e.message : 'internal error' }));
-      outHeaders = { 'content-type': 'application/json; charset=utf-8' };
-    }
-    this.#finish(ex, status, errorMessage, true);
-    return { log_id: ex.logId, status_code: status, execution_time_ms: Math.max(0, Math.round(performance.now() - ex.startedAt)), error_message: errorMessage, headers: outHeaders, body: data, truncated };
-  }
-}
-
-function decodeURIComponentSafe(value: string): string {
-  try {
-    return decodeURIComponent(value);
-  } catch {
-    return value;
+  run(fn: FunctionRecord, trigger: Trigger, request: RunRequest): Promise<RunResult> {
+    return runOutsideHttp(this.#path, fn, trigger, request);
   }
 }

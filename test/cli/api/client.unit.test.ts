@@ -10,6 +10,7 @@ import {
   ApiProtocolError,
   ApiServerError,
   ApiValidationError,
+  ApiWrongUrlError,
 } from '../../../cli/src/api/errors.ts';
 
 // A stand-in server (unit test): each test sets the answer; requests are recorded.
@@ -33,10 +34,13 @@ describe('cli api: client error families', () => {
   });
   after(() => new Promise<void>((resolve) => server.close(() => resolve())));
 
-  function reply(status: number, body: unknown) {
-    answer = (_req, res) => {
-      res.writeHead(status, { 'content-type': 'application/json' });
-      res.end(typeof body === 'string' ? body : JSON.stringify(body));
+  /** The answer to every request; GET /api/v1/info answers as an API root does unless `info` says otherwise (or `all` is set). */
+  function reply(status: number, body: unknown, options: { info?: { status: number; body: unknown }; all?: boolean } = {}) {
+    const info = options.info ?? { status: 200, body: { mode: 'local', default_namespace: 'default' } };
+    answer = (req, res) => {
+      const [s, b] = req.url?.endsWith('/api/v1/info') === true && options.all !== true ? [info.status, info.body] : [status, body];
+      res.writeHead(s, { 'content-type': 'application/json' });
+      res.end(typeof b === 'string' ? b : JSON.stringify(b));
     };
   }
 
@@ -83,14 +87,14 @@ describe('cli api: client error families', () => {
   });
 
   it("asks the gateway's mode at GET /api/v1/info; a gateway without it (404) is one machine", async () => {
-    reply(200, { mode: 'cluster', default_namespace: 'fnhost-apps' });
+    reply(200, { mode: 'cluster', default_namespace: 'fnhost-apps' }, { all: true });
     expect(await new ApiClient({ url, token: 't', namespace: 'team-a' }).serverInfo()).to.deep.equal({ mode: 'cluster', default_namespace: 'fnhost-apps' });
     expect(seen.at(-1)).to.include({ method: 'GET', url: '/api/v1/info', auth: 'Bearer t' });
-    reply(200, { mode: 'local', default_namespace: 'default' });
+    reply(200, { mode: 'local', default_namespace: 'default' }, { all: true });
     expect(await new ApiClient({ url, token: 't' }).serverInfo()).to.deep.equal({ mode: 'local', default_namespace: 'default' });
-    reply(404, { error: 'not_found', message: 'no route' });
+    reply(404, { error: 'not_found', message: 'no route' }, { all: true });
     expect(await new ApiClient({ url, token: 't' }).serverInfo()).to.deep.equal({ mode: 'local' });
-    reply(401, { error: 'unauthorized', message: 'the token is wrong' });
+    reply(401, { error: 'unauthorized', message: 'the token is wrong' }, { all: true });
     expect(await failure(() => new ApiClient({ url, token: 'bad' }).serverInfo())).to.be.instanceOf(ApiAuthError);
   });
 
@@ -101,6 +105,25 @@ describe('cli api: client error families', () => {
     expect(err.hint).to.equal('the namespace came from the kube context "dev" (/k); run fnhost function:list to see its functions, or pass --namespace');
     const plain = (await failure(() => new ApiClient({ url, token: 't' }).getFunction('hello'))) as ApiNotFoundError;
     expect(plain.hint).to.equal('run fnhost function:list to see the functions');
+  });
+
+  it('reads a 404 as "not found" only from an API root: another URL is named as the wrong one', async () => {
+    // FNHOST_URL=http://host:8080/admin: every path 404s, /api/v1/info too.
+    reply(404, { error: 'not_found', message: 'no route GET /admin/api/v1/functions/hello' }, { info: { status: 404, body: { error: 'not_found', message: 'no route GET /admin/api/v1/info' } } });
+    const admin = (await failure(() => new ApiClient({ url: `${url}/admin`, urlSource: 'FNHOST_URL', token: 't' }).getFunction('hello'))) as ApiWrongUrlError;
+    expect(admin).to.be.instanceOf(ApiWrongUrlError).with.property('exitCode', 2);
+    expect(admin.message).to.equal(`${url}/admin (from FNHOST_URL) is not the root of an fnhost API: GET /api/v1/info there answered 404 (no route GET /admin/api/v1/info)`);
+    expect(admin.hint).to.equal(`use the gateway's root URL, ${url}: the API is at /api/v1 there (the path /admin is not part of it)`);
+    expect(seen.at(-1)).to.include({ method: 'GET', url: '/admin/api/v1/info', auth: 'Bearer t' });
+    // Another server on the root (the admin panel's port, any web server): told to use the main port.
+    reply(404, 'Not Found', { info: { status: 200, body: '<!doctype html>' } });
+    const other = (await failure(() => new ApiClient({ url, token: 't' }).listLogs('hello', { status: 'all', limit: 1, page: 1 }))) as ApiWrongUrlError;
+    expect(other).to.be.instanceOf(ApiWrongUrlError);
+    expect(other.message).to.equal(`${url} is not the root of an fnhost API: GET /api/v1/info there answered 200 (not the fnhost API)`);
+    expect(other.hint).to.equal("use the gateway's main URL (its PORT), not the admin panel's (FNHOST_ADMIN_PORT, by default PORT+1)");
+    // A root that refuses the token at /api/v1/info is still a root: the 404 stands.
+    reply(404, { error: 'not_found', message: 'no function' }, { info: { status: 401, body: { error: 'unauthorized', message: 'wrong token' } } });
+    expect(await failure(() => new ApiClient({ url, token: 't' }).getFunction('nope'))).to.be.instanceOf(ApiNotFoundError);
   });
 
   it('names the URL it cannot reach, keeping the cause', async () => {

@@ -31,6 +31,21 @@ describe('cli commands: command line parsing', () => {
     expect(usage(() => parseCommandLine(logs, ['hello', '--limit'])).message).to.equal('flag --limit needs a value');
   });
 
+  it('takes a negative number after a flag as its value, so the range check names it', () => {
+    expect(parseCommandLine(logs, ['hello', '--limit', '-5']).options).to.include({ limit: '-5' });
+    const retention = findCommand('function:retention:set')!;
+    expect(parseCommandLine(retention, ['hello', '--type', 'time', '--days', '-1']).options).to.include({ days: '-1' });
+    expect(parseCommandLine(findCommand('function:test')!, ['hello', '-d', '-2']).options).to.include({ data: '-2' });
+    expect(usage(() => parseCommandLine(logs, ['hello', '--limit', '-x'])).message).to.equal('flag --limit needs a value');
+  });
+
+  it('a flag without its value names what it takes', () => {
+    const status = usage(() => parseCommandLine(logs, ['hello', '--status']));
+    expect(status.message).to.equal('flag --status needs a value: success, error or all');
+    expect(status.hint).to.match(/^--status: /);
+    expect(usage(() => parseCommandLine(logs, ['hello', '--limit'])).hint).to.equal('--limit <int>: records per page, 1-1000 (default 50)');
+  });
+
   it('names a missing or extra argument', () => {
     expect(usage(() => parseCommandLine(logs, [])).message).to.equal('function:logs needs a <function> argument');
     expect(usage(() => parseCommandLine(logs, ['a', 'b'])).message).to.equal('unexpected argument "b" for function:logs');

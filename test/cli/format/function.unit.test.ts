@@ -25,7 +25,14 @@ describe('cli format: function record', () => {
   it('describes a schedule: none, enabled with its next run, disabled', () => {
     expect(scheduleText(null)).to.equal('none');
     expect(scheduleText({ cron: '0 * * * *', timezone: 'UTC', enabled: true, next_run_at: '2026-11-22T15:00:00.000Z' })).to.equal(
-      '0 * * * * (UTC), next run 2026-11-22 15:00:00',
+      '0 * * * * (UTC), next run 2026-11-22 15:00:00 UTC',
+    );
+    // In the schedule's zone, named, whatever the viewer's (TZ=UTC here): 09:00 Paris is 08:00 UTC in winter.
+    expect(scheduleText({ cron: '0 9 * * *', timezone: 'Europe/Paris', enabled: true, next_run_at: '2026-11-26T08:00:00.000Z' })).to.equal(
+      '0 9 * * * (Europe/Paris), next run 2026-11-26 09:00:00 Europe/Paris',
+    );
+    expect(scheduleText({ cron: '30 0 * * *', timezone: 'Asia/Kolkata', enabled: true, next_run_at: '2026-07-01T19:00:00.000Z' })).to.equal(
+      '30 0 * * * (Asia/Kolkata), next run 2026-07-02 00:30:00 Asia/Kolkata',
     );
     expect(scheduleText({ cron: '0 * * * *', timezone: 'UTC', enabled: false, next_run_at: null })).to.equal('disabled (was 0 * * * * (UTC))');
   });
@@ -38,12 +45,16 @@ describe('cli format: function record', () => {
     expect(text).to.match(/^Retention: +count \(100 newest\)$/m);
     expect(text).to.match(/^Invocation URL: +http:\/\/127\.0\.0\.1:8080\/invoke\/5b0f1a1e/m);
     for (const label of ['ID', 'Name', 'Schedule', 'Timeout', 'Memory', 'Created', 'Updated']) expect(text).to.match(new RegExp(`^${label}: `, 'm'));
+    // Times in the viewer's zone carry its name.
+    expect(text).to.match(/^Created: +\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC$/m);
   });
 
   it('lists functions as a table, or says there are none', () => {
     expect(functionList([], plain)[0]).to.contain('no functions');
     const lines = functionList([fn(), fn({ name: 'other', active: false, schedule: { cron: '* * * * *', timezone: 'UTC', enabled: true } })], plain);
     expect(lines[0]).to.match(/^Name\s+ID\s+Active\s+Executions\s+Schedule$/);
-    expect(lines[2]).to.match(/^other\s+\S+\s+no\s+0\s+\* \* \* \* \*$/);
+    expect(lines[2]).to.match(/^other\s+\S+\s+no\s+0\s+\* \* \* \* \* \(UTC\)$/);
+    const paris = functionList([fn({ schedule: { cron: '0 9 * * 1', timezone: 'Europe/Paris', enabled: false, next_run_at: null } })], plain);
+    expect(paris[1]).to.match(/\s+disabled \(0 9 \* \* 1 \(Europe\/Paris\)\)$/);
   });
 });

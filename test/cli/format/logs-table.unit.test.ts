@@ -68,14 +68,15 @@ describe('cli format: log table', () => {
     process.env.TZ = 'UTC';
     const logs = [log({ status_code: 500, execution_time_ms: 1234, error_message: 'boom', executed_at: '2026-11-22T14:03:07.000Z' })];
     const lines = renderLogTable(fn(), 'all', page(logs, 120, 50, 1), 80, plain);
-    expect(lines[0]).to.equal('Execution logs for hello (5b0f1a1e-1111-4222-8333-944445555666)');
+    expect(lines[0]).to.equal('Execution logs for hello (5b0f1a1e-1111-4222-8333-944445555666); times in UTC');
     expect(lines[1]).to.match(/^Time\s+Status\s+Duration\s+Error$/);
     expect(lines[2]).to.match(/^2026-11-22 14:03:07  ✗ 500 +1234ms  boom$/);
     expect(lines.at(-1)).to.equal('Page 1 of 3 (120 total)');
   });
 
   it('says what the status filter is in the title', () => {
-    expect(titleLine(fn(), 'error')).to.equal('Execution logs for hello (5b0f1a1e-1111-4222-8333-944445555666), status error');
+    expect(titleLine(fn(), 'error')).to.equal('Execution logs for hello (5b0f1a1e-1111-4222-8333-944445555666), status error; times in UTC');
+    expect(titleLine(fn(), 'all', { following: true })).to.equal('Execution logs for hello (5b0f1a1e-1111-4222-8333-944445555666), following; times in UTC');
   });
 
   it('shows the pagination edges: no records, and a page past the end', () => {

@@ -10,6 +10,8 @@ import { isolatedHome } from './run.ts';
 
 export interface CliPlatform {
   url: string;
+  /** The admin panel's own listener (not the API the CLI talks to). */
+  adminUrl: string;
   token: string;
   /** The environment of a CLI run against this platform. */
   env: Record<string, string>;
@@ -34,6 +36,7 @@ export async function startCliPlatform(): Promise<CliPlatform> {
   const files = mkdtempSync(join(tmpdir(), 'fnhost-cli-fns-'));
   return {
     url: platform.url,
+    adminUrl: platform.adminUrl,
     token: platform.token,
     home: home.home,
     env: { ...home.env, FNHOST_URL: platform.url, FNHOST_TOKEN: platform.token },

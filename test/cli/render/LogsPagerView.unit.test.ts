@@ -22,7 +22,7 @@ describe('cli render: log views (ink-testing-library)', () => {
     );
     const frame = lastFrame()!;
     const lines = frame.split('\n');
-    expect(lines[0]).to.equal('Execution logs for hello (5b0f1a1e-1111-4222-8333-944445555666)');
+    expect(lines[0]).to.equal('Execution logs for hello (5b0f1a1e-1111-4222-8333-944445555666); times in UTC');
     expect(lines[1]).to.match(/^Time\s+Status\s+Duration\s+Error/);
     expect(lines[2]).to.match(/✗ 500\s+3ms {2}TypeError: boom/);
     expect(lines[3]).to.match(/• 302\s+12ms {2}-/);

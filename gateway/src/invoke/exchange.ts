@@ -1,0 +1,48 @@
+import type { Dispatcher } from 'undici';
+import type { FunctionRecord, Trigger } from '@fnhost/core';
+
+// One execution on its way through the invocation path, and what the runs
+// outside an HTTP call (./run.ts) need of that path (./proxy.ts implements it).
+
+export interface RunRequest {
+  method: string;
+  /** Path and query string as the handler sees it, starting with `/`. */
+  path: string;
+  headers: Record<string, string>;
+  body: Buffer | null;
+}
+
+export interface RunResult {
+  log_id: string;
+  status_code: number;
+  execution_time_ms: number;
+  error_message: string | null;
+  headers: Record<string, string | string[]>;
+  body: Buffer;
+  truncated: boolean;
+}
+
+export interface Exchange {
+  fn: FunctionRecord;
+  trigger: Trigger;
+  logId: string;
+  startedAt: number;
+  executedAt: number;
+  /** performance.now() past which the gateway gives up on the runtime (0: not armed). */
+  deadline: number;
+  timedOut: boolean;
+  /** The upstream the call went to (its pool is destroyed on a gateway timeout). */
+  origin: string | undefined;
+  logged: boolean;
+  inflightDone: (() => void) | undefined;
+}
+
+/** The send path as ./run.ts uses it: begin an execution, send it, write its one record. */
+export interface ExecutionPath {
+  /** Counts the execution in flight; from here on it ends in finish(). */
+  begin(fn: FunctionRecord, trigger: Trigger): Exchange;
+  /** Sends the call to the function's runtime with the gateway's own time limit armed. */
+  send(ex: Exchange, method: string, path: string, headers: Record<string, string | string[]>, body: Buffer | null): Promise<Dispatcher.ResponseData>;
+  /** Ends the execution and writes its log record. */
+  finish(ex: Exchange, statusCode: number, errorMessage: string | null): void;
+}

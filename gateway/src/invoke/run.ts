@@ -1,0 +1,55 @@
+import { performance } from 'node:perf_hooks';
+import { FnhostError, type FunctionRecord, type Trigger } from '@fnhost/core';
+import { RuntimeUnavailableError } from '../executor/local.ts';
+import { CAPTURE_LIMIT, collect, messageFrom500 } from './bodies.ts';
+import { FunctionInactiveError, FunctionTimeoutError, runtimeEndedCall } from './errors.ts';
+import type { ExecutionPath, RunRequest, RunResult } from './exchange.ts';
+import { decodeURIComponentSafe, headersToCaller, headersToFunction, lowerCaseNames } from './headers.ts';
+
+// One execution outside of an HTTP call (a scheduled run, function:test),
+// through the same send path and the same log record as /invoke
+// (./proxy.ts), answering with what a caller would have seen: the status,
+// the headers and up to CAPTURE_LIMIT of the body. An inactive function is
+// refused before anything begins, as /invoke refuses it: no record.
+
+export async function runOutsideHttp(path: ExecutionPath, fn: FunctionRecord, trigger: Trigger, request: RunRequest): Promise<RunResult> {
+  // Refused before it begins, as an HTTP call is: no execution, so no record.
+  if (!fn.active) throw new FunctionInactiveError(fn.name);
+  const ex = path.begin(fn, trigger);
+  const headers = headersToFunction(lowerCaseNames(request.headers), { remoteAddress: '127.0.0.1', trustProxy: false, executionId: ex.logId, trigger });
+  let status: number;
+  let errorMessage: string | null;
+  let outHeaders: Record<string, string | string[]> = {};
+  let data: Buffer;
+  let truncated = false;
+  try {
+    const response = await path.send(ex, request.method, request.path, headers, request.body);
+    status = response.statusCode;
+    const errorHeader = response.headers['x-fnhost-error'];
+    errorMessage = typeof errorHeader === 'string' ? decodeURIComponentSafe(errorHeader) : null;
+    const ended = runtimeEndedCall(response.headers['x-fnhost-error-kind'], status, errorMessage);
+    if (ended !== undefined) {
+      response.body.dump().catch(() => undefined);
+      throw ended;
+    }
+    outHeaders = headersToCaller(response.headers);
+    try {
+      const got = await collect(response.body, CAPTURE_LIMIT);
+      data = got.data;
+      truncated = !got.complete;
+      if (truncated) response.body.dump().catch(() => undefined);
+    } catch (err) {
+      if (ex.timedOut) throw new FunctionTimeoutError(fn.timeout_seconds);
+      throw new RuntimeUnavailableError(`the function's response broke off: ${(err as Error).message}`);
+    }
+    if (status === 500 && errorMessage === null) errorMessage = messageFrom500(data, response.headers['content-type']);
+  } catch (err) {
+    const e = err instanceof FnhostError ? err : new RuntimeUnavailableError((err as Error).message);
+    status = e.status;
+    errorMessage = e.message;
+    data = Buffer.from(JSON.stringify({ error: e.code, message: e.expose ? e.message : 'internal error' }));
+    outHeaders = { 'content-type': 'application/json; charset=utf-8' };
+  }
+  path.finish(ex, status, errorMessage);
+  return { log_id: ex.logId, status_code: status, execution_time_ms: Math.max(0, Math.round(performance.now() - ex.startedAt)), error_message: errorMessage, headers: outHeaders, body: data, truncated };
+}
