@@ -176,7 +176,8 @@ describe('the sandbox of each runtime: attacks by a hostile handler (real gatewa
         connections++;
         sockets.add(socket);
         socket.once('close', () => sockets.delete(socket));
-        socket.end('HTTP/1.1 200 OK\r\ncontent-length: 2\r\nconnection: close\r\n\r\nok');
+        // An HTTP server: it answers once the request has come.
+        socket.once('data', () => socket.end('HTTP/1.1 200 OK\r\ncontent-length: 2\r\nconnection: close\r\n\r\nok'));
       });
       await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     });
