@@ -37,8 +37,10 @@ ensure_debian_packages() { # LOG_DIR PACKAGE...
   printf 'installing Debian packages: %s (log %s/apt.log)\n' "${missing[*]}" "$log_dir" >&2
   export DEBIAN_FRONTEND=noninteractive
   # Another install (a second make, the cluster's step) may hold apt's lock: wait for it.
+  # Appended: the cluster's step and make test's each install some; both stay readable.
+  printf '\n== %s: apt-get install %s\n' "$(date -u +%FT%TZ)" "${missing[*]}" >>"$log_dir/apt.log"
   { apt-get -o DPkg::Lock::Timeout=900 update -qq \
-      && apt-get -o DPkg::Lock::Timeout=900 install -y -qq --no-install-recommends "${missing[@]}"; } >"$log_dir/apt.log" 2>&1 \
+      && apt-get -o DPkg::Lock::Timeout=900 install -y -qq --no-install-recommends "${missing[@]}"; } >>"$log_dir/apt.log" 2>&1 \
     || { printf 'error: apt-get install %s failed; see %s/apt.log\n' "${missing[*]}" "$log_dir" >&2; return 1; }
   for p in "${missing[@]}"; do
     debian_package_installed "$p" || { printf 'error: apt-get said it installed %s, but dpkg does not list it; see %s/apt.log\n' "$p" "$log_dir" >&2; return 1; }
