@@ -85,6 +85,11 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
   });
   const token = options.token ?? options.env?.FNHOST_TOKEN ?? (await readFile(join(dataDir, 'token'), 'utf8')).trim();
   let stopping: Promise<number | null> | undefined;
+  // A gateway that ends on its own (a crash) says why on the test's stderr: the
+  // tests that then fail only see a refused connection.
+  void exited.then((code) => {
+    if (stopping === undefined && child.signalCode !== 'SIGKILL') process.stderr.write(`\n[test helper] the gateway (pid ${child.pid}) exited by itself (code ${code}, signal ${child.signalCode}); its last output:\n${output.slice(-6000)}\n`);
+  });
   return {
     url,
     adminUrl,
