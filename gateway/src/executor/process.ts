@@ -160,10 +160,20 @@ export class RuntimeProcess {
     if (this.#pidFile !== undefined && !this.exited) await writeFile(this.#pidFile, owner).catch(() => undefined);
   }
 
-  /** SIGKILL; in a sandbox to its PID namespace's init first, which ends every process in it. */
+  /** Our own child (the runtime, or bubblewrap) has not been reaped: the pids we know still name its processes. */
+  get #running(): boolean {
+    return !this.exited && this.child.exitCode === null && this.child.signalCode === null;
+  }
+
+  /**
+   * SIGKILL; in a sandbox to its PID namespace's init first, which ends every process in it.
+   * Never once the sandbox has ended: pids are reused within seconds here (pid_max 32768), and a
+   * stale one would be some other process of the machine (a root gateway would kill it).
+   */
   async kill(): Promise<void> {
+    if (!this.#running) return;
     const init = this.sandbox === undefined ? undefined : await Promise.race([this.#initPid, this.exit.then(() => undefined)]);
-    if (init !== undefined) {
+    if (init !== undefined && this.#running) {
       try {
         process.kill(init, 'SIGKILL');
       } catch {
@@ -188,7 +198,7 @@ export class RuntimeProcess {
       const init = await Promise.race([this.#initPid, this.exit.then(() => undefined)]);
       const runtime = init === undefined ? undefined : await runtimePidOf(init);
       try {
-        if (runtime === undefined) throw new Error('no runtime inside');
+        if (runtime === undefined || !this.#running) throw new Error('no runtime inside');
         process.kill(runtime, 'SIGTERM');
       } catch {
         // Not started far enough to have a runtime: nothing to drain.
