@@ -16,6 +16,7 @@ import type { Exchange, ExecutionPath, RunRequest, RunResult } from './exchange.
 import { runOutsideHttp } from './run.ts';
 import { RuntimeUnavailableError } from '../executor/local.ts';
 import { fastLogId } from './ids.ts';
+import { InvalidResponseError, malformedAnswer, unreadableFraming } from './upstream-answer.ts';
 
 // The invocation path. It asks the Executor for an upstream and sends HTTP to
 // it over a keep-alive undici Pool, so the same code serves local runtime
@@ -250,6 +251,9 @@ export class Invoker {
         if (ex.timedOut) throw new FunctionTimeoutError(fn.timeout_seconds);
         // undici refused the request itself (a header it does not send): nothing reached the runtime, which is fine.
         if (isRefusedBeforeSending(err)) throw new UnforwardableRequestError((err as Error).message, { cause: err });
+        // The runtime answered something unreadable: refuse this call, keep the runtime (./upstream-answer.ts).
+        const malformed = malformedAnswer(err);
+        if (malformed !== undefined) throw new InvalidResponseError(malformed, { cause: err });
         const code = (err as { code?: string }).code;
         // Never reached the runtime (it died between calls): start another and send once more.
         if (attempt === 0 && (code === 'ECONNREFUSED' || (socketPath !== undefined && code === 'ENOENT'))) {
@@ -297,6 +301,14 @@ export class Invoker {
       const status = writeError(res, ended);
       if (kind === 'timeout') this.#o.metrics.timeouts++;
       this.#finish(ex, status, ended.message, true);
+      return;
+    }
+    const unreadable = unreadableFraming(upstream);
+    if (unreadable !== undefined) {
+      // Only this connection to the runtime is dropped with the body.
+      body.destroy();
+      const refused = new InvalidResponseError(unreadable);
+      this.#finish(ex, writeError(res, refused), refused.message, true);
       return;
     }
     const headers = headersToCaller(upstream);
