@@ -94,4 +94,14 @@ describe('answers a runtime sends that the gateway cannot pass on (raw upstream,
       expect(await ok.text()).to.equal('ok');
     });
   }
+
+  it('a test or scheduled run of such an answer is refused the same way (the send path ./run.ts shares)', async () => {
+    for (const [path, reason] of [['/gzip', /sent with Transfer-Encoding: gzip/], ['/s101-bare', /status 101/]] as const) {
+      const result = await invoker.run(fn, 'test', { method: 'GET', path, headers: {}, body: null });
+      expect(result.status_code, path).to.equal(502);
+      expect(result.error_message, path).to.match(reason);
+      expect(JSON.parse(result.body.toString())).to.deep.equal({ error: 'invalid_response', message: 'internal error' });
+    }
+    expect(recycled).to.deep.equal([]);
+  });
 });
