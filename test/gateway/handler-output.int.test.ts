@@ -25,6 +25,7 @@ export default async (req, res) => {
     case '/length-short': return res.set('Content-Length', '100').end('short');
     case '/length-long': return res.set('Content-Length', '2').end('longer body');
     case '/length-stream': res.set('Content-Length', '3'); res.write('abcdef'); return res.end('gh');
+    case '/bad-header': return res.set('X-Odd', 'a\u0007b').send('never sent');
     case '/platform-headers': return res.set({ 'X-Fnhost-Error': 'forged', 'X-Fnhost-Error-Kind': 'timeout' }).send('ok');
     case '/raw': {
       // A hostile handler skips res.* and posts the runtime's own messages (protocol.ts).
@@ -168,6 +169,14 @@ describe('odd outputs of a handler (in-process gateway, real runtimes)', functio
       expect(got.record.error_message, path).to.equal(null);
     }
     expect(await finish()).to.equal('last');
+    await expectSameRuntime();
+  });
+
+  it('refuses a header value node:http will not send (a control character) with a 502 naming it, not a 500 blamed on the handler', async () => {
+    const got = await call('/bad-header');
+    expect(got.status).to.equal(502);
+    expect(JSON.parse(got.body).error).to.equal('invalid_response');
+    expect(got.record.error_message).to.match(/the function's response is invalid: .*"X-Odd"/);
     await expectSameRuntime();
   });
 
