@@ -2,6 +2,7 @@
 // answered in one go (json/send/end without write) travels as one message; write() streams
 // each chunk to the main thread as it comes.
 import { W_CHUNK, W_END, W_FULL, W_HEAD, type Body, type FromWorker } from './protocol.ts';
+import { checkFinalStatus, checkTransferEncoding } from './framing.ts';
 
 // Not `import ... from 'node:http'`: an ES module import of node:http builds its namespace from every
 // export, and its lazy WebSocket/EventSource getters load undici (≈ 12 MB per thread, measured).
@@ -52,9 +53,11 @@ export function mimeFor(type: string): string {
 }
 
 function headerValue(value: unknown, name: string): string | string[] {
-  if (Array.isArray(value)) return value.map((v) => String(v));
   if (value === undefined || value === null) throw new TypeError(`res.set("${name}", ${String(value)}): a header value must be a string, number or array`);
-  return String(value);
+  const v = Array.isArray(value) ? value.map((one) => String(one)) : String(value);
+  // Refused here, where the handler's stack shows who set it; the main thread re-checks what is sent (framing.ts).
+  if (String(name).toLowerCase() === 'transfer-encoding') checkTransferEncoding(v, `res.set("${name}")`);
+  return v;
 }
 
 /** Copies a chunk into its own ArrayBuffer when it is a view of a larger (or pooled) one, so the transfer moves only its bytes. */
@@ -116,6 +119,7 @@ export class FnResponse {
 
   status(code: number): this {
     if (!Number.isInteger(code) || code < 100 || code > 999) throw new RangeError(`res.status(${JSON.stringify(code)}): the status must be an integer from 100 to 999`);
+    checkFinalStatus(code, `res.status(${code})`);
     this.statusCode = code;
     return this;
   }
@@ -218,13 +222,13 @@ export class FnResponse {
     return this;
   }
 
-  #flatHeaders(extraLength?: number): string[] {
+  /** The headers as set; the main thread frames them (Content-Length, hop-by-hop: framing.ts). */
+  #flatHeaders(): string[] {
     const flat: string[] = [];
     for (const [, [name, v]] of this.#headers) {
       if (Array.isArray(v)) for (const one of v) flat.push(name, one);
       else flat.push(name, v);
     }
-    if (extraLength !== undefined && !this.#headers.has('content-length') && !this.#headers.has('transfer-encoding')) flat.push('Content-Length', String(extraLength));
     return flat;
   }
 
@@ -258,7 +262,7 @@ export class FnResponse {
         this.headersSent = true;
         const noBody = this.#isHead || this.statusCode === 204 || this.statusCode === 304 || (this.statusCode >= 100 && this.statusCode < 200);
         const out = noBody ? undefined : body;
-        this.#sink.post({ t: W_FULL, i: this.id, s: this.statusCode, h: this.#flatHeaders(noBody ? undefined : byteLength(out)) , b: out }, transferOf(out));
+        this.#sink.post({ t: W_FULL, i: this.id, s: this.statusCode, h: this.#flatHeaders(), b: out }, transferOf(out));
       } else {
         const out = this.#isHead ? undefined : body;
         this.#sink.post({ t: W_END, i: this.id, b: out }, transferOf(out));

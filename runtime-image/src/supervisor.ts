@@ -15,8 +15,10 @@ import {
   W_LOAD_ERROR,
   W_READY,
   type FromWorker,
+  type FullMsg,
   type RequestMsg,
 } from './protocol.ts';
+import { ResponseFramingError, checkFinalStatus, declaredLength, framedHeaders } from './framing.ts';
 import type { WorkerData } from './worker.ts';
 
 const HEARTBEAT_MS = 50;
@@ -30,9 +32,9 @@ interface Pending {
   sent: boolean;
 }
 
-export type ErrorKind = 'exception' | 'timeout' | 'out_of_memory' | 'exit' | 'load' | 'crash';
+export type ErrorKind = 'exception' | 'timeout' | 'out_of_memory' | 'exit' | 'load' | 'crash' | 'invalid_response';
 
-const STATUS_OF: Record<ErrorKind, number> = { exception: 500, timeout: 504, out_of_memory: 502, exit: 502, load: 500, crash: 502 };
+const STATUS_OF: Record<ErrorKind, number> = { exception: 500, timeout: 504, out_of_memory: 502, exit: 502, load: 500, crash: 502, invalid_response: 502 };
 
 export function log(level: 'info' | 'warn' | 'error', msg: string, fields: Record<string, unknown> = {}): void {
   const line = JSON.stringify({ time: new Date().toISOString(), level, msg, component: 'runtime', ...fields }) + '\n';
@@ -40,8 +42,15 @@ export function log(level: 'info' | 'warn' | 'error', msg: string, fields: Recor
   else process.stderr.write(line);
 }
 
+/**
+ * The most of an error's text x-fnhost-error carries (the execution log's error_message): a thrown
+ * message can be any size, and a header over the gateway's limit would fail the call as a crash.
+ */
+export const MAX_ERROR_MESSAGE_CHARS = 1024;
+
 /** Answers with an outcome the runtime produced (docs/internal-protocol.md "An invocation"). */
-export function answerError(res: ServerResponse, status: number, kind: string, message: string, body?: string): void {
+export function answerError(res: ServerResponse, status: number, kind: string, fullMessage: string, body?: string): void {
+  const message = fullMessage.length <= MAX_ERROR_MESSAGE_CHARS ? fullMessage : `${fullMessage.slice(0, MAX_ERROR_MESSAGE_CHARS)}…`;
   if (res.headersSent) {
     // Streaming had begun: the status is gone, so cut the response; the caller sees it incomplete.
     res.destroy();
@@ -55,6 +64,35 @@ export function answerError(res: ServerResponse, status: number, kind: string, m
   };
   if (kind !== '') headers['x-fnhost-error-kind'] = kind;
   res.writeHead(status, headers).end(text);
+}
+
+/** The generic body a caller gets for a response the runtime refused; the reason goes to the execution log only. */
+const REFUSED_BODY = JSON.stringify({ error: 'invalid_response', message: "the function's response was refused; the reason is in the execution log" });
+
+/** A response the runtime will not send (a status or header the handler may not set, docs/runtime.md): 502 at once, its reason in x-fnhost-error. */
+function refuse(res: ServerResponse, err: unknown): void {
+  const reason = err instanceof ResponseFramingError ? err.message : `the function's response is invalid: ${(err as Error).message}`;
+  answerError(res, 502, 'invalid_response', reason, REFUSED_BODY);
+}
+
+/** A final status: an integer from 200 to 999 (node:http refuses the rest below 100 and above 999). */
+function checkStatus(status: unknown): void {
+  if (typeof status !== 'number' || !Number.isInteger(status)) throw new ResponseFramingError(`the function answered with status ${String(status).slice(0, 40)}, which is not an integer`);
+  checkFinalStatus(status, 'the function answered');
+}
+
+/** The head of a response sent whole: the handler's headers as framing allows, and the body's real length. */
+function wholeResponseHead(msg: FullMsg, isHead: boolean): string[] {
+  checkStatus(msg.s);
+  const headers = framedHeaders(msg.h, 'the response');
+  if (isHead) {
+    // No body follows; a handler's own length of the body a GET would get is kept when it is a number.
+    const declared = declaredLength(msg.h);
+    if (declared !== undefined) headers.push('Content-Length', declared);
+  } else if (msg.s !== 204 && msg.s !== 304) {
+    headers.push('Content-Length', String(msg.b === undefined ? 0 : typeof msg.b === 'string' ? Buffer.byteLength(msg.b) : msg.b.byteLength));
+  }
+  return headers;
 }
 
 export class Supervisor {
@@ -117,7 +155,14 @@ export class Supervisor {
       name: `fnhost:${this.#config.functionName}`,
     });
     this.#worker = worker;
-    worker.on('message', (msg: FromWorker) => this.#onMessage(msg));
+    worker.on('message', (msg: FromWorker) => {
+      try {
+        this.#onMessage(msg);
+      } catch (err) {
+        // A message no res.* method would post (the handler can reach the worker's port): end that call, never this thread.
+        this.#refuseCall((msg as { i?: unknown } | null)?.i, err);
+      }
+    });
     worker.on('error', (err: Error & { code?: string }) => {
       if (worker !== this.#worker) return;
       if (err.code === 'ERR_WORKER_OUT_OF_MEMORY') {
@@ -219,16 +264,27 @@ export class Supervisor {
     }
   }
 
+  #refuseCall(id: unknown, err: unknown): void {
+    const p = typeof id === 'number' ? this.#pending.get(id) : undefined;
+    log('warn', 'the function posted a message the runtime cannot send', { error: (err as Error)?.message });
+    if (p === undefined) return;
+    this.#pending.delete(id as number);
+    this.#worker?.postMessage({ t: M_ABORT, i: id });
+    refuse(p.res, err);
+  }
+
   #onMessage(msg: FromWorker): void {
     switch (msg.t) {
       case W_FULL: {
         const p = this.#pending.get(msg.i);
         if (p === undefined) return;
         this.#pending.delete(msg.i);
+        let headers: string[];
         try {
-          p.res.writeHead(msg.s, msg.h);
+          headers = wholeResponseHead(msg, p.res.req.method === 'HEAD');
+          p.res.writeHead(msg.s, headers);
         } catch (err) {
-          answerError(p.res, 500, 'exception', `the function's response is invalid: ${(err as Error).message}`);
+          refuse(p.res, err);
           return;
         }
         p.res.end(msg.b);
@@ -238,12 +294,13 @@ export class Supervisor {
         const p = this.#pending.get(msg.i);
         if (p === undefined) return;
         try {
-          p.res.writeHead(msg.s, msg.h);
+          checkStatus(msg.s);
+          p.res.writeHead(msg.s, framedHeaders(msg.h, 'the response'));
           p.res.flushHeaders();
         } catch (err) {
           this.#pending.delete(msg.i);
           this.#worker?.postMessage({ t: M_ABORT, i: msg.i });
-          answerError(p.res, 500, 'exception', `the function's response is invalid: ${(err as Error).message}`);
+          refuse(p.res, err);
         }
         return;
       }

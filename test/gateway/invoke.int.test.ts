@@ -112,7 +112,7 @@ describe('gateway invocation (in-process gateway, real SQLite, real runtimes)', 
     expect(ok.status).to.equal(200);
   });
 
-  it('records error_message for a throw, and for a 500 answered without throwing (message member, else HTTP 500)', async () => {
+  it('records error_message for a throw, and for a 500 answered without throwing (message member, else its text)', async () => {
     const thrower = await h.createFunction('thrower', 'export default () => { null.x; }');
     const r1 = await h.invoke(thrower.function_id);
     expect(r1.status).to.equal(500);
@@ -124,7 +124,7 @@ describe('gateway invocation (in-process gateway, real SQLite, real runtimes)', 
     expect(t.logs[0].status_code).to.equal(500);
     expect(t.logs[0].error_message).to.match(/null|reading 'x'/);
     const q = await h.logs('quiet500');
-    expect(q.logs.map((l: { error_message: string }) => l.error_message)).to.deep.equal(['HTTP 500', 'only error', 'database down']);
+    expect(q.logs.map((l: { error_message: string }) => l.error_message)).to.deep.equal(['plain', 'only error', 'database down']);
   });
 
   it('streams large responses, survives a client disconnecting mid-stream, and still logs it', async () => {

@@ -21,7 +21,11 @@ describe('gateway pure helpers', () => {
     expect(messageFrom500(b({ error: 'only error' }), undefined)).to.equal('only error');
     expect(messageFrom500(b({ error: { message: 'nested' } }), 'application/json')).to.equal('nested');
     expect(messageFrom500(b([1, 2]), 'application/json')).to.equal('HTTP 500');
-    expect(messageFrom500(b('plain text'), 'text/plain')).to.equal('HTTP 500');
+    expect(messageFrom500(b('plain text'), 'text/plain')).to.equal('plain text');
+    expect(messageFrom500(b(' database down\n'), 'text/html; charset=utf-8')).to.equal('database down');
+    expect(messageFrom500(b('x'.repeat(5000)), undefined)).to.equal('x'.repeat(1024) + '…');
+    expect(messageFrom500(Buffer.from([0xff, 0xfe, 0x00]), undefined)).to.equal('HTTP 500');
+    expect(messageFrom500(b('plain'), 'application/octet-stream')).to.equal('HTTP 500');
     expect(messageFrom500(b('{broken'), 'application/json')).to.equal('HTTP 500');
     expect(messageFrom500(b({ message: '' }), 'application/json')).to.equal('HTTP 500');
   });

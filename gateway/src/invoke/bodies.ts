@@ -8,7 +8,24 @@ import { PayloadTooLargeError } from './errors.ts';
 /** A test or scheduled run keeps at most this much of the response body (and a 500's body is read this far for its message). */
 export const CAPTURE_LIMIT = 1024 * 1024;
 
-/** The error_message of a 500 the handler answered without throwing (spec-checklist). */
+/** The most of a 500's text body kept as its error_message (the runtime bounds a thrown error's text the same way). */
+export const MAX_ERROR_MESSAGE_CHARS = 1024;
+
+/** A text bounded to MAX_ERROR_MESSAGE_CHARS, marked where it was cut. */
+export function boundedMessage(text: string): string {
+  return text.length <= MAX_ERROR_MESSAGE_CHARS ? text : `${text.slice(0, MAX_ERROR_MESSAGE_CHARS)}…`;
+}
+
+/** A body sent as text: a text/* type, or none at all (res.end('...')). */
+function isTextType(contentType: string | string[] | undefined): boolean {
+  if (contentType === undefined) return true;
+  return typeof contentType === 'string' && /^\s*text\//i.test(contentType);
+}
+
+/**
+ * The error_message of a 500 the handler answered without throwing (spec-checklist): a JSON
+ * body's `message` (or `error`), a text body's text, bounded; else `HTTP 500`.
+ */
 export function messageFrom500(body: Buffer, contentType: string | string[] | undefined): string {
   const text = body.toString('utf8');
   const looksJson = (typeof contentType === 'string' && contentType.includes('json')) || /^\s*[{[]/.test(text);
@@ -17,13 +34,17 @@ export function messageFrom500(body: Buffer, contentType: string | string[] | un
       const parsed = JSON.parse(text) as unknown;
       if (typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed)) {
         const { message, error } = parsed as Record<string, unknown>;
-        if (typeof message === 'string' && message !== '') return message;
-        if (typeof error === 'string' && error !== '') return error;
-        if (typeof error === 'object' && error !== null && typeof (error as { message?: unknown }).message === 'string') return (error as { message: string }).message;
+        if (typeof message === 'string' && message !== '') return boundedMessage(message);
+        if (typeof error === 'string' && error !== '') return boundedMessage(error);
+        if (typeof error === 'object' && error !== null && typeof (error as { message?: unknown }).message === 'string') return boundedMessage((error as { message: string }).message);
       }
     } catch {
       // not JSON after all
     }
+  }
+  if (isTextType(contentType) && !text.includes('\uFFFD')) {
+    const trimmed = text.trim();
+    if (trimmed !== '') return boundedMessage(trimmed);
   }
   return 'HTTP 500';
 }

@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import { pipeline } from 'node:stream';
-import { Pool, type Dispatcher } from 'undici';
+import type { Dispatcher } from 'undici';
 import {
   NotFoundError, isoTimestamp, limits,
   type ExecutionLog, type Executor, type FunctionRecord, type RecycleReason, type Trigger,
@@ -16,9 +16,11 @@ import type { Exchange, ExecutionPath, RunRequest, RunResult } from './exchange.
 import { runOutsideHttp } from './run.ts';
 import { RuntimeUnavailableError } from '../executor/local.ts';
 import { fastLogId } from './ids.ts';
+import { InvalidResponseError, malformedAnswer, unreadableFraming } from './upstream-answer.ts';
+import { UpstreamPools } from './upstream-pools.ts';
 
 // The invocation path. It asks the Executor for an upstream and sends HTTP to
-// it over a keep-alive undici Pool, so the same code serves local runtime
+// it over a keep-alive undici Pool (./upstream-pools.ts), so the same code serves local runtime
 // processes and (later) Kubernetes pods. HTTP calls arrive here straight from
 // node:http, not through Koa: this is the hot path, and Koa's context, router
 // and middleware chain cost about a third of the throughput (bench/gateway.ts).
@@ -73,7 +75,7 @@ export const SCHEDULE_TOKEN_HEADER = 'x-fnhost-schedule-token';
 
 export class Invoker {
   readonly #o: InvokerOptions;
-  readonly #pools = new Map<string, Pool>();
+  readonly #upstreams: UpstreamPools;
   #inflight = 0;
   #idleWaiters: Array<() => void> = [];
   /** Calls with an armed deadline, checked by one coarse interval (cheaper than a timer per call). */
@@ -93,6 +95,7 @@ export class Invoker {
 
   constructor(options: InvokerOptions) {
     this.#o = options;
+    this.#upstreams = new UpstreamPools(options.connectionsPerOrigin);
   }
 
   get inflight(): number {
@@ -113,36 +116,13 @@ export class Invoker {
 
   /** The origin's runtime is gone: close its pool. */
   originGone(origin: string): void {
-    const pool = this.#pools.get(origin);
-    if (pool !== undefined) {
-      this.#pools.delete(origin);
-      void pool.destroy().catch(() => undefined);
-    }
+    this.#upstreams.gone(origin);
   }
 
   async close(): Promise<void> {
     if (this.#sweeper !== undefined) clearInterval(this.#sweeper);
     this.#sweeper = undefined;
-    const pools = [...this.#pools.values()];
-    this.#pools.clear();
-    await Promise.all(pools.map((p) => p.destroy().catch(() => undefined)));
-  }
-
-  #pool(origin: string, socketPath: string | undefined): Pool {
-    let pool = this.#pools.get(origin);
-    if (pool === undefined) {
-      pool = new Pool(origin, {
-        // A sandboxed runtime listens on a Unix socket in its sandbox (it has no network).
-        connect: socketPath === undefined ? undefined : { socketPath },
-        connections: this.#o.connectionsPerOrigin ?? 128,
-        pipelining: 1,
-        keepAliveTimeout: 30_000,
-        headersTimeout: 0,
-        bodyTimeout: 0,
-      });
-      this.#pools.set(origin, pool);
-    }
-    return pool;
+    await this.#upstreams.close();
   }
 
   /** node:http entry for `/invoke/{functionId}[/{sub-path}]`. */
@@ -245,11 +225,14 @@ export class Invoker {
       if (ex.timedOut) throw new FunctionTimeoutError(fn.timeout_seconds);
       ex.origin = origin;
       try {
-        return await this.#pool(origin, socketPath).request({ path, method: method as Dispatcher.HttpMethod, headers, body });
+        return await this.#upstreams.get(origin, socketPath).request({ path, method: method as Dispatcher.HttpMethod, headers, body });
       } catch (err) {
         if (ex.timedOut) throw new FunctionTimeoutError(fn.timeout_seconds);
         // undici refused the request itself (a header it does not send): nothing reached the runtime, which is fine.
         if (isRefusedBeforeSending(err)) throw new UnforwardableRequestError((err as Error).message, { cause: err });
+        // The runtime answered something unreadable: refuse this call, keep the runtime (./upstream-answer.ts).
+        const malformed = malformedAnswer(err);
+        if (malformed !== undefined) throw new InvalidResponseError(malformed, { cause: err });
         const code = (err as { code?: string }).code;
         // Never reached the runtime (it died between calls): start another and send once more.
         if (attempt === 0 && (code === 'ECONNREFUSED' || (socketPath !== undefined && code === 'ENOENT'))) {
@@ -297,6 +280,14 @@ export class Invoker {
       const status = writeError(res, ended);
       if (kind === 'timeout') this.#o.metrics.timeouts++;
       this.#finish(ex, status, ended.message, true);
+      return;
+    }
+    const unreadable = unreadableFraming(upstream);
+    if (unreadable !== undefined) {
+      // Only this connection to the runtime is dropped with the body.
+      body.destroy();
+      const refused = new InvalidResponseError(unreadable);
+      this.#finish(ex, writeError(res, refused), refused.message, true);
       return;
     }
     const headers = headersToCaller(upstream);

@@ -4,6 +4,7 @@ import { RuntimeUnavailableError } from '../executor/local.ts';
 import { CAPTURE_LIMIT, collect, messageFrom500 } from './bodies.ts';
 import { FunctionInactiveError, FunctionTimeoutError, runtimeEndedCall } from './errors.ts';
 import type { ExecutionPath, RunRequest, RunResult } from './exchange.ts';
+import { InvalidResponseError, unreadableFraming } from './upstream-answer.ts';
 import { decodeURIComponentSafe, headersToCaller, headersToFunction, lowerCaseNames } from './headers.ts';
 
 // One execution outside of an HTTP call (a scheduled run, function:test),
@@ -31,6 +32,11 @@ export async function runOutsideHttp(path: ExecutionPath, fn: FunctionRecord, tr
     if (ended !== undefined) {
       response.body.dump().catch(() => undefined);
       throw ended;
+    }
+    const unreadable = unreadableFraming(response.headers);
+    if (unreadable !== undefined) {
+      response.body.destroy();
+      throw new InvalidResponseError(unreadable);
     }
     outHeaders = headersToCaller(response.headers);
     try {
