@@ -25,7 +25,7 @@ describe('gateway: broken code (issue 20.1)', function () {
   it('refuses at create a module with a syntax error: 400 with the line and column, and stores nothing', async () => {
     const r = await h.api('POST', '/api/v1/functions', { name: 'syntax', code: 'export default function (req, res) {\n  res.json({ a: 1 }\n}\n' });
     expect(r.status, JSON.stringify(r.body)).to.equal(400);
-    expect(r.body.error).to.equal('invalid_argument');
+    expect(r.body.error).to.equal('invalid_code');
     expect(r.body.message).to.equal('code does not parse: SyntaxError: missing ) after argument list (line 3, column 1)');
     expectNoServerPath(r.body.message, h.dataDir);
     expect((await h.api('GET', '/api/v1/functions/syntax')).status).to.equal(404);
@@ -41,7 +41,7 @@ describe('gateway: broken code (issue 20.1)', function () {
   it('refuses at create a module that exports no handler', async () => {
     const r = await h.api('POST', '/api/v1/functions', { name: 'nohandler', code: 'export const notAHandler = 1;\n' });
     expect(r.status, JSON.stringify(r.body)).to.equal(400);
-    expect(r.body).to.deep.include({ error: 'invalid_argument' });
+    expect(r.body).to.deep.include({ error: 'invalid_code' });
     expect(r.body.message).to.match(/^code exports no handler: use `export default function \(req, res\)/);
     expectNoServerPath(r.body.message, h.dataDir);
     expect((await h.api('GET', '/api/v1/functions/nohandler')).status).to.equal(404);

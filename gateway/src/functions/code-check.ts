@@ -1,5 +1,5 @@
 import { parse } from 'acorn';
-import { FnhostError, ValidationError } from '@fnhost/core';
+import { FnhostError } from '@fnhost/core';
 
 // What a runtime says about a module that did not load, made into the texts the owner and the
 // caller see. Whether code parses is V8's answer, given by the runtime that loaded it (the
@@ -37,11 +37,15 @@ export function loadFailureText(kind: LoadFailureKind | undefined, message: stri
   return where === undefined ? message : `${message} (${where})`;
 }
 
-/** Create or deploy of code that does not parse or exports no handler (400, like every bad input). */
-export class CodeRefusedError extends ValidationError {
+/**
+ * Create or deploy of code that does not parse or exports no handler: 400 like every bad input,
+ * with a code of its own (`invalid_code`), because the fix is in the code, not in the request: the
+ * CLI exits 1 for it, not 2 (a usage error), and the panel can show it beside the code.
+ */
+export class CodeRefusedError extends FnhostError {
   readonly kind: 'syntax' | 'no_handler';
   constructor(kind: 'syntax' | 'no_handler', text: string) {
-    super(kind === 'syntax' ? `code does not parse: ${text}` : `code exports no handler: ${text.replace(/^the module exports no handler: /, '')}`);
+    super('invalid_code', 400, kind === 'syntax' ? `code does not parse: ${text}` : `code exports no handler: ${text.replace(/^the module exports no handler: /, '')}`, { expose: true });
     this.kind = kind;
   }
 }
