@@ -1,4 +1,6 @@
 import { expect } from 'chai';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { startHarness, type Harness } from './harness.ts';
 
 // Issue 20, item 1: code that does not parse or exports no handler is refused at create and
@@ -45,6 +47,21 @@ describe('gateway: broken code (issue 20.1)', function () {
     expect(r.body.message).to.match(/^code exports no handler: use `export default function \(req, res\)/);
     expectNoServerPath(r.body.message, h.dataDir);
     expect((await h.api('GET', '/api/v1/functions/nohandler')).status).to.equal(404);
+  });
+
+  it('the check that runs the module\'s top level runs in the function\'s sandbox, not in the gateway', async () => {
+    // This machine can sandbox: a fallback here is a failure, not a skip.
+    expect((await h.api('GET', '/api/v1/info')).body.sandbox).to.deep.equal({ enabled: true });
+    // A hostile top level that exports a handler only where it can read the gateway's database:
+    // in the gateway process (or unsandboxed) it would, and the check would pass. In the sandbox it
+    // cannot, exports nothing, and create is refused.
+    const db = JSON.stringify(join(h.dataDir, 'fnhost.db'));
+    const code = `const fs = require('node:fs');\nlet stolen;\ntry { stolen = fs.readFileSync(${db}).length; } catch {}\nif (stolen !== undefined) module.exports = (req, res) => res.json({ stolen });\n`;
+    expect(readFileSync(join(h.dataDir, 'fnhost.db')).length).to.be.greaterThan(0);
+    const r = await h.api('POST', '/api/v1/functions', { name: 'snoop', code });
+    expect(r.status, JSON.stringify(r.body)).to.equal(400);
+    expect(r.body.error).to.equal('invalid_code');
+    expect(r.body.message).to.match(/^code exports no handler/);
   });
 
   it('refuses a deploy of broken code, and the old code keeps serving', async () => {
