@@ -14,12 +14,28 @@ export interface Upstream {
 
 export type RecycleReason = 'timeout' | 'crash' | 'out_of_memory';
 
+/** A runtime started and loaded for a record before it is stored (Executor.prepare). */
+export interface PreparedRuntime {
+  /** The record is stored: the runtime becomes the function's, and its previous one stops. */
+  commit(): void;
+  /** The record is not stored (or inactive): the runtime stops; the previous one keeps serving. */
+  discard(): Promise<void>;
+}
+
 export interface Executor {
   /**
    * Where to send one call of this function; waits (bounded) while a runtime
    * starts. Throws FnhostError when none can be had.
    */
   acquire(fn: FunctionRecord): Promise<Upstream>;
+  /**
+   * One machine: starts a runtime for `fn` as it is about to be stored and waits until its
+   * module has loaded there, leaving the function's current runtime serving. Rejects with a
+   * 400 FnhostError when the module does not parse or exports no handler: the check that runs
+   * the user's code runs in the runtime, not in the caller. (Cluster mode has none: the
+   * operator parses the code, Ready=False CodeDoesNotParse.)
+   */
+  prepare?(fn: FunctionRecord): Promise<PreparedRuntime>;
   /** A call found the runtime stuck or dead: replace it. */
   recycle(functionId: string, reason: RecycleReason): void;
   /** Converge on the current record: start, restart on change, or stop (inactive, or null when deleted). */

@@ -8,13 +8,42 @@ import { pathToFileURL } from 'node:url';
 
 export type Handler = (req: unknown, res: unknown) => unknown;
 
+/**
+ * Why a module did not load: `syntax` (it does not parse), `no_handler` (it loaded and exports no
+ * function), `failed` (its top level threw, or it is missing). The gateway refuses the first two at
+ * create and deploy (docs/internal-protocol.md "Load errors").
+ */
+export type LoadErrorKind = 'syntax' | 'no_handler' | 'failed';
+
+/** A load failure; its message names no path (the caller's code has none it knows of) but the line and column when known. */
 export class LoadError extends Error {
   override name = 'LoadError';
+  readonly kind: LoadErrorKind;
+  constructor(kind: LoadErrorKind, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.kind = kind;
+  }
+}
+
+/** `line L, column C` of the first stack frame in the module file (1-based, as editors count), or undefined. */
+export function positionIn(err: unknown, file: string): string | undefined {
+  const stack = (err as { stack?: unknown } | null)?.stack;
+  if (typeof stack !== 'string') return undefined;
+  const url = pathToFileURL(file).href;
+  for (const line of stack.split('\n')) {
+    for (const name of [url, file]) {
+      const at = line.indexOf(name + ':');
+      if (at === -1) continue;
+      const m = /^:(\d+):(\d+)/.exec(line.slice(at + name.length));
+      if (m !== null) return `line ${m[1]}, column ${m[2]}`;
+    }
+  }
+  return undefined;
 }
 
 const ESM_SYNTAX = /Cannot use import statement|Unexpected token 'export'|import\.meta|await is only valid|Cannot use 'import\.meta'|Unexpected reserved word/;
 
-export function pickHandler(exported: unknown, kind: 'esm' | 'cjs', file: string): Handler {
+export function pickHandler(exported: unknown, kind: 'esm' | 'cjs'): Handler {
   const candidates: unknown[] = [];
   if (kind === 'esm') {
     const ns = exported as Record<string, unknown>;
@@ -25,7 +54,8 @@ export function pickHandler(exported: unknown, kind: 'esm' | 'cjs', file: string
   }
   for (const c of candidates) if (typeof c === 'function') return c as Handler;
   throw new LoadError(
-    `${file} exports no handler: use \`export default function (req, res) {…}\`, \`export function handler(req, res) {…}\` or \`module.exports = (req, res) => {…}\``,
+    'no_handler',
+    `the module exports no handler: use \`export default function (req, res) {…}\`, \`export function handler(req, res) {…}\` or \`module.exports = (req, res) => {…}\``,
   );
 }
 
@@ -52,7 +82,7 @@ function runCjs(file: string, fn: (...args: unknown[]) => unknown): unknown {
 export async function loadHandler(file: string): Promise<Handler> {
   const ext = extname(file).toLowerCase();
   try {
-    if (ext === '.mjs') return pickHandler(await import(pathToFileURL(file).href), 'esm', file);
+    if (ext === '.mjs') return pickHandler(await import(pathToFileURL(file).href), 'esm');
     // node:vm and node:module are taken only here (a .mjs never needs them): fewer modules in the worker's heap.
     const source = readFileSync(file, 'utf8');
     let compiled: ((...args: unknown[]) => unknown) | undefined;
@@ -61,12 +91,18 @@ export async function loadHandler(file: string): Promise<Handler> {
     } catch (err) {
       if (ext === '.cjs' || !(err instanceof SyntaxError) || !ESM_SYNTAX.test(err.message)) throw err;
     }
-    if (compiled === undefined) return pickHandler(await importEsm(file, source), 'esm', file);
-    return pickHandler(runCjs(file, compiled), 'cjs', file);
+    if (compiled === undefined) return pickHandler(await importEsm(file, source), 'esm');
+    return pickHandler(runCjs(file, compiled), 'cjs');
   } catch (err) {
     if (err instanceof LoadError) throw err;
     const e = err as Error & { code?: string };
-    if (e.code === 'ENOENT') throw new LoadError(`the function module ${file} does not exist`, { cause: err });
-    throw new LoadError(`the function module ${file} failed to load: ${e.name ?? 'Error'}: ${e.message}`, { cause: err });
+    if ((e.code === 'ENOENT' || e.code === 'ERR_MODULE_NOT_FOUND') && String(e.message).includes(`'${file}'`)) throw new LoadError('failed', 'the function module does not exist', { cause: err });
+    // A SyntaxError of the module itself has no stack frame in it; the gateway locates it in the source.
+    if (err instanceof SyntaxError && positionIn(err, file) === undefined) {
+      throw new LoadError('syntax', `SyntaxError: ${e.message}`, { cause: err });
+    }
+    const where = positionIn(err, file);
+    const what = `${e.name ?? 'Error'}: ${String(e.message).split(file).join('<module>')}`;
+    throw new LoadError('failed', `the module threw while loading: ${what}${where === undefined ? '' : ` (${where})`}`, { cause: err });
   }
 }

@@ -25,9 +25,18 @@ export { answerError, type ErrorKind } from './supervisor.ts';
 // this thread never uses (measured: idle RSS 80 → 69 MiB with the worker's same change).
 const { createServer } = process.getBuiltinModule('node:http');
 
-function health(sup: Supervisor, res: ServerResponse): void {
+/** A start sends this header on /healthz to be answered once the module has loaded or failed to (the gateway's only x-fnhost-* request header to a function). */
+export const WAIT_LOAD_HEADER = 'x-fnhost-wait-load';
+
+function health(sup: Supervisor, req: IncomingMessage, res: ServerResponse): void {
+  if (req.headers[WAIT_LOAD_HEADER] !== undefined && sup.status === 'starting') {
+    void sup.settled.then(() => health(sup, req, res));
+    return;
+  }
   const status = sup.status;
-  const body = status === 'error' ? JSON.stringify({ status, error: 'load', message: sup.loadError }) : JSON.stringify({ status });
+  // The load error's text only for the gateway's start (a caller's /invoke/{id}/healthz reaches here too, without x-fnhost-* headers).
+  const detail = req.headers[WAIT_LOAD_HEADER] !== undefined ? { kind: sup.loadErrorKind, message: sup.loadError } : {};
+  const body = status === 'error' ? JSON.stringify({ status, error: 'load', ...detail }) : JSON.stringify({ status });
   res.writeHead(status === 'ok' ? 200 : 503, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), 'cache-control': 'no-store' }).end(body);
 }
 
@@ -88,7 +97,7 @@ async function listen(server: Server, port: number, host: string, socket?: strin
 /** The request handler of a runtime serving one function (health on the same port unless separate). */
 function callHandler(sup: Supervisor, separateHealth: boolean): (req: IncomingMessage, res: ServerResponse) => void {
   return (req, res) => {
-    if (!separateHealth && req.url === '/healthz' && (req.method === 'GET' || req.method === 'HEAD')) return health(sup, res);
+    if (!separateHealth && req.url === '/healthz' && (req.method === 'GET' || req.method === 'HEAD')) return health(sup, req, res);
     if (req.headers['content-length'] === undefined && req.headers['transfer-encoding'] === undefined) {
       sup.invoke(req, res, undefined);
       return;
@@ -122,7 +131,7 @@ export async function startRuntime(config: RuntimeConfig): Promise<RunningRuntim
   let healthPort = port;
   if (separateHealth) {
     healthServer = createServer((req, res) => {
-      if (req.url === '/healthz') return health(sup, res);
+      if (req.url === '/healthz') return health(sup, req, res);
       res.writeHead(404, { 'content-type': 'application/json' }).end(JSON.stringify({ error: 'not_found', message: `no ${req.url} here; this port serves /healthz only` }));
     });
     healthPort = await listen(healthServer, config.healthPort!, config.host);

@@ -30,7 +30,8 @@ export interface AbortMsg { t: typeof M_ABORT; i: number }
 export type ToWorker = RequestMsg | AbortMsg;
 
 export interface ReadyMsg { t: typeof W_READY }
-export interface LoadErrorMsg { t: typeof W_LOAD_ERROR; e: string }
+/** k: why (loader.ts LoadErrorKind), e: the text, which names no path. */
+export interface LoadErrorMsg { t: typeof W_LOAD_ERROR; k: 'syntax' | 'no_handler' | 'failed'; e: string }
 /** A whole response in one message: status, flat header list [name, value, ...], body. */
 export interface FullMsg { t: typeof W_FULL; i: number; s: number; h: string[]; b: Body }
 export interface HeadMsg { t: typeof W_HEAD; i: number; s: number; h: string[] }

@@ -104,6 +104,11 @@ export class Supervisor {
   #ready = false;
   #everReady = false;
   loadError: string | undefined;
+  /** Why the module did not load (docs/internal-protocol.md "Load errors"). */
+  loadErrorKind: 'syntax' | 'no_handler' | 'failed' | undefined;
+  /** Resolves once the module has loaded or failed to (what a start waits for with x-fnhost-wait-load). */
+  readonly settled: Promise<void>;
+  #settle!: () => void;
   #heartbeat = new SharedArrayBuffer(4);
   #beats = new Int32Array(this.#heartbeat);
   #lastBeat = -1;
@@ -117,6 +122,7 @@ export class Supervisor {
 
   constructor(config: RuntimeConfig) {
     this.#config = config;
+    this.settled = new Promise((resolve) => (this.#settle = resolve));
     this.#watch = setInterval(() => this.#check(), HEARTBEAT_MS);
     this.#watch.unref();
   }
@@ -196,9 +202,11 @@ export class Supervisor {
     }
     if (!wasReady && !this.#everReady) {
       // Dying while loading is a load error; retrying would only repeat it.
+      this.loadErrorKind = 'failed';
       this.loadError = kind === 'out_of_memory' ? `the function module ran out of memory while loading (heap limit ${this.#config.memoryMiB} MiB)` : kind === 'exit' ? `the function module called process.exit(${code}) while loading` : message;
       log('error', 'function module failed to load', { error: this.loadError });
       this.#failAll('load', this.loadError);
+      this.#settle();
       return;
     }
     log('warn', 'function worker ended; starting a new one', { reason: kind, message, in_flight: this.#pending.size });
@@ -327,14 +335,17 @@ export class Supervisor {
         this.#ready = true;
         if (!this.#everReady) log('info', 'function loaded', { file: this.#config.functionFile });
         this.#everReady = true;
+        this.#settle();
         for (const m of this.#queue) this.#send(m);
         this.#queue.length = 0;
         return;
       }
       case W_LOAD_ERROR: {
         this.loadError = msg.e;
-        log('error', 'function module failed to load', { error: msg.e });
+        this.loadErrorKind = msg.k;
+        log('error', 'function module failed to load', { error: msg.e, kind: msg.k });
         this.#failAll('load', msg.e);
+        this.#settle();
         void this.#worker?.terminate();
         this.#worker = undefined;
         return;

@@ -7,7 +7,7 @@ import { InvalidJsonError, FnRequest, compileRoutes, parseBody } from './request
 import { FnResponse, type Sink } from './response.ts';
 import { directOf, installEgress, parseEgressProxy } from './egress.ts';
 import { internalClient, invocationContext, makeConsole, makeKv, policedFetch, policyCheck } from './globals.ts';
-import { loadHandler, type Handler } from './loader.ts';
+import { LoadError, loadHandler, type Handler } from './loader.ts';
 import { M_ABORT, M_REQUEST, W_ERROR, W_LOAD_ERROR, W_READY, type FromWorker, type RequestMsg, type ToWorker } from './protocol.ts';
 
 export interface WorkerData {
@@ -145,5 +145,6 @@ try {
   // This thread's modules (and the function's) into NODE_COMPILE_CACHE now, not only at exit (see main.ts).
   process.getBuiltinModule('node:module').flushCompileCache();
 } catch (err) {
-  port.postMessage({ t: W_LOAD_ERROR, e: (err as Error).message } satisfies FromWorker);
+  const kind = err instanceof LoadError ? err.kind : 'failed';
+  port.postMessage({ t: W_LOAD_ERROR, k: kind, e: err instanceof LoadError ? err.message : `the module failed to load: ${errorText(err)}` } satisfies FromWorker);
 }

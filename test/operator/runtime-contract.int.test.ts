@@ -64,9 +64,13 @@ describe('operator ↔ runtime contract (real runtime process)', function () {
     const health = await waitFor('/healthz to report the load error', async () => {
       const r = await fetch(`http://127.0.0.1:${port}/healthz`);
       const body = await r.text();
-      return r.status === 503 && /no-such-package|Cannot find/i.test(body) ? body : null;
+      return r.status === 503 && /"status":"error"/.test(body) ? body : null;
     }, 20_000, 100);
-    expect(health).to.match(/fnhost-no-such-package/);
+    // A caller's /healthz gets no load text; the gateway's x-fnhost-wait-load gets it, without the module's path.
+    expect(JSON.parse(health)).to.deep.equal({ status: 'error', error: 'load' });
+    const asked = await (await fetch(`http://127.0.0.1:${port}/healthz`, { headers: { 'x-fnhost-wait-load': '1' } })).json();
+    expect(asked).to.deep.include({ status: 'error', error: 'load', kind: 'failed' });
+    expect(asked.message).to.match(/fnhost-no-such-package/).and.not.to.match(/\/fn\/|index\.js|\.mjs/);
     expect(rt.child.exitCode).to.equal(null);
   });
 });

@@ -72,7 +72,7 @@ describe('runtime: module shapes', function () {
       const res = await fetch(rt.url + '/');
       expect(res.status).to.equal(500);
       expect(res.headers.get('x-fnhost-error-kind')).to.equal('load');
-      expect(decodeURIComponent(res.headers.get('x-fnhost-error')!)).to.match(/exports no handler: use `export default function/);
+      expect(decodeURIComponent(res.headers.get('x-fnhost-error')!)).to.match(/^the module exports no handler: use `export default function/);
     } finally {
       await rt.stop();
     }

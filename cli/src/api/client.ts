@@ -8,6 +8,7 @@ import {
   ApiNotFoundError,
   ApiProtocolError,
   ApiServerError,
+  ApiInvalidCodeError,
   ApiValidationError,
   type ApiError,
 } from './errors.ts';
@@ -261,6 +262,8 @@ export class ApiClient {
           hint: code === undefined ? 'check that --url (or FNHOST_URL) points at an fnhost gateway' : undefined,
         });
       case 400:
+        if (code === 'invalid_code') return new ApiInvalidCodeError(said, details);
+        return new ApiValidationError(said, details);
       case 413:
       case 422:
         return new ApiValidationError(said, details);

@@ -54,6 +54,13 @@ export class ApiValidationError extends ApiError {
   }
 }
 
+/** 400 invalid_code: the function's code does not parse or exports no handler; the fix is in the file, not the command line. */
+export class ApiInvalidCodeError extends ApiError {
+  constructor(message: string, details: ApiErrorDetails) {
+    super(message, EXIT_FAILURE, details);
+  }
+}
+
 /** 409: a name that is taken, or a change that conflicts with the current state. */
 export class ApiConflictError extends ApiError {
   constructor(message: string, details: ApiErrorDetails) {

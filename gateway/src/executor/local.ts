@@ -4,15 +4,17 @@ import { mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Client, request } from 'undici';
-import type { Executor, FunctionRecord, RecycleReason, Upstream } from '@fnhost/core';
+import type { Executor, FunctionRecord, PreparedRuntime, RecycleReason, Upstream } from '@fnhost/core';
 import { SANDBOX_CODE_DIR } from '../sandbox/argv.ts';
 import { Sandboxes, type SandboxInstance } from '../sandbox/sandbox.ts';
 import type { Logger } from '../log.ts';
 import type { Metrics } from '../metrics.ts';
+import { CodeRefusedError, loadFailureText, type LoadFailureKind } from '../functions/code-check.ts';
+import { moduleExtension } from './module-file.ts';
 import { WarmPool, warmPoolSize, type GenericRuntime } from './pool.ts';
 import { RuntimeProcess, RuntimeUnavailableError, lastLine } from './process.ts';
 
-export { RuntimeUnavailableError, lastLine };
+export { RuntimeUnavailableError, lastLine, moduleExtension };
 
 // One runtime process per active function, on loopback, configured by the
 // environment of docs/internal-protocol.md. A runtime starts eagerly when a
@@ -31,6 +33,8 @@ export const START_RETRY_MS = 1000;
 /** The warm pool's step of the internal protocol (docs/internal-protocol.md "Warm pool"). */
 export const SPECIALIZE_PATH = '/_fnhost/specialize';
 export const SPECIALIZE_HEADER = 'x-fnhost-specialize-token';
+/** On /healthz: answer once the module has loaded or failed to, with the failure's kind and text (docs/internal-protocol.md "Load errors"). */
+export const WAIT_LOAD_HEADER = 'x-fnhost-wait-load';
 
 /**
  * Variables that Node, libuv, OpenSSL or the C library read only when a process starts: a
@@ -45,10 +49,6 @@ export function poolable(fn: FunctionRecord): boolean {
   return !Object.keys(fn.env).some((name) => START_ONLY_ENV.test(name));
 }
 
-/** The module file extension: .mjs for ES module syntax, .cjs otherwise, so the nearest package.json's "type" never matters. */
-export function moduleExtension(code: string): '.mjs' | '.cjs' {
-  return /^\s*(import\s*[\w{*'"]|export\s)/m.test(code) ? '.mjs' : '.cjs';
-}
 
 const hashes = new WeakMap<FunctionRecord, string>();
 
@@ -254,6 +254,65 @@ export class LocalExecutor implements Executor {
     const failed = this.#failedStart.get(fn.function_id);
     if (failed !== undefined && failed.hash === configHash(fn) && Date.now() - failed.at < START_RETRY_MS) return Promise.reject(failed.error);
     return this.#start(fn, current);
+  }
+
+  /**
+   * Starts fn's runtime as a start would (a warm-pool runtime specialized, or a spawned one) and
+   * waits for its module to load, without touching the function's current runtime. The module is
+   * imported in the runtime (in its sandbox): that is where a missing handler shows. Refuses
+   * (CodeRefusedError) a module that does not parse or exports no handler. Any other outcome
+   * (a top-level throw, a runtime that cannot start, a load slower than the start timeout) is
+   * not the code's fault as such: the record is stored and its calls see it, as before.
+   */
+  async prepare(fn: FunctionRecord): Promise<PreparedRuntime> {
+    const nothing: PreparedRuntime = { commit: () => undefined, discard: async () => undefined };
+    const current = this.#runtimes.get(fn.function_id);
+    if (this.#closed || (current !== undefined && current.proc?.exited !== true && current.hash === configHash(fn))) return nothing;
+    const runtime: Runtime = { functionId: fn.function_id, name: fn.name, hash: configHash(fn), proc: undefined, ready: undefined as never, exitReason: undefined };
+    runtime.ready = this.#run(fn, runtime);
+    let upstream: Upstream;
+    try {
+      upstream = await runtime.ready;
+    } catch {
+      await this.#stop(runtime);
+      return nothing;
+    }
+    const failure = await this.#loadFailure(upstream).catch((err: Error) => {
+      this.#opts.logger.warn('could not learn whether a function\'s module loaded; accepting it', { function_id: fn.function_id, error: err.message });
+      return undefined;
+    });
+    if (failure !== undefined && (failure.kind === 'syntax' || failure.kind === 'no_handler')) {
+      await this.#stop(runtime);
+      throw new CodeRefusedError(failure.kind, loadFailureText(failure.kind, failure.message, fn.code, moduleExtension(fn.code) === '.mjs'));
+    }
+    return {
+      commit: () => {
+        if (this.#closed || runtime.exitReason !== undefined) return;
+        const previous = this.#runtimes.get(fn.function_id);
+        this.#runtimes.set(fn.function_id, runtime);
+        this.#failedStart.delete(fn.function_id);
+        if (previous !== undefined && previous !== runtime) {
+          if (previous.proc?.exited !== true) this.#opts.metrics.runtimeRestarts++;
+          void this.#stop(previous);
+        }
+      },
+      discard: () => this.#stop(runtime),
+    };
+  }
+
+  /** Asks a started runtime (GET /healthz with WAIT_LOAD_HEADER) how its module's load ended: undefined when it loaded. */
+  async #loadFailure(upstream: Upstream): Promise<{ kind: LoadFailureKind; message: string } | undefined> {
+    const client = new Client(upstream.origin, upstream.socketPath === undefined ? {} : { connect: { socketPath: upstream.socketPath } });
+    try {
+      const response = await client.request({ path: '/healthz', method: 'GET', headers: { [WAIT_LOAD_HEADER]: '1' }, signal: AbortSignal.timeout(this.#opts.startTimeoutMs ?? 15_000) });
+      const text = await response.body.text();
+      if (response.statusCode === 200) return undefined;
+      const body = JSON.parse(text) as { kind?: unknown; message?: unknown };
+      const kind = body.kind === 'syntax' || body.kind === 'no_handler' ? body.kind : 'failed';
+      return { kind, message: typeof body.message === 'string' ? body.message : text.slice(0, 2000) };
+    } finally {
+      void client.close().catch(() => undefined);
+    }
   }
 
   recycle(functionId: string, reason: RecycleReason): void {

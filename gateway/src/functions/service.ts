@@ -2,7 +2,7 @@ import {
   ConflictError, NotFoundError, ValidationError, isUuid, isoTimestamp, limits, newFunctionId,
   validateCode, validateCron, validateEnv, validateFunctionName, validateMemoryMiB, validateRetention, validateRoutes,
   validateTimeoutSeconds, validateTimezone,
-  type Executor, type FunctionRecord, type RetentionPolicy, type Schedule, type Stores,
+  type Executor, type FunctionRecord, type PreparedRuntime, type RetentionPolicy, type Schedule, type Stores,
 } from '@fnhost/core';
 import type { Logger } from '../log.ts';
 
@@ -203,30 +203,60 @@ export class FunctionService {
         function_id: this.#o.newFunctionId?.(ns, name) ?? newFunctionId(), name, namespace: ns, code, env, routes, timeout_seconds: timeout, memory_mib: memory,
         active: raw.active === undefined ? true : (raw.active as boolean), retention, schedule, created_at: now, updated_at: now,
       };
-      await this.#o.stores.functions.create(fn);
+      const prepared = await this.#prepare(fn);
+      try {
+        await this.#o.stores.functions.create(fn);
+      } catch (err) {
+        await prepared?.discard();
+        throw err;
+      }
       this.#index.written(fn);
       this.#o.scheduler.sync(fn, fn.function_id);
-      // Eager start, not awaited: the answer does not wait for the runtime, and the
-      // first call waits for the same start (target P5, create → first 200).
-      this.#syncRuntime(fn);
+      this.#adopt(fn, prepared);
       this.#o.logger.info('function created', { function_id: fn.function_id, name });
       return fn;
     });
   }
 
-  #replace(ref: string, namespace: string | undefined, change: (fn: FunctionRecord) => FunctionRecord | null, runtimeAffected: boolean): Promise<FunctionRecord> {
+  /**
+   * A write of the code (create, deploy) is stored only once a runtime has loaded it (Executor.prepare,
+   * one machine): a module that does not parse or exports no handler is refused with a 400 and the
+   * function's current runtime keeps serving. The answer waits for the load the first call would
+   * otherwise wait for, so create → first 200 stays one start (P5); the runtime is then the function's.
+   */
+  #prepare(fn: FunctionRecord): Promise<PreparedRuntime | undefined> {
+    return this.#o.executor.prepare?.(fn) ?? Promise.resolve(undefined);
+  }
+
+  /** The stored record's runtime: the prepared one when active, then converge (a no-op when it is current). */
+  #adopt(fn: FunctionRecord, prepared: PreparedRuntime | undefined): void {
+    if (fn.active) prepared?.commit();
+    else void prepared?.discard();
+    this.#syncRuntime(fn);
+  }
+
+  #replace(ref: string, namespace: string | undefined, change: (fn: FunctionRecord) => FunctionRecord | null, runtimeAffected: boolean, checkCode = false): Promise<FunctionRecord> {
     return this.#serial(async () => {
       const current = this.resolve(ref, namespace);
       const updated = change(current);
       if (updated === null) return current;
       updated.updated_at = isoTimestamp(this.#o.now());
-      await this.#o.stores.functions.update(updated);
+      const prepared = checkCode ? await this.#prepare(updated) : undefined;
+      try {
+        await this.#o.stores.functions.update(updated);
+      } catch (err) {
+        await prepared?.discard();
+        throw err;
+      }
       this.#index.written(updated);
       this.#o.scheduler.sync(updated, updated.function_id);
       if (runtimeAffected) {
         // Stopping is awaited (a deactivated function has no runtime once this answers); starting is not.
-        if (updated.active) this.#syncRuntime(updated);
-        else await this.#o.executor.sync(updated.function_id, updated);
+        if (updated.active) this.#adopt(updated, prepared);
+        else {
+          await prepared?.discard();
+          await this.#o.executor.sync(updated.function_id, updated);
+        }
       }
       return updated;
     });
@@ -246,7 +276,7 @@ export class FunctionService {
     if (raw.routes !== undefined) patch.routes = validateRoutes(raw.routes);
     if (raw.timeout_seconds !== undefined) patch.timeout_seconds = validateTimeoutSeconds(raw.timeout_seconds, this.#o.maxTimeoutSeconds);
     if (raw.memory_mib !== undefined) patch.memory_mib = validateMemoryMiB(raw.memory_mib);
-    return this.#replace(ref, namespace, (fn) => ({ ...fn, ...patch }), true);
+    return this.#replace(ref, namespace, (fn) => ({ ...fn, ...patch }), true, true);
   }
 
   setActive(ref: string, active: boolean, namespace?: string): Promise<FunctionRecord> {

@@ -1,5 +1,7 @@
 import type { ServerResponse } from 'node:http';
-import { FnhostError } from '@fnhost/core';
+import { FnhostError, type FunctionRecord } from '@fnhost/core';
+import { moduleExtension } from '../executor/module-file.ts';
+import { FunctionFailedToLoadError, loadFailureText } from '../functions/code-check.ts';
 
 // The platform's invocation outcomes (docs/api-outline.md "Platform statuses").
 
@@ -29,14 +31,21 @@ export class FunctionOutOfMemoryError extends FnhostError {
 
 /**
  * The runtime ended the call itself (`x-fnhost-error-kind`: timeout,
- * out_of_memory): the platform's error, with one code whichever way the
+ * out_of_memory, load): the platform's error, with one code whichever way the
  * function ran (HTTP call, test, schedule); undefined for the handler's own answers.
+ * A load failure's text is the owner's (recordText), never the caller's.
  */
-export function runtimeEndedCall(kind: unknown, status: number, message: string | null): FnhostError | undefined {
+export function runtimeEndedCall(kind: unknown, status: number, message: string | null, fn: FunctionRecord): FnhostError | undefined {
   if (message === null) return undefined;
+  if (kind === 'load') return new FunctionFailedToLoadError(loadFailureText(undefined, message, fn.code, moduleExtension(fn.code) === '.mjs'));
   if (kind === 'timeout') return new FnhostError('function_timeout', status, message, { expose: true });
   if (kind === 'out_of_memory') return new FnhostError('function_out_of_memory', status, message, { expose: true });
   return undefined;
+}
+
+/** What the execution record says of a platform-made error: the full text, which the caller's body may not show. */
+export function recordText(err: FnhostError): string {
+  return err instanceof FunctionFailedToLoadError ? err.detail : err.message;
 }
 
 /** The body every platform-made error gets, `{error, message}`; hides internals when expose is false. */

@@ -9,7 +9,7 @@ import {
 import { UnauthorizedError } from '../auth.ts';
 import type { Logger } from '../log.ts';
 import type { Metrics } from '../metrics.ts';
-import { FunctionInactiveError, FunctionOutOfMemoryError, FunctionTimeoutError, PayloadTooLargeError, UnforwardableRequestError, isRefusedBeforeSending, runtimeEndedCall, writeError } from './errors.ts';
+import { FunctionInactiveError, FunctionOutOfMemoryError, FunctionTimeoutError, PayloadTooLargeError, UnforwardableRequestError, isRefusedBeforeSending, recordText, runtimeEndedCall, writeError } from './errors.ts';
 import { CAPTURE_LIMIT, collect, drainRequest, messageFrom500, readBody } from './bodies.ts';
 import { decodeURIComponentSafe, headersToCaller, headersToFunction } from './headers.ts';
 import type { Exchange, ExecutionPath, RunRequest, RunResult } from './exchange.ts';
@@ -273,13 +273,13 @@ export class Invoker {
     const errorHeader = upstream['x-fnhost-error'];
     let errorMessage = typeof errorHeader === 'string' ? decodeURIComponentSafe(errorHeader) : null;
     const kind = upstream['x-fnhost-error-kind'];
-    const ended = runtimeEndedCall(kind, statusCode, errorMessage);
+    const ended = runtimeEndedCall(kind, statusCode, errorMessage, ex.fn);
     if (ended !== undefined) {
       // The runtime ended the call itself; the caller gets the platform's error body (docs/api-outline.md).
       body.dump().catch(() => undefined);
       const status = writeError(res, ended);
       if (kind === 'timeout') this.#o.metrics.timeouts++;
-      this.#finish(ex, status, ended.message, true);
+      this.#finish(ex, status, recordText(ended), true);
       return;
     }
     const unreadable = unreadableFraming(upstream);

@@ -2,7 +2,7 @@ import { performance } from 'node:perf_hooks';
 import { FnhostError, type FunctionRecord, type Trigger } from '@fnhost/core';
 import { RuntimeUnavailableError } from '../executor/local.ts';
 import { CAPTURE_LIMIT, collect, messageFrom500 } from './bodies.ts';
-import { FunctionInactiveError, FunctionTimeoutError, runtimeEndedCall } from './errors.ts';
+import { FunctionInactiveError, FunctionTimeoutError, recordText, runtimeEndedCall } from './errors.ts';
 import type { ExecutionPath, RunRequest, RunResult } from './exchange.ts';
 import { InvalidResponseError, unreadableFraming } from './upstream-answer.ts';
 import { decodeURIComponentSafe, headersToCaller, headersToFunction, lowerCaseNames } from './headers.ts';
@@ -28,7 +28,7 @@ export async function runOutsideHttp(path: ExecutionPath, fn: FunctionRecord, tr
     status = response.statusCode;
     const errorHeader = response.headers['x-fnhost-error'];
     errorMessage = typeof errorHeader === 'string' ? decodeURIComponentSafe(errorHeader) : null;
-    const ended = runtimeEndedCall(response.headers['x-fnhost-error-kind'], status, errorMessage);
+    const ended = runtimeEndedCall(response.headers['x-fnhost-error-kind'], status, errorMessage, fn);
     if (ended !== undefined) {
       response.body.dump().catch(() => undefined);
       throw ended;
@@ -52,7 +52,7 @@ export async function runOutsideHttp(path: ExecutionPath, fn: FunctionRecord, tr
   } catch (err) {
     const e = err instanceof FnhostError ? err : new RuntimeUnavailableError((err as Error).message);
     status = e.status;
-    errorMessage = e.message;
+    errorMessage = recordText(e);
     data = Buffer.from(JSON.stringify({ error: e.code, message: e.expose ? e.message : 'internal error' }));
     outHeaders = { 'content-type': 'application/json; charset=utf-8' };
   }
