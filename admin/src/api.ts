@@ -5,7 +5,7 @@
 // token lives in this module's memory only (never localStorage), and is
 // fetched again from /admin/api/session after a reload.
 
-import type { ApiFunction, ApiTestResult } from '@fnhost/core/api.ts';
+import type { ApiFunction, ApiServerInfo, ApiTestResult } from '@fnhost/core/api.ts';
 import type { ExecutionLog, LogPage, NetworkPolicy } from '@fnhost/core/model.ts';
 
 // Wire shapes shared with the CLI (core/src/api.ts, core/src/model.ts).
@@ -100,6 +100,7 @@ export interface PolicyChange {
 const fnPath = (ref: string) => `${API}/functions/${encodeURIComponent(ref)}`;
 
 export const api = {
+  info: () => request<ApiServerInfo>('GET', `${API}/info`),
   functions: () => request<{ functions: ApiFunction[] }>('GET', `${API}/functions`).then((r) => r.functions),
   fn: (ref: string) => request<ApiFunction>('GET', fnPath(ref)),
   logs: (ref: string, q: { status: string; page: number; limit: number }) =>

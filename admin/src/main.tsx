@@ -1,6 +1,6 @@
 import { StrictMode, useCallback, useEffect, useState } from 'react';
 import { createRoot } from 'react-dom/client';
-import { currentSession, setSessionLostHandler, signOut, type SessionInfo } from './api.ts';
+import { api, currentSession, setSessionLostHandler, signOut, type SessionInfo } from './api.ts';
 import { FunctionPage, FunctionsPage } from './functions.tsx';
 import { PoliciesPage } from './policies.tsx';
 import { SignInPage } from './signin.tsx';
@@ -21,6 +21,8 @@ function App() {
   const [session, setSession] = useState<SessionInfo | null | undefined>(undefined);
   const [path, setPath] = useState(currentPath());
   const [notice, setNotice] = useState<string | null>(null);
+  // One machine without a sandbox (docs/sandbox.md): said on every page, as at every start of the gateway.
+  const [unsandboxed, setUnsandboxed] = useState<string | null>(null);
 
   const navigate: Navigate = useCallback((to: string) => {
     window.history.pushState(null, '', `/admin${to}`);
@@ -37,6 +39,14 @@ function App() {
     currentSession().then(setSession, () => setSession(null));
     return () => window.removeEventListener('popstate', onPop);
   }, []);
+
+  useEffect(() => {
+    if (!session) return;
+    api.info().then(
+      (info) => setUnsandboxed(info.sandbox?.enabled === false ? (info.sandbox.warning ?? 'functions run WITHOUT a sandbox (docs/sandbox.md)') : null),
+      () => undefined,
+    );
+  }, [session]);
 
   useEffect(() => {
     const title = path.startsWith('/policies') ? 'Network policies' : path.startsWith('/functions/') ? 'Function' : 'Functions';
@@ -96,6 +106,11 @@ function App() {
         </button>
       </header>
       <main id="main" tabIndex={-1}>
+        {unsandboxed !== null && (
+          <p role="note" className="banner-warning">
+            <strong>No sandbox:</strong> {unsandboxed}
+          </p>
+        )}
         {page}
       </main>
     </>
