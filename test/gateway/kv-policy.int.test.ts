@@ -71,8 +71,10 @@ describe('gateway KV and network policies through real functions', function () {
     const put = await h.api('PUT', '/api/v1/network-policy/functions/caller', { default: 'allow', deny: ['127.0.0.1'] });
     expect(put.status).to.equal(200);
     // The change ends the function's open connection to the target (its fetch keeps one alive);
-    // the runtime may still send one call on it before it sees the close, hence the wait.
+    // a call racing that close fails as a plain "fetch failed". Once calls fail, a new one is
+    // refused on a new connection, by the rule, and its record says so.
     await settlesAt(fn.function_id, 500);
+    await (await h.invoke(fn.function_id)).arrayBuffer();
     const logs = await h.logs('caller', '?status=error');
     expect(logs.logs[0].error_message).to.match(/connection to 127\.0\.0\.1:\d+ blocked by network policy \(function rule 127\.0\.0\.1\)/);
     const listed = await h.api('GET', '/api/v1/network-policy');
