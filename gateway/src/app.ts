@@ -232,7 +232,7 @@ export async function startPlatform(options: PlatformOptions): Promise<Platform<
     knows: (id) => functions.byId(id) !== undefined,
     local: local === undefined ? undefined : sandboxes !== undefined
       ? { socketPath: sandboxes.egressSocket, runtimeSetting: Sandboxes.egressProxy }
-      : { socketPath: join(config.dataDir, EGRESS_SOCKET), runtimeSetting: `unix:${join(config.dataDir, EGRESS_SOCKET)}` },
+      : unsandboxedEgress(join(config.dataDir, EGRESS_SOCKET)),
   });
   const internalSocket: InternalListener | undefined = sandboxes === undefined ? undefined : await listenInternal(sandboxes.gatewaySocket, internal, errorMiddleware(logger));
   if (local !== undefined) await local.reapStale();
@@ -318,4 +318,9 @@ export async function startPlatform(options: PlatformOptions): Promise<Platform<
   };
 
   return { url: listenUrl, server, app, adminUrl, adminServer, routers: [health, admin.router, ...api, internal], functions, executor, scheduler, writer, instances, invoker, metrics, egress, runtimeToken: (id) => (cluster?.runtimeTokens ?? tokens).tokenFor(id), sweep, close };
+}
+
+/** Unsandboxed runtimes share the gateway's view: they reach the proxy's socket at its own path. */
+function unsandboxedEgress(socketPath: string): { socketPath: string; runtimeSetting: string } {
+  return { socketPath, runtimeSetting: `unix:${socketPath}` };
 }

@@ -18,8 +18,6 @@ export const SANDBOX_RUN_DIR = '/run/fnhost';
 export const SANDBOX_GATEWAY_DIR = '/run/fnhost-gateway';
 export const RUNTIME_SOCKET_NAME = 'runtime.sock';
 export const GATEWAY_SOCKET_NAME = 'gateway.sock';
-/** The egress proxy's socket (docs/egress.md), beside the internal API's in the same bound folder. */
-export const EGRESS_SOCKET_NAME = 'egress.sock';
 /**
  * The uid and gid every runtime has inside its sandbox (its user namespace maps it to the
  * runtime's own uid outside). One value for all: Node's compile cache keeps a folder per uid,

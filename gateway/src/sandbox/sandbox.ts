@@ -5,9 +5,9 @@ import { createHash } from 'node:crypto';
 import { chmod, chown, lstat, mkdir, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { delimiter, dirname, join } from 'node:path';
+import { EGRESS_SOCKET } from '../egress/start.ts';
 import { CgroupV1, type RuntimeCgroup } from './cgroup.ts';
 import {
-  EGRESS_SOCKET_NAME,
   GATEWAY_SOCKET_NAME,
   RUNTIME_SOCKET_NAME,
   SANDBOX_CODE_DIR,
@@ -223,11 +223,11 @@ export class Sandboxes {
    * that a sandbox sees.
    */
   get egressSocket(): string {
-    return join(this.gatewaySocketDir, EGRESS_SOCKET_NAME);
+    return join(this.gatewaySocketDir, EGRESS_SOCKET);
   }
 
   /** Inside every sandbox: FNHOST_EGRESS_PROXY. */
-  static readonly egressProxy = `unix:${SANDBOX_GATEWAY_DIR}/${EGRESS_SOCKET_NAME}`;
+  static readonly egressProxy = `unix:${SANDBOX_GATEWAY_DIR}/${EGRESS_SOCKET}`;
   /** Inside every sandbox: FNHOST_GATEWAY_URL. */
   static readonly gatewayUrl = `unix:${SANDBOX_GATEWAY_DIR}/${GATEWAY_SOCKET_NAME}`;
   static readonly runtimeSocket = `${SANDBOX_RUN_DIR}/${RUNTIME_SOCKET_NAME}`;
