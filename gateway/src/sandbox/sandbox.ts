@@ -2,7 +2,7 @@ import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { chownSync, closeSync, lstatSync, mkdirSync, openSync, readlinkSync, rmSync } from 'node:fs';
 import { createHash } from 'node:crypto';
-import { chmod, chown, lstat, mkdir, readdir, readFile, rm } from 'node:fs/promises';
+import { chmod, chown, copyFile, cp, link, lstat, mkdir, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { delimiter, dirname, join } from 'node:path';
 import { EGRESS_SOCKET } from '../egress/start.ts';
@@ -140,6 +140,37 @@ function packageDir(main: string): string {
   return dirname(dirname(main));
 }
 
+/** Where the sandbox root keeps its copies of what every sandbox runs (stageShared). */
+function sharedPaths(root: string): { node: string; runtimePackage: string } {
+  return { node: join(root, 'shared', 'node'), runtimePackage: join(root, 'shared', 'runtime') };
+}
+
+/**
+ * Copies of the node binary (a hard link where it can) and of the runtime's package under the
+ * sandbox root, which every runtime's uid may traverse. The originals can sit below a folder
+ * only the gateway's user may enter (a checkout in /root, or in a `mktemp -d` folder, 0700):
+ * bubblewrap, already running as the runtime's uid, could not open them there.
+ */
+async function stageShared(root: string, runtimeMain: string): Promise<void> {
+  const paths = sharedPaths(root);
+  await mkdir(dirname(paths.node), { mode: 0o755 });
+  await link(process.execPath, paths.node).catch(async () => {
+    await copyFile(process.execPath, paths.node);
+    await chmod(paths.node, 0o755);
+  });
+  await cp(packageDir(runtimeMain), paths.runtimePackage, { recursive: true, filter: (src) => !src.split('/').includes('node_modules') });
+  const open = async (path: string): Promise<void> => {
+    const st = await lstat(path);
+    if (st.isDirectory()) {
+      await chmod(path, 0o755);
+      for (const name of await readdir(path)) await open(join(path, name));
+    } else if (st.isFile()) {
+      await chmod(path, st.mode & 0o111 ? 0o755 : 0o644);
+    }
+  };
+  await open(paths.runtimePackage);
+}
+
 export class Sandboxes {
   readonly #o: SandboxesOptions;
   readonly #bwrap: string;
@@ -178,7 +209,7 @@ export class Sandboxes {
     const st = await lstat(root);
     if (!st.isDirectory() || st.uid !== process.getuid?.()) throw new Error(`${root} is not a folder owned by the gateway's user: refusing to use it for sandboxes`);
     await chmod(root, 0o711);
-    for (const stale of ['sandboxes', 'gateway', 'compile-cache']) await rm(join(root, stale), { recursive: true, force: true });
+    for (const stale of ['sandboxes', 'gateway', 'compile-cache', 'shared']) await rm(join(root, stale), { recursive: true, force: true });
     await mkdir(join(root, 'sandboxes'), { mode: 0o711 });
     await mkdir(join(root, 'gateway'), { mode: 0o755 });
     return root;
@@ -270,6 +301,7 @@ export class Sandboxes {
     }
     const cgroups = await CgroupV1.detect(`fnhost-${process.pid}`);
     const root = await Sandboxes.rootFor(o.dataDir);
+    await stageShared(root, o.runtimeMain);
     return { sandboxed: true, sandboxes: new Sandboxes(o, bwrap, prlimit, cgroups, root) };
   }
 
@@ -304,8 +336,10 @@ export class Sandboxes {
         fds.push(openSync(path, 'r'));
         binds.push({ fd: infoFd + fds.length, dest, writable });
       };
-      bind(process.execPath, process.execPath);
-      bind(packageDir(this.#o.runtimeMain), packageDir(this.#o.runtimeMain));
+      // The staged copies, at the paths the runtime is started with.
+      const shared = sharedPaths(this.#root);
+      bind(shared.node, process.execPath);
+      bind(shared.runtimePackage, packageDir(this.#o.runtimeMain));
       bind(codeDir, SANDBOX_CODE_DIR);
       bind(runDir, SANDBOX_RUN_DIR, true);
       bind(this.gatewaySocketDir, SANDBOX_GATEWAY_DIR);
