@@ -1,5 +1,6 @@
 import { resolve } from 'node:path';
 import { FnhostError, limits } from '@fnhost/core';
+import { PlatformRanges } from './policy/match.ts';
 
 // Everything the gateway reads from its environment, parsed once at start.
 // A bad value stops the start with a message naming the variable.
@@ -44,6 +45,13 @@ export interface GatewayConfig {
   egressMaxConnections: number;
   /** An egress tunnel with no byte either way for this long is closed (FNHOST_EGRESS_IDLE_TIMEOUT_MS). */
   egressIdleTimeoutMs: number;
+  /**
+   * The platform's own address ranges (FNHOST_EGRESS_PLATFORM_CIDRS, comma-separated
+   * CIDRs or addresses: in cluster mode the pod and Service CIDRs, the nodes, the API
+   * server): the egress proxy and the policy check refuse them unless a policy's
+   * allow pattern names them specifically (docs/egress.md).
+   */
+  egressPlatform: PlatformRanges | undefined;
 }
 
 export class ConfigError extends FnhostError {
@@ -62,6 +70,18 @@ function intVar(env: Record<string, string | undefined>, name: string, fallback:
 }
 
 /** `host:port` or `[v6]:port` (port 0: any free port). */
+function platformRanges(env: Record<string, string | undefined>): PlatformRanges | undefined {
+  const raw = env.FNHOST_EGRESS_PLATFORM_CIDRS?.trim() ?? '';
+  const cidrs = raw.split(',').map((c) => c.trim()).filter(Boolean);
+  if (cidrs.length === 0) return undefined;
+  if (cidrs.length > 256) throw new ConfigError(`FNHOST_EGRESS_PLATFORM_CIDRS lists ${cidrs.length} ranges; at most 256`);
+  try {
+    return new PlatformRanges(cidrs);
+  } catch (err) {
+    throw new ConfigError(`FNHOST_EGRESS_PLATFORM_CIDRS: ${(err as Error).message} (give CIDRs such as 10.96.0.0/12 or addresses, separated by commas)`);
+  }
+}
+
 function listenAddress(env: Record<string, string | undefined>, name: string): { host: string; port: number } | undefined {
   const raw = env[name]?.trim();
   if (raw === undefined || raw === '') return undefined;
@@ -111,6 +131,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     egressListen: listenAddress(env, 'FNHOST_EGRESS_LISTEN'),
     egressMaxConnections: intVar(env, 'FNHOST_EGRESS_MAX_CONNECTIONS', 64, 1, 10_000),
     egressIdleTimeoutMs: intVar(env, 'FNHOST_EGRESS_IDLE_TIMEOUT_MS', 300_000, 1_000, 86_400_000),
+    egressPlatform: platformRanges(env),
   };
 }
 

@@ -157,6 +157,11 @@ export class KubeClient {
     return this.request<T>('PATCH', path, { body: patch, contentType: 'application/merge-patch+json' });
   }
 
+  /** Strategic merge: lists with a merge key (ownerReferences by uid) gain entries instead of being replaced. */
+  strategicMergePatch<T = any>(path: string, patch: unknown): Promise<T> {
+    return this.request<T>('PATCH', path, { body: patch, contentType: 'application/strategic-merge-patch+json' });
+  }
+
   jsonPatch<T = any>(path: string, ops: unknown[]): Promise<T> {
     return this.request<T>('PATCH', path, { body: ops, contentType: 'application/json-patch+json' });
   }
@@ -208,4 +213,5 @@ const PLURALS: Record<string, string> = {
   Pod: 'pods',
   Lease: 'leases',
   Function: 'functions',
+  NetworkPolicy: 'networkpolicies',
 };

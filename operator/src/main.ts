@@ -6,6 +6,7 @@ import { startHttpServer } from './http.ts';
 import { KubeClient } from './kube.ts';
 import { LeaderElector } from './leader.ts';
 import { jsonLogger } from './log.ts';
+import type { Logger } from './log.ts';
 import { openMongoStores } from '@fnhost/core/store/mongo/index.ts';
 import type { Stores } from '@fnhost/core';
 import { NoopLogCleaner, StoreLogCleaner } from './logcleaner.ts';
@@ -13,10 +14,40 @@ import type { LogCleaner } from './logcleaner.ts';
 import { Metrics } from './metrics.ts';
 import { Reconciler } from './reconciler.ts';
 import { SettingsError, loadSettings } from './settings.ts';
+import { resolveGatewayHostAliases } from './gateway-hosts.ts';
+import type { Settings } from './types.ts';
+import { lookup } from 'node:dns/promises';
 import { makeCodeChecker } from './validate.ts';
 
 // node operator/src/main.ts — uses $KUBECONFIG, ~/.kube/config, or the
 // in-cluster service account, in that order (client-node's loadFromDefault).
+
+/**
+ * The gateway's addresses for function pods' /etc/hosts (gateway-hosts.ts). The
+ * gateway's Service may be created in the same install as the operator, so a name
+ * that does not resolve yet is asked again for a minute; with the NetworkPolicy on,
+ * pods could not reach the gateway without it, so the operator does not start.
+ */
+async function gatewayHostAliases(settings: Settings, log: Logger): Promise<Settings['gatewayHostAliases']> {
+  const lookupIp = async (host: string) => (await lookup(host, { family: 0 })).address;
+  for (let attempt = 1; ; attempt++) {
+    const { aliases, failed } = await resolveGatewayHostAliases(settings, lookupIp);
+    if (failed.length === 0) {
+      if (aliases.length > 0) log.info('gateway addresses for function pods', { hostAliases: aliases });
+      return aliases;
+    }
+    if (attempt >= 30) {
+      const names = failed.map((f) => `${f.host} (${f.error})`).join(', ');
+      if (settings.networkPolicy !== undefined) {
+        log.error(`cannot resolve the gateway's host names for function pods, which get no DNS under FNHOST_NETWORK_POLICY: ${names}`);
+        process.exit(2);
+      }
+      log.warn(`cannot resolve the gateway's host names for function pods; they will use DNS: ${names}`);
+      return aliases;
+    }
+    await new Promise((r) => setTimeout(r, 2_000));
+  }
+}
 
 async function main(): Promise<void> {
   let settings;
@@ -30,6 +61,7 @@ async function main(): Promise<void> {
     throw err;
   }
   const log = jsonLogger(settings.logLevel, { component: 'fnhost-operator', identity: settings.identity });
+  settings.gatewayHostAliases = await gatewayHostAliases(settings, log);
   const metrics = new Metrics();
   const kc = new KubeConfig();
   kc.loadFromDefault();

@@ -1,9 +1,9 @@
-import { configMapFor, cronJobFor, deploymentFor, secretFor, serviceFor, serviceUrl } from './builders/index.ts';
+import { configMapFor, cronJobFor, deploymentFor, functionsNetworkPolicyFor, secretFor, serviceFor, serviceUrl } from './builders/index.ts';
 import type { Clock } from '@fnhost/core/clock.ts';
 import { KubeApiError, KubeClient, paths } from './kube.ts';
 import type { LogCleaner } from './logcleaner.ts';
 import type { Logger } from './log.ts';
-import { FIELD_MANAGER, FINALIZER, LABEL_FUNCTION, LABEL_ROLE, ROLE_RUNTIME, functionIdOf, ownedNames, splitKey } from './names.ts';
+import { FIELD_MANAGER, FINALIZER, LABEL_FUNCTION, LABEL_ROLE, ROLE_RUNTIME, functionIdOf, ownedNames, ownerReference, splitKey } from './names.ts';
 import { desiredStatus, statusChanged } from './status.ts';
 import type { ReadyInput } from './status.ts';
 import type { FunctionResource } from '@fnhost/core/function-resource.ts';
@@ -139,6 +139,8 @@ export class Reconciler {
   async #applyChildren(fn: FunctionResource, idle: IdleDecision): Promise<ReadyInput> {
     const { settings, client } = this.#d;
     const ns = fn.metadata.namespace!;
+    // First: no pod of this Function may run before its namespace's policy exists.
+    if (settings.networkPolicy !== undefined) await this.#ensureNamespacePolicy(fn, settings.networkPolicy);
     await this.#apply(secretFor(fn, settings));
     await this.#apply(configMapFor(fn));
     const deployment = await this.#apply(deploymentFor(fn, settings, { idle: idle.idle }));
@@ -155,6 +157,22 @@ export class Reconciler {
       }
     }
     return this.#readiness(fn, deployment, idle);
+  }
+
+  /**
+   * The namespace's function NetworkPolicy, with this Function among its owners.
+   * Its owners are every Function of the namespace (none of them its controller), so
+   * the garbage collector deletes it with the last; the reference is added by a
+   * strategic merge (ownerReferences merge by uid), which keeps the others'.
+   */
+  async #ensureNamespacePolicy(fn: FunctionResource, policySettings: NonNullable<Settings['networkPolicy']>): Promise<void> {
+    const policy = functionsNetworkPolicyFor(fn.metadata.namespace!, policySettings);
+    const applied = await this.#apply(policy);
+    if ((applied?.metadata?.ownerReferences ?? []).some((r: { uid?: string }) => r.uid === fn.metadata.uid)) return;
+    const { apiVersion, kind, name, uid } = ownerReference(fn);
+    await this.#d.client.strategicMergePatch(paths.object(policy.apiVersion, policy.kind, policy.metadata.namespace!, policy.metadata.name), {
+      metadata: { ownerReferences: [{ apiVersion, kind, name, uid }] },
+    });
   }
 
   async #readiness(fn: FunctionResource, deployment: any, idle: IdleDecision): Promise<ReadyInput> {

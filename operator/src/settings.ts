@@ -1,7 +1,7 @@
 import { hostname } from 'node:os';
 import { readFileSync } from 'node:fs';
 import { limits } from '@fnhost/core';
-import type { Settings } from './types.ts';
+import type { NetworkPolicySettings, Settings } from './types.ts';
 
 // Settings come only from environment variables (documented in
 // docs/operator.md). A bad value stops the operator at start with a message
@@ -64,6 +64,42 @@ function egressProxyUrl(env: NodeJS.ProcessEnv): string | undefined {
   return `http://${parsed.host}`;
 }
 
+/** `a=b,c=d`: Kubernetes label keys and values. */
+function labels(env: NodeJS.ProcessEnv, name: string): Record<string, string> {
+  const raw = env[name]?.trim() ?? '';
+  const out: Record<string, string> = {};
+  for (const pair of raw.split(',').map((p) => p.trim()).filter(Boolean)) {
+    const eq = pair.indexOf('=');
+    const key = eq < 0 ? '' : pair.slice(0, eq).trim();
+    const value = eq < 0 ? '' : pair.slice(eq + 1).trim();
+    if (!/^([a-z0-9.-]{1,253}\/)?[A-Za-z0-9]([A-Za-z0-9_.-]{0,61}[A-Za-z0-9])?$/.test(key) || !/^([A-Za-z0-9]([A-Za-z0-9_.-]{0,61}[A-Za-z0-9])?)?$/.test(value)) {
+      throw new SettingsError(`${name} must be labels as key=value,key=value, got ${JSON.stringify(raw.slice(0, 200))} (bad pair ${JSON.stringify(pair.slice(0, 100))})`);
+    }
+    out[key] = value;
+  }
+  if (Object.keys(out).length === 0) throw new SettingsError(`${name} must name at least one label (key=value) that selects the gateway's pods`);
+  return out;
+}
+
+/** `8080,8090`: TCP ports. */
+function ports(env: NodeJS.ProcessEnv, name: string): number[] {
+  const raw = env[name]?.trim() ?? '';
+  const parts = raw.split(',').map((p) => p.trim()).filter(Boolean);
+  if (parts.length === 0 || parts.some((p) => !/^\d{1,5}$/.test(p) || Number(p) < 1 || Number(p) > 65535)) {
+    throw new SettingsError(`${name} must be TCP ports from 1 to 65535 separated by commas, got ${JSON.stringify(raw.slice(0, 200))}`);
+  }
+  return [...new Set(parts.map(Number))];
+}
+
+function networkPolicySettings(env: NodeJS.ProcessEnv, defaultNamespace: string): NetworkPolicySettings | undefined {
+  if (!bool(env, 'FNHOST_NETWORK_POLICY', false)) return undefined;
+  return {
+    gatewayNamespace: env.FNHOST_GATEWAY_NAMESPACE?.trim() || defaultNamespace,
+    gatewayPodLabels: labels(env, 'FNHOST_GATEWAY_POD_LABELS'),
+    gatewayPorts: ports(env, 'FNHOST_GATEWAY_POD_PORTS'),
+  };
+}
+
 export function loadSettings(env: NodeJS.ProcessEnv = process.env, defaults: { namespace?: string; host?: string } = {}): Settings {
   const tokenKey = env.FNHOST_TOKEN_KEY ?? '';
   if (Buffer.byteLength(tokenKey) < 32) {
@@ -88,12 +124,15 @@ export function loadSettings(env: NodeJS.ProcessEnv = process.env, defaults: { n
       `lease timings must satisfy retry period < renew deadline < lease duration, got ${retryPeriodSeconds}s, ${renewDeadlineSeconds}s, ${leaseDurationSeconds}s`,
     );
   }
+  const leaseNamespace = env.FNHOST_LEASE_NAMESPACE || defaults.namespace || podNamespace() || 'default';
   return {
     runtimeImage: env.FNHOST_RUNTIME_IMAGE || 'localhost/fnhost-runtime:dev',
     imagePullPolicy: pullPolicy,
     gatewayUrl,
     publicUrl: url(env, 'FNHOST_PUBLIC_URL', gatewayUrl),
     egressProxyUrl: egressProxyUrl(env),
+    networkPolicy: networkPolicySettings(env, leaseNamespace),
+    gatewayHostAliases: [],
     maxTimeoutSeconds: int(env, 'FNHOST_MAX_TIMEOUT_SECONDS', limits.MAX_TIMEOUT_SECONDS, 1, limits.MAX_TIMEOUT_SECONDS),
     runtimeOverheadMiB: int(env, 'FNHOST_RUNTIME_OVERHEAD_MIB', 96, 16, 4096),
     tokenKey,
@@ -104,7 +143,7 @@ export function loadSettings(env: NodeJS.ProcessEnv = process.env, defaults: { n
     port: int(env, 'FNHOST_OPERATOR_PORT', 8081, 0, 65535),
     watchNamespace: env.FNHOST_WATCH_NAMESPACE ?? '',
     leaderElection: bool(env, 'FNHOST_LEADER_ELECTION', true),
-    leaseNamespace: env.FNHOST_LEASE_NAMESPACE || defaults.namespace || podNamespace() || 'default',
+    leaseNamespace,
     leaseName: env.FNHOST_LEASE_NAME || 'fnhost-operator',
     identity: env.FNHOST_POD_NAME || `${defaults.host ?? hostname()}-${process.pid}`,
     leaseDurationSeconds,

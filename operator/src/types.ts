@@ -23,6 +23,18 @@ export interface Settings {
    * Undefined: pods get none and fetch asks the policy check (docs/egress.md).
    */
   egressProxyUrl: string | undefined;
+  /**
+   * FNHOST_NETWORK_POLICY: the operator keeps a NetworkPolicy in each namespace that
+   * has Functions (builders/networkpolicy.ts). Undefined: it makes none.
+   */
+  networkPolicy: NetworkPolicySettings | undefined;
+  /**
+   * The gateway's addresses for the host names in gatewayUrl and egressProxyUrl,
+   * resolved by the operator at start and written into function pods' /etc/hosts
+   * (hostAliases): their NetworkPolicy gives them no DNS. Empty when the URLs hold
+   * addresses already (or the names did not resolve: pods then use DNS).
+   */
+  gatewayHostAliases: Array<{ ip: string; hostnames: string[] }>;
   /** Base URL users invoke functions at; status.url is `<this>/invoke/<functionId>`. */
   publicUrl: string;
   /** Platform maximum of timeoutSeconds; a Function above it gets Ready=False. */
@@ -47,4 +59,13 @@ export interface Settings {
   renewDeadlineSeconds: number;
   retryPeriodSeconds: number;
   logLevel: 'debug' | 'info' | 'warn' | 'error';
+}
+
+/** Where function pods may connect: the gateway's pods (FNHOST_GATEWAY_*; see settings.ts). */
+export interface NetworkPolicySettings {
+  gatewayNamespace: string;
+  /** Labels that select the gateway's pods (and nothing else). */
+  gatewayPodLabels: Record<string, string>;
+  /** The gateway pods' container ports function pods may reach: its HTTP port (internal API, /invoke) and the egress proxy's. */
+  gatewayPorts: number[];
 }

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds the Kubernetes components, etcd, helm and CoreDNS from the Go module
+# Builds the Kubernetes components, etcd, helm, CoreDNS and kube-router from the Go module
 # proxy into a cache keyed by version, outside the repository. Idempotent: a
 # binary that is already in the cache is not rebuilt.
 #   usage: build-bins.sh            (all of them, in parallel, niced)
@@ -78,13 +78,14 @@ GO
   log "kubernetes $K8S_VERSION: built into $K8S_BIN"
 }
 
-go_install() { # name module@version [extra ldflags]
-  local name="$1" target="$2" extra="${3:-}"
-  [ -x "$TOOLS_BIN/$name" ] && { log "$name: cached in $TOOLS_BIN"; return 0; }
+go_install() { # name module@version [extra ldflags] [bin dir]
+  local name="$1" target="$2" extra="${3:-}" bin="${4:-$TOOLS_BIN}"
+  [ -x "$bin/$name" ] && { log "$name: cached in $bin"; return 0; }
   log "$name: go install $target"
-  GOBIN="$TOOLS_BIN" nice -n 10 go install -trimpath -ldflags "-s -w $extra" "$target" >"$LOG_BUILD/$name.log" 2>&1 \
+  mkdir -p "$bin"
+  GOBIN="$bin" nice -n 10 go install -trimpath -ldflags "-s -w $extra" "$target" >"$LOG_BUILD/$name.log" 2>&1 \
     || die "go install $target failed; see $LOG_BUILD/$name.log"
-  log "$name: installed into $TOOLS_BIN"
+  log "$name: installed into $bin"
 }
 
 # One build of a part at a time (two test runs may call cluster-up at once):
@@ -97,14 +98,16 @@ case "$which" in
   # (helm's own version string is "v3.22" unless set at link time)
   helm) locked helm timed build-helm go_install helm "helm.sh/helm/v3/cmd/helm@$HELM_VERSION" "-X helm.sh/helm/v3/internal/version.version=$HELM_VERSION" ;;
   coredns) locked coredns timed build-coredns go_install coredns "github.com/coredns/coredns@$COREDNS_VERSION" ;;
+  kube-router) locked kube-router timed build-kube-router go_install kube-router "github.com/cloudnativelabs/kube-router/v2/cmd/kube-router@$KUBE_ROUTER_VERSION" "" "$KUBE_ROUTER_BIN" ;;
   all)
     # Parallel but niced: kubernetes is the long pole; helm and CoreDNS share
     # the module cache and finish inside its time.
     "$0" kubernetes & k=$!
     "$0" coredns & c=$!
     "$0" helm & h=$!
+    "$0" kube-router & r=$!
     rc=0
-    wait $k || rc=1; wait $c || rc=1; wait $h || rc=1
+    wait $k || rc=1; wait $c || rc=1; wait $h || rc=1; wait $r || rc=1
     exit $rc ;;
-  *) die "usage: build-bins.sh [all|kubernetes|helm|coredns]" ;;
+  *) die "usage: build-bins.sh [all|kubernetes|helm|coredns|kube-router]" ;;
 esac

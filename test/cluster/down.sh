@@ -2,7 +2,7 @@
 # Stops the test cluster and removes everything it made on the machine:
 # workloads, processes (by their pid files), containers and their shims,
 # mounts under the state dir, pod network namespaces and veths, the bridge,
-# iptables chains of kube-proxy, the bridge plugin and the API server guard.
+# iptables chains of kube-proxy, kube-router, the bridge plugin and the API server guard.
 # The logs are kept in $FNHOST_CACHE/last-cluster-logs for debugging.
 # Safe to run when nothing is up.
 set -uo pipefail
@@ -18,7 +18,9 @@ if running kube-apiserver && running kubelet && [ -f "$KUBECONFIG_FILE" ]; then
   timeout 40 kubectl --kubeconfig "$KUBECONFIG_FILE" delete pods --all -A --grace-period=1 --wait=true >/dev/null 2>&1 || true
 fi
 
-# 2. Processes, node first, then the control plane.
+# 2. Processes, node first, then the control plane. The NetworkPolicy enforcer
+#    goes with its rules and sets (netpol.sh off).
+"$HERE/netpol.sh" off || log "netpol.sh off failed; see $D/logs/kube-router.log"
 for p in coredns kube-proxy kubelet kube-scheduler kube-controller-manager kube-apiserver etcd; do stop_pid "$p"; done
 
 # 3. Containers left over, then containerd (its shims exit with their tasks).

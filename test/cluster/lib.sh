@@ -11,11 +11,17 @@ K8S_VERSION="${K8S_VERSION:-v1.37.2}"
 K8S_STAGING_VERSION="v0.${K8S_VERSION#v1.}"
 HELM_VERSION="${HELM_VERSION:-v3.22.0}"
 COREDNS_VERSION="${COREDNS_VERSION:-v1.15.0}"
+# The NetworkPolicy enforcer of the test node (its network-policy controller only:
+# iptables + ipset). v2.1.0 is the only version the Go module proxy serves here; the
+# Go vulnerability database's reports against it are for the parts not run
+# (test/cluster/README.md "NetworkPolicy").
+KUBE_ROUTER_VERSION="${KUBE_ROUTER_VERSION:-v2.1.0}"
 
 FNHOST_CACHE="${FNHOST_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/fnhost}"
 K8S_CACHE="$FNHOST_CACHE/kubernetes/$K8S_VERSION"
 K8S_BIN="$K8S_CACHE/bin"
 TOOLS_BIN="$FNHOST_CACHE/tools/helm-$HELM_VERSION-coredns-$COREDNS_VERSION/bin"
+KUBE_ROUTER_BIN="$FNHOST_CACHE/tools/kube-router-$KUBE_ROUTER_VERSION/bin"
 IMAGE_CACHE="$FNHOST_CACHE/images"
 LOG_BUILD="$FNHOST_CACHE/logs"
 TIMINGS="$FNHOST_CACHE/timings.log"
@@ -34,7 +40,7 @@ CNI_NAME="fnhost"
 
 # sbin last: root tools (iptables, modprobe) for shells whose PATH lacks it, without
 # shadowing what PATH already offers.
-export PATH="$K8S_BIN:$TOOLS_BIN:$PATH:/usr/sbin:/sbin"
+export PATH="$K8S_BIN:$TOOLS_BIN:$KUBE_ROUTER_BIN:$PATH:/usr/sbin:/sbin"
 
 log() { printf '%s [cluster] %s\n' "$(date -u +%H:%M:%S)" "$*" >&2; }
 die() { printf 'error: %s\n' "$*" >&2; exit 1; }

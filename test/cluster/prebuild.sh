@@ -22,7 +22,7 @@ need_go
 cached() {
   local b
   for b in kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kubectl etcd; do [ -x "$K8S_BIN/$b" ] || return 1; done
-  [ -x "$TOOLS_BIN/helm" ] && [ -x "$TOOLS_BIN/coredns" ] && [ -f "$IMAGE_CACHE/bookworm-minbase/.done" ]
+  [ -x "$TOOLS_BIN/helm" ] && [ -x "$TOOLS_BIN/coredns" ] && [ -x "$KUBE_ROUTER_BIN/kube-router" ] && [ -f "$IMAGE_CACHE/bookworm-minbase/.done" ]
 }
 if cached; then log "cluster binaries and rootfs cached"; exit 0; fi
 

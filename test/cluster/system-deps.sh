@@ -12,10 +12,11 @@ HERE="$(cd "$(dirname "$0")" && pwd)"
 # containerd, runc and the CNI plugins run the pods; buildah builds the
 # images; debootstrap the node base's rootfs; gcc and libc6-dev the static
 # pause binary; iptables, kmod, iproute2, procps and util-linux (nsenter)
-# set up the node's network. (Debian starts the packaged containerd service;
+# set up the node's network; ipset is what kube-router's NetworkPolicy
+# controller keeps its address sets with. (Debian starts the packaged containerd service;
 # the harness runs its own.)
 wanted=(containerd runc containernetworking-plugins buildah iptables debootstrap gcc libc6-dev
-        kmod iproute2 procps util-linux)
+        kmod iproute2 procps util-linux ipset)
 t0=$SECONDS
 ensure_debian_packages "$LOG_BUILD" "${wanted[@]}" || die "the test cluster's Debian packages are missing (see above)"
 if [ $((SECONDS - t0)) -gt 0 ]; then

@@ -2,7 +2,8 @@
 # Starts the single-node test cluster; idempotent (a part that is already up
 # is left alone).   usage: up.sh [all|control-plane|node|images]
 #   control-plane  etcd, kube-apiserver, kube-controller-manager, kube-scheduler
-#   node           containerd, CNI bridge, kubelet, kube-proxy, CoreDNS (+ pause image)
+#   node           containerd, CNI bridge, kubelet, kube-proxy, CoreDNS, kube-router's
+#                  NetworkPolicy controller (+ pause image)
 #   images         the Node base image and, when runtime-image/Dockerfile exists,
 #                  localhost/fnhost-runtime:dev
 set -euo pipefail
@@ -18,7 +19,7 @@ flock 9   # two test runs calling ensureCluster() at once start it only once
 need_bins() {
   local b
   for b in "$@"; do
-    [ -x "$K8S_BIN/$b" ] || [ -x "$TOOLS_BIN/$b" ] || { log "$b is not built yet: building"; timed build-bins "$HERE/build-bins.sh" all; return; }
+    [ -x "$K8S_BIN/$b" ] || [ -x "$TOOLS_BIN/$b" ] || [ -x "$KUBE_ROUTER_BIN/$b" ] || { log "$b is not built yet: building"; timed build-bins "$HERE/build-bins.sh" all; return; }
   done
 }
 
@@ -154,7 +155,7 @@ TOML
 
 node() {
   "$HERE/system-deps.sh"
-  need_bins kubelet kube-proxy coredns
+  need_bins kubelet kube-proxy coredns kube-router
   start_containerd
   "$HERE/images.sh" pause
 
@@ -212,7 +213,9 @@ CORE
   wait_until "node $NODE_NAME's InternalIP" 60 node_has_ip || die "node $NODE_NAME has no InternalIP $BRIDGE_IP; see $D/logs/kubelet.log"
   wait_until "the not-ready taint to clear" 120 node_untainted \
     || die "node $NODE_NAME still has taints: $(kc get node "$NODE_NAME" -o jsonpath='{.spec.taints}'); see $D/logs/kube-controller-manager.log"
-  log "node $NODE_NAME Ready (containerd $CONTAINERD_SOCK, DNS $BRIDGE_IP)"
+  # NetworkPolicy is enforced before any pod of a test runs.
+  "$HERE/netpol.sh" on
+  log "node $NODE_NAME Ready (containerd $CONTAINERD_SOCK, DNS $BRIDGE_IP, NetworkPolicy enforced)"
 }
 
 node_ready() { [ "$(kc get node "$NODE_NAME" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}')" = True ]; }

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import type { NetworkPolicy } from '@fnhost/core';
-import { decide, isProtectedHost, patternMatches, validatePattern, validatePolicy } from '../../gateway/src/policy/match.ts';
+import { PlatformRanges, decide, isProtectedHost, patternMatches, validatePattern, validatePolicy } from '../../gateway/src/policy/match.ts';
 
 const policy = (p: Partial<NetworkPolicy>): NetworkPolicy => ({ default: 'allow', allow: [], deny: [], ...p });
 
@@ -61,5 +61,31 @@ describe('gateway policy matching', () => {
     expect(isProtectedHost('8.8.8.8')).to.equal(false);
     expect(decide('169.254.169.254', policy({ allow: ['169.254.169.254'] }), null)).to.deep.equal({ allowed: true, rule: '169.254.169.254', scope: 'global' });
     expect(decide('169.254.169.254', null, policy({ allow: ['169.254.0.0/16'] })).allowed).to.equal(true);
+  });
+});
+
+describe('gateway policy matching: the platform ranges (FNHOST_EGRESS_PLATFORM_CIDRS)', () => {
+  const platform = new PlatformRanges(['10.244.0.0/24', '10.96.0.0/16', 'fd00:10::1']);
+
+  it('denies an address in them under the rule "platform", even when the policies allow everything', () => {
+    const allowAll: NetworkPolicy = { default: 'allow', allow: ['*', '0.0.0.0/0'], deny: [] };
+    expect(decide('10.244.0.1', allowAll, allowAll, platform)).to.deep.equal({ allowed: false, rule: 'platform', scope: 'global' });
+    expect(decide('10.96.0.1', null, null, platform)).to.deep.equal({ allowed: false, rule: 'platform', scope: 'global' });
+    expect(decide('fd00:10::1', null, null, platform)).to.deep.equal({ allowed: false, rule: 'platform', scope: 'global' });
+    // Another spelling of the same address is the same address.
+    expect(decide('::ffff:10.244.0.9', null, null, platform).allowed).to.equal(false);
+  });
+
+  it('allows one when an allow pattern names it specifically, and leaves other addresses alone', () => {
+    const named: NetworkPolicy = { default: 'deny', allow: ['10.244.0.7'], deny: [] };
+    expect(decide('10.244.0.7', null, named, platform)).to.deep.equal({ allowed: true, rule: '10.244.0.7', scope: 'function' });
+    expect(decide('10.244.0.8', null, named, platform).rule).to.equal('platform');
+    expect(decide('192.0.2.10', null, null, platform)).to.deep.equal({ allowed: true, rule: 'default', scope: 'global' });
+    expect(decide('10.244.0.1', null, null)).to.deep.equal({ allowed: true, rule: 'default', scope: 'global' });
+  });
+
+  it('refuses a range that is not a CIDR or an address', () => {
+    expect(() => new PlatformRanges(['10.0.0.0/33'])).to.throw(/"10.0.0.0\/33" is not a CIDR or an IP address/);
+    expect(() => new PlatformRanges(['cluster.local'])).to.throw(/not a CIDR/);
   });
 });

@@ -55,8 +55,27 @@ app.kubernetes.io/component: {{ .component }}
 {{- end -}}
 
 {{/* The gateway as pods reach it (KV, policy checks, scheduled runs). */}}
+{{/* The gateway's ClusterIP Service for pods: its HTTP port and the egress proxy's (never on a NodePort or LoadBalancer). */}}
+{{- define "fnhost.gateway.internalName" -}}{{ include "fnhost.gateway.name" . | trunc 54 | trimSuffix "-" }}-internal{{- end -}}
+
+{{- define "fnhost.gateway.internalHost" -}}
+{{- printf "%s.%s.svc.%s" (include "fnhost.gateway.internalName" .) .Release.Namespace .Values.clusterDomain -}}
+{{- end -}}
+
 {{- define "fnhost.gateway.internalUrl" -}}
-{{- printf "http://%s.%s.svc.%s:%v" (include "fnhost.gateway.name" .) .Release.Namespace .Values.clusterDomain .Values.gateway.service.port -}}
+{{- printf "http://%s:8080" (include "fnhost.gateway.internalHost" .) -}}
+{{- end -}}
+
+{{- define "fnhost.gateway.egressProxyUrl" -}}
+{{- printf "http://%s:%v" (include "fnhost.gateway.internalHost" .) .Values.gateway.egressPort -}}
+{{- end -}}
+
+{{/* The gateway pods' selector labels as key=value,key=value (the operator's FNHOST_GATEWAY_POD_LABELS). */}}
+{{- define "fnhost.gateway.podLabelsFlat" -}}
+{{- $labels := include "fnhost.selectorLabels" (dict "ctx" . "component" "gateway") | fromYaml -}}
+{{- $pairs := list -}}
+{{- range $k, $v := $labels }}{{ $pairs = append $pairs (printf "%s=%s" $k $v) }}{{ end -}}
+{{- join "," $pairs -}}
 {{- end -}}
 
 {{/* The base of invocation URLs. */}}
@@ -66,7 +85,7 @@ app.kubernetes.io/component: {{ .component }}
 {{- else if and .Values.ingress.enabled .Values.ingress.host -}}
 {{- printf "%s://%s" (ternary "https" "http" (ne .Values.ingress.tlsSecretName "")) .Values.ingress.host -}}
 {{- else -}}
-{{- include "fnhost.gateway.internalUrl" . -}}
+{{- printf "http://%s.%s.svc.%s:%v" (include "fnhost.gateway.name" .) .Release.Namespace .Values.clusterDomain .Values.gateway.service.port -}}
 {{- end -}}
 {{- end -}}
 
@@ -138,6 +157,10 @@ capabilities:
 - apiGroups: [""]
   resources: ["pods"]
   verbs: ["list"]
+# The NetworkPolicy of the function pods in each namespace that has Functions.
+- apiGroups: ["networking.k8s.io"]
+  resources: ["networkpolicies"]
+  verbs: ["get", "create", "patch"]
 {{- end -}}
 
 {{/* What the operator may do (docs/operator.md, operator/deploy/rbac.yaml): only what it owns. */}}
@@ -163,4 +186,8 @@ capabilities:
 - apiGroups: [""]
   resources: ["pods"]
   verbs: ["list"]
+# The NetworkPolicy of the function pods in each namespace that has Functions.
+- apiGroups: ["networking.k8s.io"]
+  resources: ["networkpolicies"]
+  verbs: ["get", "create", "patch"]
 {{- end -}}

@@ -1,5 +1,5 @@
 import type { NetworkPolicy } from '@fnhost/core';
-import { decide } from '../policy/match.ts';
+import { decide, type PlatformRanges } from '../policy/match.ts';
 
 // What the egress proxy asks the network policies (policy/match.ts decides; this
 // file only says what is asked): first the name a function gave, before any DNS
@@ -16,24 +16,26 @@ export interface PolicySource {
 export interface Policies {
   global: NetworkPolicy | null;
   fn: NetworkPolicy | null;
+  /** The platform's own ranges (FNHOST_EGRESS_PLATFORM_CIDRS), protected. */
+  platform?: PlatformRanges;
 }
 
 export interface Denial {
   scope: 'global' | 'function';
-  /** The pattern that denied, or `default`, or `protected`. */
+  /** The pattern that denied, or `default`, `protected` or `platform`. */
   rule: string;
   /** The name or address that was denied. */
   subject: string;
 }
 
-export async function policiesFor(source: PolicySource, functionId: string): Promise<Policies> {
+export async function policiesFor(source: PolicySource, functionId: string, platform?: PlatformRanges): Promise<Policies> {
   const [global, fn] = await Promise.all([source.get('global'), source.get(functionId)]);
-  return { global, fn };
+  return { global, fn, platform };
 }
 
 /** The denial of one name or address, or undefined when the policies allow it. */
 export function denialOf(subject: string, policies: Policies): Denial | undefined {
-  const d = decide(subject, policies.global, policies.fn);
+  const d = decide(subject, policies.global, policies.fn, policies.platform);
   return d.allowed ? undefined : { scope: d.scope, rule: d.rule, subject };
 }
 

@@ -4,6 +4,7 @@ import { connect, isIP, type AddressInfo, type Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { RuntimeTokenVerifier } from '../internal/routes.ts';
 import type { Logger } from '../log.ts';
+import type { PlatformRanges } from '../policy/match.ts';
 import { deniedAddress, denialMessage, denialOf, policiesFor, type Denial, type PolicySource } from './decision.ts';
 import { DNS_TYPES, systemResolver, type DnsType, type EgressResolver } from './resolver.ts';
 import { TargetError, parseConnectTarget, proxyCredential, validHostName, type ConnectTarget } from './target.ts';
@@ -31,6 +32,8 @@ export interface EgressProxyOptions {
   /** Whether a function still exists (a deleted function's runtime is refused like a wrong token). */
   knows: (functionId: string) => boolean;
   policies: PolicySource;
+  /** The platform's own address ranges, refused unless a policy names them (FNHOST_EGRESS_PLATFORM_CIDRS). */
+  platform?: PlatformRanges;
   logger: Logger;
   resolver?: EgressResolver;
   maxTunnelsPerFunction?: number;
@@ -96,7 +99,7 @@ function dnsFailure(err: unknown, what: string): EgressRefusal {
 }
 
 export class EgressProxy {
-  readonly #o: Required<Omit<EgressProxyOptions, 'resolver'>> & { resolver: EgressResolver };
+  readonly #o: Required<Omit<EgressProxyOptions, 'resolver' | 'platform'>> & { resolver: EgressResolver; platform: PlatformRanges | undefined };
   readonly #servers: Server[] = [];
   readonly #unixPaths: string[] = [];
   readonly #tunnelsOf = new Map<string, number>();
@@ -113,6 +116,7 @@ export class EgressProxy {
       connectTimeoutMs: EGRESS_DEFAULTS.connectTimeoutMs,
       ...options,
       resolver: options.resolver ?? systemResolver(),
+      platform: options.platform,
     };
   }
 
@@ -246,7 +250,7 @@ export class EgressProxy {
   /** The addresses to dial, after the policies allowed the name and every address. */
   async #checkedAddresses(functionId: string, target: ConnectTarget): Promise<string[]> {
     const what = `connection to ${target.host}:${target.port}`;
-    const policies = await policiesFor(this.#o.policies, functionId);
+    const policies = await policiesFor(this.#o.policies, functionId, this.#o.platform);
     const byName = denialOf(target.host, policies);
     if (byName !== undefined) throw new EgressRefusal(403, 'policy_denied', denialMessage(what, target.host, byName), byName);
     if (isIP(target.host) !== 0) return [target.host];
@@ -336,7 +340,7 @@ export class EgressProxy {
   async recheck(scope: string): Promise<void> {
     const functionIds = scope === 'global' ? [...this.#established.keys()] : this.#established.has(scope) ? [scope] : [];
     for (const functionId of functionIds) {
-      const policies = await policiesFor(this.#o.policies, functionId);
+      const policies = await policiesFor(this.#o.policies, functionId, this.#o.platform);
       for (const tunnel of [...(this.#established.get(functionId) ?? [])]) {
         const denial = denialOf(tunnel.host, policies) ?? (tunnel.address === tunnel.host ? undefined : denialOf(tunnel.address, policies));
         if (denial === undefined) continue;
@@ -377,7 +381,7 @@ export class EgressProxy {
       if (req.method !== 'GET') throw new EgressRefusal(405, 'method_not_allowed', `GET /dns only, got ${req.method}`);
       functionId = this.#authenticate(req);
       const { name, type } = this.#question(url);
-      const policies = await policiesFor(this.#o.policies, functionId);
+      const policies = await policiesFor(this.#o.policies, functionId, this.#o.platform);
       const denial = denialOf(name, policies);
       if (denial !== undefined) throw new EgressRefusal(403, 'policy_denied', denialMessage(`resolving ${name}`, name, denial), denial);
       let records: unknown[];

@@ -39,6 +39,7 @@ export async function startEgress(options: {
     tokens: options.tokens,
     knows: options.knows,
     policies: options.policies,
+    platform: config.egressPlatform,
     logger,
     maxTunnelsPerFunction: config.egressMaxConnections,
     idleTimeoutMs: config.egressIdleTimeoutMs,

@@ -5,7 +5,7 @@ import { UnauthorizedError, bearerToken } from '../auth.ts';
 import type { FunctionService } from '../functions/service.ts';
 import { PayloadTooLargeError } from '../invoke/errors.ts';
 import type { PolicyCache } from '../api/policy.ts';
-import { decide } from '../policy/match.ts';
+import { decide, type PlatformRanges } from '../policy/match.ts';
 import { readJson } from '../api/body.ts';
 
 // /internal/v1: what a runtime calls back (docs/internal-protocol.md), with
@@ -21,6 +21,8 @@ export interface InternalDeps {
   functions: FunctionService;
   kv: KvStore;
   policies: PolicyCache;
+  /** The platform's own ranges (FNHOST_EGRESS_PLATFORM_CIDRS), protected in the policy check as in the egress proxy. */
+  platform?: PlatformRanges;
   now: () => number;
 }
 
@@ -96,7 +98,7 @@ export function internalRoutes(deps: InternalDeps): Router {
     const host = ctx.query.host;
     if (typeof host !== 'string' || host === '' || host.length > 255) throw new ValidationError('policy check needs host (a host name or IP)');
     const [global, fn] = await Promise.all([deps.policies.get('global'), deps.policies.get(ctx.state.functionId)]);
-    ctx.body = decide(host, global, fn);
+    ctx.body = decide(host, global, fn, deps.platform);
   });
 
   return router;

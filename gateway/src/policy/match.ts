@@ -13,7 +13,7 @@ export { validateHostPattern as validatePattern, validateNetworkPolicy as valida
 // example.com, not example.com itself), an IP address, or a CIDR.
 // Precedence, first match wins:
 //   function deny > function allow > global deny > global allow >
-//   protected addresses (link-local, cloud metadata: denied) > function default > global default.
+//   protected addresses (link-local, cloud metadata, the platform's ranges: denied) > function default > global default.
 // A protected address is allowed only by an allow pattern that names it
 // specifically: catch-alls (`*`, `0.0.0.0/0`, `::/0`) do not count.
 // Hosts and patterns are compared as canonical addresses (address.ts), and a
@@ -33,6 +33,32 @@ const protectedAddresses = new BlockList();
 protectedAddresses.addSubnet('169.254.0.0', 16, 'ipv4');
 protectedAddresses.addSubnet('fe80::', 10, 'ipv6');
 protectedAddresses.addAddress('fd00:ec2::254', 'ipv6');
+
+/**
+ * The platform's own address ranges (FNHOST_EGRESS_PLATFORM_CIDRS: in cluster mode
+ * the pod and Service CIDRs, the nodes, the API server): protected as link-local
+ * is, under the rule name `platform`. A function reaches one only through an allow
+ * pattern that names it specifically.
+ */
+export class PlatformRanges {
+  readonly cidrs: readonly string[];
+  readonly #list = new BlockList();
+  constructor(cidrs: readonly string[]) {
+    this.cidrs = cidrs;
+    for (const cidr of cidrs) {
+      const parsed = canonicalCidr(cidr.includes('/') ? cidr : `${cidr}/${cidr.includes(':') ? 128 : 32}`);
+      const bits = parsed === null ? 0 : parsed[0].kind() === 'ipv4' ? 32 : 128;
+      if (parsed === null || !Number.isInteger(parsed[1]) || parsed[1] < 0 || parsed[1] > bits) {
+        throw new Error(`${JSON.stringify(cidr)} is not a CIDR or an IP address`);
+      }
+      this.#list.addSubnet(parsed[0].toString(), parsed[1], parsed[0].kind());
+    }
+  }
+  has(host: string): boolean {
+    const ip = canonicalIp(host);
+    return ip !== null && this.#list.check(ip.toString(), ip.kind());
+  }
+}
 
 export function isProtectedHost(host: string): boolean {
   const ip = canonicalIp(host);
@@ -75,8 +101,9 @@ function firstDeny(patterns: readonly string[], host: string): string | undefine
   return patterns.find((p) => denies(p, host));
 }
 
-export function decide(host: string, global: NetworkPolicy | null, fn: NetworkPolicy | null): PolicyDecision {
-  const protectedHost = isProtectedHost(host);
+export function decide(host: string, global: NetworkPolicy | null, fn: NetworkPolicy | null, platform?: PlatformRanges): PolicyDecision {
+  const platformHost = platform?.has(host) ?? false;
+  const protectedHost = platformHost || isProtectedHost(host);
   if (fn !== null) {
     const denied = firstDeny(fn.deny, host);
     if (denied !== undefined) return { allowed: false, rule: denied, scope: 'function' };
@@ -89,7 +116,7 @@ export function decide(host: string, global: NetworkPolicy | null, fn: NetworkPo
     const allowed = firstAllow(global.allow, host, protectedHost);
     if (allowed !== undefined) return { allowed: true, rule: allowed, scope: 'global' };
   }
-  if (protectedHost) return { allowed: false, rule: 'protected', scope: 'global' };
+  if (protectedHost) return { allowed: false, rule: platformHost ? 'platform' : 'protected', scope: 'global' };
   if (fn !== null) return { allowed: fn.default === 'allow', rule: 'default', scope: 'function' };
   return { allowed: (global?.default ?? 'allow') === 'allow', rule: 'default', scope: 'global' };
 }

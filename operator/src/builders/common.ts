@@ -55,6 +55,15 @@ export function configHash(fn: FunctionResource, settings: Settings): string {
     .slice(0, 32);
 }
 
+/**
+ * The gateway's addresses in the pod's /etc/hosts (settings.gatewayHostAliases):
+ * function pods have no DNS under the operator's NetworkPolicy. Nothing when empty.
+ */
+export function hostAliasesOf(settings: Settings): { hostAliases?: Array<{ ip: string; hostnames: string[] }> } {
+  if (settings.gatewayHostAliases.length === 0) return {};
+  return { hostAliases: settings.gatewayHostAliases.map((a) => ({ ip: a.ip, hostnames: [...a.hostnames] })) };
+}
+
 /** Security context shared by the runtime and the schedule job. */
 export function podSecurityContext(settings: Settings) {
   return {

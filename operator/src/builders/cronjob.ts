@@ -1,7 +1,7 @@
 import { LABEL_ROLE, ownedNames, ROLE_SCHEDULE } from '../names.ts';
 import type { FunctionResource } from '@fnhost/core/function-resource.ts';
 import type { KubeObject, Settings } from '../types.ts';
-import { containerSecurityContext, effectiveSpec, ownedMeta, podSecurityContext } from './common.ts';
+import { containerSecurityContext, effectiveSpec, hostAliasesOf, ownedMeta, podSecurityContext } from './common.ts';
 import { SCHEDULE_TOKEN_KEY } from './secret.ts';
 
 /** The header the gateway checks to accept a scheduled trigger (docs/operator.md). */
@@ -52,6 +52,7 @@ export function cronJobFor(fn: FunctionResource, settings: Settings): KubeObject
               restartPolicy: 'Never',
               automountServiceAccountToken: false,
               enableServiceLinks: false,
+              ...hostAliasesOf(settings),
               securityContext: podSecurityContext(settings),
               containers: [
                 {

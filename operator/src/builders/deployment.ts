@@ -1,7 +1,7 @@
 import { ownedNames, selectorFor, ANNOTATION_CONFIG_HASH, LABEL_ROLE, ROLE_RUNTIME } from '../names.ts';
 import type { FunctionResource } from '@fnhost/core/function-resource.ts';
 import type { KubeObject, Settings } from '../types.ts';
-import { configHash, containerSecurityContext, effectiveSpec, ownedMeta, podSecurityContext } from './common.ts';
+import { configHash, containerSecurityContext, effectiveSpec, hostAliasesOf, ownedMeta, podSecurityContext } from './common.ts';
 import { CODE_FILE_NAME } from './configmap.ts';
 import { RUNTIME_TOKEN_KEY } from './secret.ts';
 
@@ -62,6 +62,7 @@ export function deploymentFor(fn: FunctionResource, settings: Settings, options:
         spec: {
           automountServiceAccountToken: false,
           enableServiceLinks: false,
+          ...hostAliasesOf(settings),
           securityContext: podSecurityContext(settings),
           // Let an invocation that is running finish before the pod goes.
           terminationGracePeriodSeconds: e.timeoutSeconds + 5,

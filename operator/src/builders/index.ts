@@ -5,3 +5,4 @@ export { cronJobFor, INVOKE_SCRIPT, SCHEDULE_TOKEN_HEADER } from './cronjob.ts';
 export { secretFor, RUNTIME_TOKEN_KEY, SCHEDULE_TOKEN_KEY } from './secret.ts';
 export { configHash, effectiveSpec } from './common.ts';
 export type { EffectiveSpec } from './common.ts';
+export { functionsNetworkPolicyFor, FUNCTIONS_NETWORK_POLICY_NAME } from './networkpolicy.ts';
