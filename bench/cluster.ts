@@ -1,6 +1,6 @@
 // Cluster mode on the test cluster (test/cluster/): P1 on the cluster, P5b, P6, P7.
 //
-//   node bench/cluster.ts [--seconds 6] [--rounds 2] [--functions 1000] [--cold 5] [--only p1,p7,p1off,p5b,p6]
+//   node bench/cluster.ts [--seconds 6] [--rounds 2] [--functions 1000] [--cold 5] [--only p1,p7,p1off,p5b,p6,egress]
 //
 // Installs the chart as test/e2e does (images built with the harness's buildah,
 // MongoDB = the wire-protocol stand-in on the host behind a relay on the bridge
@@ -15,6 +15,8 @@
 //        (spec.scaleToZero.idleSeconds 30): the gateway holds it, its wake
 //        write makes the operator scale the Deployment up, and the call is
 //        answered by the new pod; timed from the call to its answer.
+//   egress (P11) sequential fetches to a server outside the cluster from a function
+//        (through the gateway's egress proxy) vs from a plain pod (direct).
 //   P6   N Functions (replicas 0, no pods: the node's pod limit is 110)
 //        applied → all Ready, vs N plain Deployments (replicas 0) applied →
 //        all observed; then 30 s of steady state: API writes by the operator
@@ -85,7 +87,7 @@ await writeFile(valuesFile, JSON.stringify({
   mongodb: { url: `mongodb://${cluster.hostIp ?? '10.244.0.1'}:${relay.port}/fnhost_bench` },
   gateway: { replicas: 1, defaultNamespace: fnNs, resources: { requests: { cpu: '100m', memory: '256Mi' }, limits: { memory: '1Gi' } } },
   operator: { workers: 4, maxInFlight: 20, resources: { requests: { cpu: '50m', memory: '128Mi' }, limits: { memory: '1Gi' } }, functionCpuRequest: '10m' },
-  networkPolicy: { namespaces: [fnNs] },
+  networkPolicy: { platformCIDRs: ['10.244.0.0/24', '10.96.0.0/16'] },
   // Only the bench's namespace: the cluster is shared with other test runs.
   functions: { watchNamespace: fnNs },
 }));
@@ -137,6 +139,14 @@ s.keepAliveTimeout = 65000; s.listen(8080, '0.0.0.0');`;
           securityContext: { allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ['ALL'] } } }],
       },
     };
+    // Function pods take connections only from the gateway's pods (the operator's NetworkPolicy);
+    // NetworkPolicies add up, so this one lets the yardstick in too.
+    const hopIngress = {
+      apiVersion: 'networking.k8s.io/v1', kind: 'NetworkPolicy', metadata: { name: 'bench-hop-ingress', namespace: fnNs },
+      spec: { podSelector: { matchLabels: { 'app.kubernetes.io/managed-by': 'fnhost-operator' } }, policyTypes: ['Ingress'], ingress: [{ from: [{ podSelector: { matchLabels: { app: 'bench-hop' } } }] }] },
+    };
+    const hopAllowed = await kubectl(['apply', '-f', '-'], JSON.stringify(hopIngress));
+    if (hopAllowed.code !== 0) throw new Error(hopAllowed.stderr);
     const hopApplied = await kubectl(['apply', '-f', '-'], JSON.stringify(hopPod));
     if (hopApplied.code !== 0) throw new Error(hopApplied.stderr);
     const hopIp = (await waitFor('the hop pod', async () => {
@@ -241,6 +251,69 @@ s.keepAliveTimeout = 65000; s.listen(8080, '0.0.0.0');`;
     }
     log(`\n## P5b: first call to a function scaled to zero for idleness (${COLD} runs)`);
     log(`samples ms: ${samples.map((s) => s.toFixed(0)).join(', ')}; p50 ${percentile(samples, 50).toFixed(0)} ms, max ${Math.max(...samples).toFixed(0)} ms`);
+  }
+
+  if (ONLY.has('egress')) {
+    // P11 on the cluster: sequential fetches to an HTTP server outside the cluster (a
+    // stand-in address on the node's loopback interface), from a function (through the gateway's
+    // egress proxy, as every function's are) vs from a plain pod of the same image (direct:
+    // no function NetworkPolicy selects it). Fresh connections and kept-alive ones.
+    const outside = '192.0.2.30';
+    await run('ip', ['addr', 'del', `${outside}/32`, 'dev', 'lo']);
+    await run('ip', ['addr', 'add', `${outside}/32`, 'dev', 'lo']);
+    const { createServer } = await import('node:http');
+    const server = createServer((_req, res) => res.end('ok'));
+    server.keepAliveTimeout = 65_000;
+    await new Promise<void>((resolve) => server.listen(0, outside, () => resolve()));
+    const target = `http://${outside}:${(server.address() as { port: number }).port}/`;
+    const LOOP = `async function loop(n, fresh) {
+  const t0 = performance.now();
+  for (let i = 0; i < n; i++) {
+    const r = await fetch(${JSON.stringify(target)}, fresh ? { headers: { connection: 'close' } } : {});
+    await r.text();
+    if (r.status !== 200) throw new Error('status ' + r.status);
+  }
+  return n / ((performance.now() - t0) / 1000);
+}`;
+    try {
+      await apply('fetcher', { code: `${LOOP}\nexport default async (req, res) => { const n = Number(req.query.n); await loop(20, req.query.fresh === '1'); res.json({ rate: await loop(n, req.query.fresh === '1') }); }`, timeoutSeconds: 120, memoryMiB: 128 });
+      await ready('fetcher');
+      const viaProxy = async (n: number, fresh: boolean) => {
+        const r = await fetch(`${gateway}/invoke/${derivedFunctionId(fnNs, 'fetcher')}?n=${n}&fresh=${fresh ? 1 : 0}`);
+        if (r.status !== 200) throw new Error(`fetcher answered ${r.status}: ${await r.text()}`);
+        return ((await r.json()) as { rate: number }).rate;
+      };
+      const plainPod = (n: number, fresh: boolean, name: string) => ({
+        apiVersion: 'v1', kind: 'Pod', metadata: { name, namespace: fnNs },
+        spec: {
+          restartPolicy: 'Never', automountServiceAccountToken: false,
+          securityContext: { runAsNonRoot: true, runAsUser: 1000, seccompProfile: { type: 'RuntimeDefault' } },
+          containers: [{ name: 'direct', image: 'localhost/fnhost-runtime:bench', imagePullPolicy: 'Never',
+            command: ['node', '-e', `${LOOP}\nloop(20, ${fresh}).then(() => loop(${n}, ${fresh})).then((rate) => console.log(JSON.stringify({ rate })))`],
+            securityContext: { allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ['ALL'] } } }],
+        },
+      });
+      const direct = async (n: number, fresh: boolean, name: string) => {
+        const applied = await kubectl(['apply', '-f', '-'], JSON.stringify(plainPod(n, fresh, name)));
+        if (applied.code !== 0) throw new Error(applied.stderr);
+        await waitFor(`pod ${name}`, async () => ['Succeeded', 'Failed'].includes((await getJson(['get', 'pod', name, '-n', fnNs])).status.phase), 180_000, 500);
+        const out = await kubectl(['logs', name, '-n', fnNs]);
+        await kubectl(['delete', 'pod', name, '-n', fnNs, '--wait=false']);
+        return (JSON.parse(out.stdout.trim().split('\n').pop()!) as { rate: number }).rate;
+      };
+      log('\n## P11 on the cluster: fetch from a function (egress proxy) vs from a plain pod (direct), requests/s');
+      for (const fresh of [false, true]) {
+        const n = fresh ? 300 : 1000;
+        for (let round = 1; round <= ROUNDS; round++) {
+          const d = await direct(n, fresh, `direct-${fresh ? 'fresh' : 'keep'}-${round}`);
+          const p = await viaProxy(n, fresh);
+          log(`${fresh ? 'new connection each' : 'kept alive'} round ${round}: direct ${d.toFixed(0)}/s, through the proxy ${p.toFixed(0)}/s, ratio ${(p / d).toFixed(2)}`);
+        }
+      }
+    } finally {
+      server.close();
+      await run('ip', ['addr', 'del', `${outside}/32`, 'dev', 'lo']);
+    }
   }
 
   if (ONLY.has('p6')) {

@@ -71,6 +71,35 @@ export function directOf(url: string | undefined): Array<{ host: string; port: n
 
 const MAX_ANSWER_HEAD_BYTES = 16 * 1024;
 
+/**
+ * The system resolver (getaddrinfo: /etc/hosts, then DNS), taken before the patch below
+ * replaces dns.lookup. The proxy and the internal API are reached with it: in a cluster
+ * their names are in the pod's /etc/hosts and the pod has no DNS, and asking the proxy
+ * for its own address would go round in a circle.
+ */
+const systemLookup = process.getBuiltinModule('node:dns').lookup;
+
+/** connect() arguments for a destination reached without the proxy, resolved by the system resolver. */
+export function withSystemLookup(args: unknown[]): unknown[] {
+  // net.connect passes its already-normalised [options, callback] as one array: its options
+  // object is net's own copy, so it is given the lookup in place.
+  if (Array.isArray(args[0])) {
+    const options = args[0][0] as Record<string, unknown> | undefined;
+    if (options !== null && typeof options === 'object' && !options.path && options.lookup === undefined) options.lookup = systemLookup;
+    return args;
+  }
+  const [first, ...rest] = args;
+  if (first !== null && typeof first === 'object') {
+    const options = first as Record<string, unknown>;
+    return options.path || options.lookup !== undefined ? args : [{ ...options, lookup: systemLookup }, ...rest];
+  }
+  if (typeof first === 'number' || (typeof first === 'string' && /^\d+$/.test(first))) {
+    const [host, ...tail] = typeof rest[0] === 'string' ? [rest[0], ...rest.slice(1)] : [undefined, ...rest];
+    return [{ port: Number(first), ...(host === undefined ? {} : { host }), lookup: systemLookup }, ...tail];
+  }
+  return args;
+}
+
 interface Target {
   host: string;
   port: number;
@@ -175,7 +204,7 @@ function tunnel(socket: Socket, target: Target, settings: EgressSettings, rawCon
     const rest = head.subarray(end + 4);
     return rest.length === 0 ? true : ownPush.call(socket, rest, encoding);
   };
-  rawConnect.call(socket, 'path' in settings.endpoint ? { path: settings.endpoint.path } : { host: settings.endpoint.host, port: settings.endpoint.port });
+  rawConnect.call(socket, 'path' in settings.endpoint ? { path: settings.endpoint.path } : { host: settings.endpoint.host, port: settings.endpoint.port, lookup: systemLookup });
   socket.write(request);
 }
 
@@ -193,7 +222,8 @@ export function installEgress(settings: EgressSettings, rawFetch: typeof fetch):
   const rawConnect = net.Socket.prototype.connect as ConnectFn;
   net.Socket.prototype.connect = function connect(this: Socket, ...args: unknown[]): Socket {
     const parsed = connectTarget(args);
-    if (parsed === undefined || direct(parsed.target)) return rawConnect.apply(this, args);
+    if (parsed === undefined) return rawConnect.apply(this, args);
+    if (direct(parsed.target)) return rawConnect.apply(this, withSystemLookup(args));
     if (this instanceof tls.TLSSocket) throw new EgressError('connect a TLS socket with tls.connect(): a TLSSocket cannot be tunnelled once created', 'ERR_FNHOST_EGRESS');
     if (parsed.callback !== undefined) this.once('connect', parsed.callback);
     tunnel(this, parsed.target, settings, rawConnect);
@@ -306,7 +336,7 @@ function installDns(settings: EgressSettings): void {
     new Promise<unknown[]>((resolve, reject) => {
       const http = process.getBuiltinModule('node:http');
       const path = `/dns?name=${encodeURIComponent(name)}&type=${type}`;
-      const where = 'path' in settings.endpoint ? { socketPath: settings.endpoint.path } : { host: settings.endpoint.host, port: settings.endpoint.port };
+      const where = 'path' in settings.endpoint ? { socketPath: settings.endpoint.path } : { host: settings.endpoint.host, port: settings.endpoint.port, lookup: systemLookup };
       const req = http.request({ ...where, path, headers: { 'proxy-authorization': `Bearer ${settings.credential}` } }, (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (c: Buffer) => chunks.push(c));

@@ -59,7 +59,7 @@ describe('chart: charts/fnhost with helm and the API server', function () {
     ['one watched namespace (Roles, not ClusterRoles)', ['--set', `functions.watchNamespace=${'FNNS'}`]],
     ['a NodePort Service and one replica each (no PDB)', ['--set', 'gateway.service.type=NodePort', '--set', 'gateway.service.nodePort=30999', '--set', 'gateway.replicas=1']],
     ['two operator replicas (PDB), given tokens and existing Secrets', ['--set', 'operator.replicas=2', '--set', 'adminToken.value=0123456789abcdef0123', '--set', 'platform.existingTokenKeySecret=my-key']],
-    ['NetworkPolicies for several namespaces with denied CIDRs, or none', ['--set', 'networkPolicy.namespaces={FNNS,OTHERNS}', '--set', 'networkPolicy.deniedCIDRs={10.96.0.1/32,fd00::/8}', '--set', 'networkPolicy.allowDNS=false']],
+    ['platform CIDRs the egress proxy refuses', ['--set', 'networkPolicy.platformCIDRs={10.96.0.0/16,10.244.0.1,fd00::/8}']],
     ['NetworkPolicies off, pull secrets, labels, no preStop pause', ['--set', 'networkPolicy.enabled=false', '--set', 'imagePullSecrets={regcred}', '--set', 'commonLabels.team=platform', '--set', 'gateway.preStopSleepSeconds=0']],
     ['image overrides and a public URL', ['--set', 'image.repository=registry.example.com/fnhost/platform', '--set', 'image.tag=1.2.3', '--set', 'runtimeImage.repository=registry.example.com/fnhost/runtime', '--set', 'gateway.publicUrl=https://fn.example.org']],
   ];
@@ -97,9 +97,18 @@ describe('chart: charts/fnhost with helm and the API server', function () {
     const defaults = await template(base());
     expect(defaults.stdout).to.contain('readOnlyRootFilesystem: true').and.to.contain('runAsNonRoot: true');
     expect(defaults.stdout).to.contain('app.kubernetes.io/managed-by: Helm').and.to.contain('app.kubernetes.io/component: gateway');
-    // The function-pod NetworkPolicy: the coarse layer (link-local and metadata denied; only the gateway calls in).
-    expect(defaults.stdout).to.contain('- 169.254.0.0/16').and.to.contain('- fe80::/10').and.to.contain('- fd00:ec2::254/128');
-    expect(defaults.stdout).to.contain('app.kubernetes.io/managed-by: fnhost-operator');
+    // Function pods' NetworkPolicy is the operator's (one per namespace with Functions): the chart
+    // tells it where the gateway's pods are, and the egress proxy listens only behind a ClusterIP Service.
+    expect(defaults.stdout).to.contain('{ name: FNHOST_NETWORK_POLICY, value: "true" }');
+    expect(defaults.stdout).to.match(/FNHOST_GATEWAY_POD_LABELS, value: "[^"]*app\.kubernetes\.io\/component=gateway/);
+    expect(defaults.stdout).to.contain('{ name: FNHOST_GATEWAY_POD_PORTS, value: "8080,8090" }');
+    expect(defaults.stdout).to.contain('{ name: FNHOST_EGRESS_LISTEN, value: "0.0.0.0:8090" }');
+    expect(defaults.stdout).to.match(/FNHOST_EGRESS_PROXY_URL, value: "http:\/\/[^"]*-gateway-internal\.[^"]*:8090"/);
+    const platformCidrs = await template([...base(), '--set', 'networkPolicy.platformCIDRs={10.96.0.0/16,10.244.0.1}']);
+    expect(platformCidrs.stdout).to.contain('{ name: FNHOST_EGRESS_PLATFORM_CIDRS, value: "10.96.0.0/16,10.244.0.1" }');
+    const nodePort = await template([...base(), '--set', 'gateway.service.type=NodePort']);
+    const internalService = nodePort.stdout.split('\n---').find((doc) => doc.includes('-gateway-internal') && doc.includes('kind: Service'))!;
+    expect(internalService).to.contain('type: ClusterIP').and.to.contain('name: egress');
   });
 
   it('refuses values of the wrong type, naming them', async () => {
@@ -108,7 +117,8 @@ describe('chart: charts/fnhost with helm and the API server', function () {
       [['--set', 'mongodb.url=postgres://x'], '/mongodb/url'],
       [['--set', 'gateway.service.type=Ingress'], '/gateway/service/type'],
       [['--set', 'adminToken.value=short'], '/adminToken/value'],
-      [['--set', 'networkPolicy.namespaces={Bad_Name}'], '/networkPolicy/namespaces/0'],
+      [['--set', 'networkPolicy.platformCIDRs={cluster.local}'], '/networkPolicy/platformCIDRs/0'],
+      [['--set', 'gateway.egressPort=8081'], '/gateway/egressPort'],
       [['--set', 'unknownSetting=1'], 'unknownSetting'],
       [['--set', 'mongodb.internal.enabled=true'], 'conflicts with mongodb.url'],
       [['--set', 'ingress.enabled=true'], 'ingress.enabled=true needs ingress.host'],
@@ -160,6 +170,9 @@ describe('chart: charts/fnhost with helm and the API server', function () {
       ['operator', ['update', 'functions.fnhost.dev', '--subresource=finalizers', '-n', fnNs], 'yes'],
       ['operator', ['patch', 'functions.fnhost.dev', '--subresource=status', '-n', fnNs], 'yes'],
       ['operator', ['list', 'pods', '-n', fnNs], 'yes'],
+      ['operator', ['create', 'networkpolicies.networking.k8s.io', '-n', fnNs], 'yes'],
+      ['operator', ['patch', 'networkpolicies.networking.k8s.io', '-n', fnNs], 'yes'],
+      ['operator', ['delete', 'networkpolicies.networking.k8s.io', '-n', fnNs], 'no'],
       ['operator', ['create', 'leases.coordination.k8s.io', '-n', relNs], 'yes'],
       ['operator', ['update', `leases.coordination.k8s.io/${release}-fnhost-operator`, '-n', relNs], 'yes'],
       ['operator', ['update', 'leases.coordination.k8s.io/another-lease', '-n', relNs], 'no'],

@@ -27,13 +27,28 @@ on() {
   log "NetworkPolicy enforced by kube-router $KUBE_ROUTER_VERSION"
 }
 
+# Removes what kube-router's policy controller wrote: the jumps from the built-in
+# chains, its chains, its ipsets. (Its own --cleanup-config also cleans up the
+# service proxy it never ran, and v2.1.0 crashes there with no IPVS in the kernel.)
+remove_rules() {
+  local rule chain set
+  iptables-save -t filter | grep -E '^-A (INPUT|FORWARD|OUTPUT) .*-j KUBE-ROUTER-' | while read -r rule; do
+    eval "iptables -w ${rule/-A/-D}" || true
+  done || true
+  local chains
+  mapfile -t chains < <(iptables-save -t filter | sed -n 's/^:\(KUBE-ROUTER-[^ ]*\|KUBE-POD-FW-[^ ]*\|KUBE-NWPLCY-[^ ]*\) .*/\1/p')
+  for chain in "${chains[@]}"; do iptables -w -F "$chain" || true; done
+  for chain in "${chains[@]}"; do iptables -w -X "$chain" || true; done
+  if command -v ipset >/dev/null; then
+    ipset list -n 2>/dev/null | grep -E '^(KUBE-|kube-router)' | while read -r set; do ipset destroy "$set" || true; done || true
+  fi
+}
+
 off() {
   stop_pid kube-router
   # Its chains and sets go with it: without them every pod's traffic passes.
-  if [ -x "$KUBE_ROUTER_BIN/kube-router" ] && synced; then
-    kube-router --cleanup-config >>"$D/logs/kube-router.log" 2>&1 || log "kube-router --cleanup-config failed; see $D/logs/kube-router.log"
-  fi
-  ! synced || die "kube-router's chains are still there after its cleanup"
+  remove_rules
+  ! synced || die "kube-router's chains are still there after removing them"
   log "NetworkPolicy not enforced (kube-router stopped, its rules removed)"
 }
 

@@ -55,10 +55,12 @@ export async function buildRuntimeImage(name: string): Promise<void> {
  * to 127.0.0.1:targetPort. It runs in a process of its own, so that a load
  * generator busy in this process never starves the platform's database traffic.
  */
-export async function startRelay(host: string, targetPort: number): Promise<{ port: number; close(): Promise<void> }> {
+export async function startRelay(host: string, targetPort: number): Promise<{ port: number; peers: string[]; close(): Promise<void> }> {
+  // Each connection's peer address is printed, so a test can tell who reached the database.
   const script = `
 const net = require('node:net');
 const server = net.createServer((inbound) => {
+  console.log(JSON.stringify({ peer: inbound.remoteAddress }));
   const outbound = net.connect(${Number(targetPort)}, '127.0.0.1');
   const drop = () => { inbound.destroy(); outbound.destroy(); };
   inbound.on('error', drop).on('close', drop);
@@ -69,17 +71,25 @@ const server = net.createServer((inbound) => {
 server.listen(0, ${JSON.stringify(host)}, () => console.log(JSON.stringify({ port: server.address().port })));
 process.stdin.on('end', () => process.exit(0)).resume();`;
   const child = spawn(NODE, ['-e', script], { stdio: ['pipe', 'pipe', 'inherit'] });
+  const peers: string[] = [];
   const port = await new Promise<number>((resolve, reject) => {
     let out = '';
     child.stdout!.setEncoding('utf8').on('data', (chunk: string) => {
       out += chunk;
-      const m = /"port":(\d+)/.exec(out);
-      if (m) resolve(Number(m[1]));
+      const lines = out.split('\n');
+      out = lines.pop()!;
+      for (const line of lines) {
+        const m = /"port":(\d+)/.exec(line);
+        if (m) resolve(Number(m[1]));
+        const p = /"peer":"([^"]*)"/.exec(line);
+        if (p) peers.push(p[1]!);
+      }
     });
     child.once('exit', (code) => reject(new Error(`the relay exited (${code}) before listening`)));
   });
   return {
     port,
+    peers,
     close: () =>
       new Promise<void>((resolve) => {
         if (child.exitCode !== null || child.signalCode !== null) return resolve();
@@ -92,4 +102,31 @@ process.stdin.on('end', () => process.exit(0)).resume();`;
 
 export function waitFor<T>(what: string, check: Check<T>, timeoutMs = 60_000, intervalMs = 500): Promise<T> {
   return pollUntil(what, check, timeoutMs, intervalMs);
+}
+
+/**
+ * A server on `host` that keeps its peers' addresses, so "no connection arrives" is
+ * checked where the connection would arrive. `greet`: writes a line to each
+ * connection; `http`: answers every HTTP request 200 with that line.
+ */
+export async function startCountingServer(host: string, kind: 'greet' | 'http', line = 'hello from the test server'): Promise<{ port: number; peers: string[]; close(): Promise<void> }> {
+  const net = await import('node:net');
+  const http = await import('node:http');
+  const peers: string[] = [];
+  const sockets = new Set<import('node:net').Socket>();
+  const server: import('node:net').Server =
+    kind === 'http'
+      ? http.createServer((_req, res) => res.writeHead(200, { 'content-type': 'text/plain', connection: 'close' }).end(line))
+      : net.createServer((socket) => socket.on('error', () => {}).end(line + '\n'));
+  server.on('connection', (socket: import('node:net').Socket) => {
+    peers.push(socket.remoteAddress ?? '?');
+    sockets.add(socket);
+    socket.on('close', () => sockets.delete(socket));
+  });
+  await new Promise<void>((resolve, reject) => server.once('error', reject).listen(0, host, () => resolve()));
+  return {
+    port: (server.address() as import('node:net').AddressInfo).port,
+    peers,
+    close: () => new Promise<void>((resolve) => { for (const s of sockets) s.destroy(); server.close(() => resolve()); }),
+  };
 }

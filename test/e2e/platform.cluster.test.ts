@@ -6,7 +6,7 @@ import { MongoClient } from 'mongodb';
 import { derivedFunctionId } from '../../gateway/src/cluster/resource.ts';
 import { startMongoServer, type MongoTestServer } from '../helpers/mongo-server.ts';
 import { getCluster, makeKubectl, uniqueName, type ClusterAccess } from '../operator/harness.ts';
-import { NODE, ROOT, buildPlatformImage, buildRuntimeImage, run, startRelay, waitFor } from './helpers.ts';
+import { NODE, ROOT, buildPlatformImage, buildRuntimeImage, run, startCountingServer, startRelay, waitFor } from './helpers.ts';
 
 // The issue's "Done means", end to end on the test cluster, the way a user runs
 // fnhost: images built from the Dockerfiles, the chart installed with helm
@@ -29,7 +29,7 @@ describe('fnhost on Kubernetes, end to end (helm chart on the test cluster)', fu
   let kubectl: ReturnType<typeof makeKubectl>;
   let helm: string;
   let mongo: MongoTestServer;
-  let relay: { port: number; close(): Promise<void> };
+  let relay: { port: number; peers: string[]; close(): Promise<void> };
   let relNs: string;
   let nsA: string;
   let nsB: string;
@@ -94,6 +94,13 @@ describe('fnhost on Kubernetes, end to end (helm chart on the test cluster)', fu
     await Promise.all([buildPlatformImage(PLATFORM_IMAGE), buildRuntimeImage(RUNTIME_IMAGE)]);
     mongo = await startMongoServer({ useEnv: false });
     relay = await startRelay(cluster.hostIp ?? '10.244.0.1', mongo.port!);
+    // Stand-ins for hosts outside the cluster (the egress tests): addresses of the node's
+    // loopback interface (this kernel has no dummy interfaces), removed in after().
+    for (const host of Object.values(OUTSIDE)) {
+      await run('ip', ['addr', 'del', `${host}/32`, 'dev', 'lo']);
+      const added = await run('ip', ['addr', 'add', `${host}/32`, 'dev', 'lo']);
+      expect(added.code, added.stderr).to.equal(0);
+    }
     for (const ns of [nsA, nsB]) expect((await kubectl(['create', 'namespace', ns])).code).to.equal(0);
     valuesFile = join(tmp, 'values.json');
     await writeFile(
@@ -110,7 +117,7 @@ describe('fnhost on Kubernetes, end to end (helm chart on the test cluster)', fu
           resources: { requests: { cpu: '50m', memory: '128Mi' }, limits: { memory: '512Mi' } },
         },
         operator: { resources: { requests: { cpu: '20m', memory: '96Mi' }, limits: { memory: '512Mi' } }, functionCpuRequest: '10m' },
-        networkPolicy: { namespaces: [nsA, nsB] },
+        networkPolicy: { platformCIDRs: ['10.244.0.0/24', '10.96.0.0/16'] },
       }),
     );
     const installed = await helmRun(['install', release, `${ROOT}charts/fnhost`, '-n', relNs, '--create-namespace', '-f', valuesFile, '--wait', '--timeout', '8m']);
@@ -134,6 +141,8 @@ describe('fnhost on Kubernetes, end to end (helm chart on the test cluster)', fu
       if (helm !== undefined && relNs) await helmRun(['uninstall', release, '-n', relNs, '--wait', '--timeout', '2m']);
       for (const ns of [nsA, nsB, relNs]) if (ns) await kubectl(['delete', 'namespace', ns, '--wait=false']);
     }
+    for (const server of Object.values(servers)) await server.close();
+    for (const host of Object.values(OUTSIDE)) await run('ip', ['addr', 'del', `${host}/32`, 'dev', 'lo']);
     await relay?.close();
     await mongo?.stop();
     if (tmp) await rm(tmp, { recursive: true, force: true });
@@ -188,6 +197,178 @@ describe('fnhost on Kubernetes, end to end (helm chart on the test cluster)', fu
     }, 120_000, 1000);
     const out = await kubectl(['logs', 'caller', '-n', nsB]);
     expect(out.stdout).to.contain('200').and.to.contain('Hi, pod!');
+  });
+
+  // ---- Containment of the network: every outbound connection of a function pod goes
+  // through the gateway's egress proxy, and the operator's NetworkPolicy (enforced on
+  // the test node by kube-router, test/cluster/netpol.sh) leaves no other route.
+  // Outside hosts are stand-ins on the node's loopback interface: 192.0.2.10 (allowed),
+  // 192.0.2.20 (denied by the global policy) and 169.254.169.254 (cloud metadata).
+  const INTRUDER = `import net from 'node:net';
+import { spawn } from 'node:child_process';
+// A child process is a Node without the runtime's egress patch: only the NetworkPolicy stands in its way.
+const CHILD = "const net = require('node:net'); const [host, port] = process.argv.slice(1);" +
+  "const s = net.connect({ host, port: Number(port) }); const t = setTimeout(() => { console.log('timeout'); process.exit(0); }, 3000);" +
+  "s.on('data', (d) => { console.log('connected ' + String(d).trim()); process.exit(0); });" +
+  "s.on('connect', () => setTimeout(() => { console.log('connected'); process.exit(0); }, 500));" +
+  "s.on('error', (e) => { console.log('error ' + e.code); process.exit(0); });";
+const direct = (host, port) => new Promise((resolve) => {
+  const child = spawn(process.execPath, ['-e', CHILD, host, String(port)], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  child.stdout.on('data', (d) => { out += d; });
+  child.on('error', (e) => resolve('spawn failed: ' + e.message));
+  child.on('close', () => resolve(out.trim()));
+});
+// In the runtime, node:net goes through the egress proxy: a refusal is an error naming the rule.
+const viaNet = (host, port) => new Promise((resolve) => {
+  const s = net.connect({ host, port: Number(port) });
+  const t = setTimeout(() => { s.destroy(); resolve('timeout'); }, 5000);
+  s.once('data', (d) => { clearTimeout(t); s.destroy(); resolve('connected ' + String(d).trim()); });
+  s.once('error', (e) => { clearTimeout(t); resolve('error ' + e.message); });
+  s.once('close', () => { clearTimeout(t); resolve('closed'); });
+});
+const viaFetch = async (host, port) => {
+  try {
+    const r = await fetch('http://' + host + ':' + port + '/', { signal: AbortSignal.timeout(5000) });
+    return 'status ' + r.status + ' ' + (await r.text());
+  } catch (e) {
+    return 'error ' + (e.cause?.message ?? e.message);
+  }
+};
+export default async function handler(req, res) {
+  const { mode, host, port } = req.query;
+  const attempt = mode === 'direct' ? direct : mode === 'fetch' ? viaFetch : viaNet;
+  res.json({ result: await attempt(host, port) });
+}
+`;
+  const OUTSIDE = { allowed: '192.0.2.10', denied: '192.0.2.20', metadata: '169.254.169.254' };
+  const netpol = (state: 'on' | 'off') => run(`${ROOT}test/cluster/netpol.sh`, [state], { timeoutMs: 180_000 });
+  const servers: Record<string, { port: number; peers: string[]; close(): Promise<void> }> = {};
+  let intruderIp = '';
+  const attempt = async (mode: 'direct' | 'net' | 'fetch', host: string, port: number) => {
+    const r = await invoke(nsB, 'intruder', `?mode=${mode}&host=${encodeURIComponent(host)}&port=${port}`);
+    const text = await r.text();
+    expect(r.status, text).to.equal(200);
+    return (JSON.parse(text) as { result: string }).result;
+  };
+
+  it('egress: the operator puts a NetworkPolicy in each namespace with Functions; function pods get the gateway by /etc/hosts and no DNS', async () => {
+    servers.allowedNet = await startCountingServer(OUTSIDE.allowed, 'greet', 'allowed-net');
+    servers.allowedHttp = await startCountingServer(OUTSIDE.allowed, 'http', 'allowed-http');
+    servers.denied = await startCountingServer(OUTSIDE.denied, 'greet', 'denied');
+    servers.metadata = await startCountingServer(OUTSIDE.metadata, 'greet', 'metadata');
+    servers.node = await startCountingServer(cluster.hostIp ?? '10.244.0.1', 'greet', 'node');
+    const policy = await fetch(`${gatewayUrl}/api/v1/network-policy/global`, {
+      method: 'PUT',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ default: 'allow', allow: [], deny: [OUTSIDE.denied] }),
+    });
+    expect(policy.status, await policy.text()).to.equal(200);
+
+    await applyFunction(nsB, 'intruder', { code: INTRUDER, timeoutSeconds: 20, memoryMiB: 64 });
+    await readyFunction(nsB, 'intruder');
+    for (const ns of [nsA, nsB]) {
+      const np = await getJson(['get', 'networkpolicy', 'fnhost-functions', '-n', ns]);
+      expect(np.spec.policyTypes).to.deep.equal(['Ingress', 'Egress']);
+      expect(np.spec.egress).to.have.length(1);
+      expect(np.spec.egress[0].to[0].podSelector.matchLabels['app.kubernetes.io/component']).to.equal('gateway');
+      expect(np.metadata.ownerReferences.map((r: { kind: string }) => r.kind)).to.include('Function');
+    }
+    const pods = await getJson(['get', 'pods', '-n', nsB, '-l', 'fnhost.dev/function=intruder,fnhost.dev/role=runtime']);
+    const pod = pods.items[0];
+    intruderIp = pod.status.podIP;
+    expect(pod.spec.hostAliases[0].hostnames.join(' ')).to.contain('-gateway-internal.');
+    expect(pod.spec.containers[0].env.find((e: { name: string }) => e.name === 'FNHOST_EGRESS_PROXY').value).to.match(/^http:\/\/.*-gateway-internal\..*:8090$/);
+  });
+
+  it('egress: fetch and node:net reach an allowed host through the proxy, and a denied host, the node, MongoDB, the API server and the metadata address are refused naming the rule', async () => {
+    const fetched = await waitFor('fetch through the egress proxy', async () => {
+      const r = await attempt('fetch', OUTSIDE.allowed, servers.allowedHttp!.port);
+      return r.startsWith('status 200') ? r : null;
+    }, 60_000, 1000);
+    expect(fetched).to.equal('status 200 allowed-http');
+    expect(await attempt('net', OUTSIDE.allowed, servers.allowedNet!.port)).to.equal('connected allowed-net');
+    // Arrived from a gateway pod (the proxy), never from the function's own pod.
+    expect(servers.allowedNet!.peers).to.not.include(intruderIp);
+    expect(servers.allowedNet!.peers).to.have.length.greaterThan(0);
+
+    const node = cluster.hostIp ?? '10.244.0.1';
+    expect(await attempt('net', OUTSIDE.denied, servers.denied!.port)).to.match(/blocked by network policy \(global rule 192\.0\.2\.20\)/);
+    expect(await attempt('fetch', OUTSIDE.denied, servers.denied!.port)).to.match(/blocked by network policy/);
+    expect(await attempt('net', OUTSIDE.metadata, servers.metadata!.port)).to.match(/blocked by network policy \(global rule protected\)/);
+    expect(await attempt('net', node, servers.node!.port)).to.match(/blocked by network policy \(global rule platform\)/);
+    expect(await attempt('net', node, relay.port)).to.match(/blocked by network policy \(global rule platform\)/);
+    expect(await attempt('net', '10.96.0.1', 443)).to.match(/blocked by network policy \(global rule platform\)/);
+    expect(servers.denied!.peers).to.deep.equal([]);
+    expect(servers.metadata!.peers).to.deep.equal([]);
+    expect(servers.node!.peers).to.deep.equal([]);
+    expect(relay.peers).to.not.include(intruderIp);
+  });
+
+  it('egress: a child process (no runtime patch) reaches nothing by itself: not MongoDB, the API server, the node, another function, the metadata address, nor even an allowed host', async () => {
+    const node = cluster.hostIp ?? '10.244.0.1';
+    const helloPods = await getJson(['get', 'pods', '-n', nsA, '-l', 'fnhost.dev/function=hello,fnhost.dev/role=runtime']);
+    const helloIp = helloPods.items[0].status.podIP as string;
+    const targets: Array<[string, string, number]> = [
+      ['MongoDB', node, relay.port],
+      ['the API server (its Service address)', '10.96.0.1', 443],
+      ['the node', node, servers.node!.port],
+      ['another function', helloIp, 8080],
+      ['the metadata address', OUTSIDE.metadata, servers.metadata!.port],
+      ['a denied host', OUTSIDE.denied, servers.denied!.port],
+      ['an allowed host, bypassing the proxy', OUTSIDE.allowed, servers.allowedNet!.port],
+    ];
+    for (const [what, host, port] of targets) {
+      expect(await attempt('direct', host, port), what).to.not.match(/^connected/);
+    }
+    expect(relay.peers).to.not.include(intruderIp);
+    expect(servers.node!.peers).to.deep.equal([]);
+    expect(servers.metadata!.peers).to.deep.equal([]);
+    expect(servers.denied!.peers).to.deep.equal([]);
+    expect(servers.allowedNet!.peers).to.not.include(intruderIp);
+  });
+
+  it('egress: the enforcer is what stops the child process: with kube-router off it reaches MongoDB, on again it does not', async function () {
+    this.timeout(600_000);
+    const node = cluster.hostIp ?? '10.244.0.1';
+    const off = await netpol('off');
+    try {
+      expect(off.code, off.stderr).to.equal(0);
+      const reached = await waitFor('a direct connection to MongoDB with enforcement off', async () => {
+        const r = await attempt('direct', node, relay.port);
+        return r.startsWith('connected') ? r : null;
+      }, 60_000, 1000);
+      expect(reached).to.match(/^connected/);
+      expect(relay.peers).to.include(intruderIp);
+    } finally {
+      const on = await netpol('on');
+      expect(on.code, on.stderr).to.equal(0);
+    }
+    const peersBefore = relay.peers.filter((p) => p === intruderIp).length;
+    await waitFor('the NetworkPolicy enforced again', async () => !(await attempt('direct', node, relay.port)).startsWith('connected'), 120_000, 2000);
+    const settled = relay.peers.filter((p) => p === intruderIp).length;
+    expect(await attempt('direct', node, relay.port)).to.not.match(/^connected/);
+    expect(relay.peers.filter((p) => p === intruderIp).length, `${peersBefore} before`).to.equal(settled);
+  });
+
+  it('egress: KV still works under the policy, and the namespace policy goes with its last Function', async () => {
+    const kvCode = `export default async function handler(req, res) { await kv.set('k', { n: 1 }); res.json(await kv.get('k')); }`;
+    const nsC = `${nsB}-c`;
+    expect((await kubectl(['create', 'namespace', nsC])).code).to.equal(0);
+    try {
+      await applyFunction(nsC, 'kv', { code: kvCode, timeoutSeconds: 10, memoryMiB: 64 });
+      await readyFunction(nsC, 'kv');
+      const answer = await waitFor('a KV answer', async () => {
+        const r = await invoke(nsC, 'kv');
+        return r.status === 200 ? r.json() : null;
+      }, 60_000, 1000);
+      expect(answer).to.deep.equal({ n: 1 });
+      expect((await kubectl(['get', 'networkpolicy', 'fnhost-functions', '-n', nsC])).code).to.equal(0);
+      expect((await kubectl(['delete', 'fn', 'kv', '-n', nsC, '--wait=true', '--timeout=120s'])).code).to.equal(0);
+      await waitFor('the namespace policy to go with its last Function', async () => (await kubectl(['get', 'networkpolicy', 'fnhost-functions', '-n', nsC])).code !== 0, 120_000, 1000);
+    } finally {
+      await kubectl(['delete', 'namespace', nsC, '--wait=false']);
+    }
   });
 
   it('fnhost function:logs shows the executions with the spec’s fields (through --namespace)', async () => {

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { EgressError, PolicyBlockedError, connectRequest, connectTarget, directOf, parseAnswerHead, parseEgressProxy, refusalError, repeatable, tlsArgs } from '../../runtime-image/src/egress.ts';
+import { EgressError, PolicyBlockedError, connectRequest, connectTarget, directOf, parseAnswerHead, parseEgressProxy, refusalError, repeatable, tlsArgs, withSystemLookup } from '../../runtime-image/src/egress.ts';
 
 describe('runtime egress: settings', () => {
   it('FNHOST_EGRESS_PROXY is unix:/path or http://host:port', () => {
@@ -69,5 +69,30 @@ describe('runtime egress: which fetches are sent again after a pooled connection
     expect(repeatable('http://a/', { method: 'PUT', body: 'x' })).to.equal(false);
     expect(repeatable(new Request('http://a/', { method: 'PUT', body: 'x' }))).to.equal(false);
     expect(repeatable(new Request('http://a/', { method: 'HEAD' }))).to.equal(true);
+  });
+});
+
+describe('runtime egress: destinations reached without the proxy use the system resolver', () => {
+  const systemLookup = process.getBuiltinModule('node:dns').lookup;
+
+  it('gives every connect() form the system lookup (the pod has no DNS; its /etc/hosts names the gateway)', () => {
+    const cb = () => {};
+    const [options, callback] = withSystemLookup([{ host: 'gw.fnhost.svc', port: 8080 }, cb]) as [Record<string, unknown>, unknown];
+    expect(options).to.include({ host: 'gw.fnhost.svc', port: 8080, lookup: systemLookup });
+    expect(callback).to.equal(cb);
+    expect(withSystemLookup([8090, 'gw.fnhost.svc', cb])).to.deep.equal([{ port: 8090, host: 'gw.fnhost.svc', lookup: systemLookup }, cb]);
+    expect(withSystemLookup(['8090'])).to.deep.equal([{ port: 8090, lookup: systemLookup }]);
+    // net.connect's normalised [options, callback]: its own options object gets the lookup.
+    const normalised = [{ host: 'gw.fnhost.svc', port: 8080, path: null }, null];
+    expect(withSystemLookup([normalised])[0]).to.equal(normalised);
+    expect(normalised[0]).to.have.property('lookup', systemLookup);
+  });
+
+  it('leaves a caller-given lookup and Unix socket paths alone', () => {
+    const own = () => {};
+    const withOwn = [{ host: 'gw', port: 1, lookup: own }];
+    expect(withSystemLookup(withOwn)).to.equal(withOwn);
+    const unix = [{ path: '/run/fnhost/gateway.sock' }];
+    expect(withSystemLookup(unix)).to.equal(unix);
   });
 });
