@@ -1,6 +1,6 @@
 // Cluster mode on the test cluster (test/cluster/): P1 on the cluster, P5b, P6, P7.
 //
-//   node bench/cluster.ts [--seconds 6] [--rounds 2] [--functions 1000] [--cold 5] [--only p1,p7,p1off,p5b,p6,egress]
+//   node bench/cluster.ts [--seconds 6] [--rounds 2] [--functions 1000] [--cold 5] [--only p1,p7,p1off,p5b,p6,egress] [--netpol on|off]
 //
 // Installs the chart as test/e2e does (images built with the harness's buildah,
 // MongoDB = the wire-protocol stand-in on the host behind a relay on the bridge
@@ -40,6 +40,8 @@ const { values } = parseArgs({
     functions: { type: 'string', default: '1000' },
     cold: { type: 'string', default: '5' },
     only: { type: 'string', default: 'p1,p7,p5b,p6' },
+    // off: NetworkPolicy not enforced for this run (the "before" of the cluster egress work).
+    netpol: { type: 'string', default: 'on' },
   },
 });
 const SECONDS = Number(values.seconds);
@@ -59,6 +61,12 @@ const autocannon = (await import('autocannon' as string)).default as (opts: Reco
 
 const cluster = await getCluster();
 const kubectl = makeKubectl(cluster);
+if (values.netpol !== 'on' && values.netpol !== 'off') throw new Error(`--netpol must be on or off, got ${values.netpol}`);
+// getCluster() starts the enforcer with the node; switched off here, on again at the end.
+if (values.netpol === 'off') {
+  const off = await run(`${ROOT}test/cluster/netpol.sh`, ['off'], { timeoutMs: 120_000 });
+  if (off.code !== 0) throw new Error(`netpol.sh off: ${off.stderr}`);
+}
 const helm = (JSON.parse((await run(`${ROOT}test/cluster/env.sh`, ['--json'])).stdout) as { helm: string }).helm;
 const suffix = uniqueName('b').slice(2);
 const relNs = `fnhost-bench-${suffix}`;
@@ -75,7 +83,7 @@ const getJson = async (args: string[]) => {
 };
 const log = (line: string) => process.stdout.write(line + '\n');
 
-log(`# bench/cluster.ts ${new Date().toISOString()}  ${machineDescription()}  load ${loadavg().map((l) => l.toFixed(1)).join(' ')}`);
+log(`# bench/cluster.ts ${new Date().toISOString()}  NetworkPolicy ${values.netpol}  ${machineDescription()}  load ${loadavg().map((l) => l.toFixed(1)).join(' ')}`);
 await Promise.all([buildPlatformImage('localhost/fnhost-platform:bench'), buildRuntimeImage('localhost/fnhost-runtime:bench')]);
 const mongo = await startMongoServer({ useEnv: false });
 const relay = await startRelay(cluster.hostIp ?? '10.244.0.1', mongo.port!);
@@ -99,6 +107,7 @@ async function cleanup(): Promise<void> {
   await relay.close();
   await mongo.stop();
   await rm(tmp, { recursive: true, force: true });
+  if (values.netpol === 'off') await run(`${ROOT}test/cluster/netpol.sh`, ['on'], { timeoutMs: 120_000 });
 }
 
 try {
