@@ -61,6 +61,7 @@ if command -v iptables >/dev/null; then
     while iptables -w -D "$hook" -j FNHOST-SERVICE-CIDR 2>/dev/null; do :; done
   done
   iptables -w -F FNHOST-SERVICE-CIDR 2>/dev/null; iptables -w -X FNHOST-SERVICE-CIDR 2>/dev/null
+  while iptables -w -t mangle -D FORWARD -d "$SERVICE_CIDR" -j DROP 2>/dev/null; do :; done
   for ipt in iptables ip6tables; do
     command -v $ipt >/dev/null || continue
     # The kubelet's own chains (kube-proxy --cleanup leaves them).
@@ -69,6 +70,9 @@ if command -v iptables >/dev/null; then
     $ipt -w -F KUBE-FIREWALL 2>/dev/null; $ipt -w -X KUBE-FIREWALL 2>/dev/null
     for t in filter nat mangle; do $ipt -w -t $t -X KUBE-KUBELET-CANARY 2>/dev/null; done
     for g in 6443:FNHOST-APISERVER 10250:FNHOST-KUBELET; do
+      # (raw PREROUTING now; filter INPUT where an older harness put them)
+      while $ipt -w -t raw -D PREROUTING -p tcp --dport "${g%%:*}" -j "${g#*:}" 2>/dev/null; do :; done
+      $ipt -w -t raw -F "${g#*:}" 2>/dev/null; $ipt -w -t raw -X "${g#*:}" 2>/dev/null
       while $ipt -w -D INPUT -p tcp --dport "${g%%:*}" -j "${g#*:}" 2>/dev/null; do :; done
       $ipt -w -F "${g#*:}" 2>/dev/null; $ipt -w -X "${g#*:}" 2>/dev/null
     done

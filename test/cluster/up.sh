@@ -42,16 +42,21 @@ ensure_bridge() {
 # kubernetes Service (lo + bridge); the kubelet listens on the bridge's
 # address because Kubernetes refuses a loopback node IP, and anonymous
 # access to it must stay on this machine (lo only: pods are dropped).
+# In the raw table's PREROUTING, before any filter chain: kube-router's
+# policy controller marks every pod's traffic accepted in filter INPUT ahead
+# of later rules (and keeps its jump first), so a guard there would never run.
+# (Traffic to a Service address is DNATed after raw, so it still meets the
+# guard's port only when it is addressed to the port itself.)
 guard() {
   local port="$1" chain="$2" pods="${3:-}" ipt
   for ipt in iptables ip6tables; do
     command -v $ipt >/dev/null || continue
-    $ipt -w -N "$chain" 2>/dev/null || $ipt -w -F "$chain"
-    $ipt -w -A "$chain" -i lo -j RETURN
-    [ "$pods" = pods ] && $ipt -w -A "$chain" -i "$BRIDGE" -j RETURN
-    $ipt -w -A "$chain" -j DROP
-    $ipt -w -C INPUT -p tcp --dport "$port" -j "$chain" 2>/dev/null \
-      || $ipt -w -I INPUT -p tcp --dport "$port" -j "$chain"
+    $ipt -w -t raw -N "$chain" 2>/dev/null || $ipt -w -t raw -F "$chain"
+    $ipt -w -t raw -A "$chain" -i lo -j RETURN
+    [ "$pods" = pods ] && $ipt -w -t raw -A "$chain" -i "$BRIDGE" -j RETURN
+    $ipt -w -t raw -A "$chain" -j DROP
+    $ipt -w -t raw -C PREROUTING -p tcp --dport "$port" -j "$chain" 2>/dev/null \
+      || $ipt -w -t raw -I PREROUTING -p tcp --dport "$port" -j "$chain"
   done
 }
 
@@ -70,6 +75,11 @@ guard_service_cidr() {
   for hook in OUTPUT FORWARD; do
     iptables -w -C "$hook" -j "$chain" 2>/dev/null || iptables -w -A "$hook" -j "$chain"
   done
+  # Pods' forwarded traffic meets kube-router's filter FORWARD chain first, which
+  # accepts it; the mangle table's FORWARD runs after DNAT and before any filter
+  # rule, so a pod's packet to an address kube-proxy did not DNAT is dropped there.
+  iptables -w -t mangle -C FORWARD -d "$SERVICE_CIDR" -j DROP 2>/dev/null \
+    || iptables -w -t mangle -A FORWARD -d "$SERVICE_CIDR" -j DROP
 }
 
 control_plane() {
