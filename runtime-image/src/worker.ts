@@ -7,6 +7,7 @@ import { InvalidJsonError, FnRequest, compileRoutes, parseBody } from './request
 import { FnResponse, type Sink } from './response.ts';
 import { directOf, installEgress, parseEgressProxy } from './egress.ts';
 import { internalClient, invocationContext, makeConsole, makeKv, policedFetch, policyCheck } from './globals.ts';
+import { ownerStack } from './error-stack.ts';
 import { LoadError, loadHandler, type Handler } from './loader.ts';
 import { M_ABORT, M_REQUEST, W_ERROR, W_LOAD_ERROR, W_READY, type FromWorker, type RequestMsg, type ToWorker } from './protocol.ts';
 
@@ -72,7 +73,8 @@ function fail(id: number, err: unknown, how: string): void {
   live.delete(id);
   res.writableEnded = true;
   const message = errorText(err);
-  port.postMessage({ t: W_ERROR, i: id, s: 500, k: 'exception', e: message, body: JSON.stringify({ error: 'function_error', message: 'the function failed; its error is in the execution log' }) } satisfies FromWorker);
+  const stack = ownerStack(err, data.file);
+  port.postMessage({ t: W_ERROR, i: id, s: 500, k: 'exception', e: message, ...(stack === undefined ? {} : { st: stack }), body: JSON.stringify({ error: 'function_error', message: 'the function failed; its error is in the execution log' }) } satisfies FromWorker);
 }
 
 const executions = new Map<number, string>();
@@ -128,6 +130,10 @@ function orphan(err: unknown, how: string): void {
 
 process.on('uncaughtException', (err) => orphan(err, 'uncaught exception'));
 process.on('unhandledRejection', (reason) => orphan(reason, 'unhandled rejection'));
+
+// Before the module loads (Node reads a module's source map as it loads it): a bundle's inline
+// source map then puts the user's files and lines in every stack (./error-stack.ts).
+process.getBuiltinModule('node:module').setSourceMapsSupport(true);
 
 try {
   const handler = await loadHandler(data.file);
