@@ -14,19 +14,33 @@ export const MAX_ERROR_STACK_ENCODED = 4096;
 
 const FRAME = /^\s+at /;
 
-/** The frames of `err`'s stack that are in the function's folder, paths made relative; undefined when there is none. */
-export function ownerStack(err: unknown, moduleFile: string): string | undefined {
+/**
+ * The frames of `err`'s stack that are in the function's folder, paths made relative; undefined
+ * when there is none. `moduleFiles`: the module's path and its real path (in a pod the module is a
+ * ConfigMap file, a symlink into a `..<timestamp>` folder, and Node names the real one).
+ */
+export function ownerStack(err: unknown, moduleFiles: readonly string[]): string | undefined {
   const stack = (err as { stack?: unknown } | null)?.stack;
   if (typeof stack !== 'string') return undefined;
-  const dir = moduleFile.slice(0, moduleFile.lastIndexOf('/') + 1);
-  const dirUrl = new URL(`file://${dir}`).href;
-  const moduleUrl = new URL(`file://${moduleFile}`).href;
+  const prefixes: Array<[string, string]> = [];
+  for (const file of new Set(moduleFiles)) {
+    const dir = file.slice(0, file.lastIndexOf('/') + 1);
+    // Longest first: the module itself becomes <module>, then its folder goes.
+    prefixes.push([new URL(`file://${file}`).href, '<module>'], [file, '<module>'], [new URL(`file://${dir}`).href, ''], [dir, '']);
+  }
+  prefixes.sort((a, b) => b[0].length - a[0].length);
   const frames: string[] = [];
   let encoded = 0;
   for (const line of stack.split('\n')) {
     if (!FRAME.test(line)) continue;
-    if (!line.includes(dir) && !line.includes(dirUrl)) continue;
-    const frame = line.trim().split(moduleUrl).join('<module>').split(moduleFile).join('<module>').split(dirUrl).join('').split(dir).join('');
+    let frame = line.trim();
+    let own = false;
+    for (const [prefix, replacement] of prefixes) {
+      if (!frame.includes(prefix)) continue;
+      own = true;
+      frame = frame.split(prefix).join(replacement);
+    }
+    if (!own) continue;
     const size = encodeURIComponent(frame).length + (frames.length === 0 ? 0 : 3);
     if (encoded + size > MAX_ERROR_STACK_ENCODED) break;
     frames.push(frame);

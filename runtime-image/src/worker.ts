@@ -2,6 +2,7 @@
 // handler's globals and turns request messages into handler(req, res) calls. The main
 // thread watches it (heartbeat below) and ends it on timeout; an out-of-memory or
 // process.exit ends only this thread.
+import { realpathSync } from 'node:fs';
 import { parentPort, workerData } from 'node:worker_threads';
 import { InvalidJsonError, FnRequest, compileRoutes, parseBody } from './request.ts';
 import { FnResponse, type Sink } from './response.ts';
@@ -73,7 +74,7 @@ function fail(id: number, err: unknown, how: string): void {
   live.delete(id);
   res.writableEnded = true;
   const message = errorText(err);
-  const stack = ownerStack(err, data.file);
+  const stack = ownerStack(err, moduleFiles);
   port.postMessage({ t: W_ERROR, i: id, s: 500, k: 'exception', e: message, ...(stack === undefined ? {} : { st: stack }), body: JSON.stringify({ error: 'function_error', message: 'the function failed; its error is in the execution log' }) } satisfies FromWorker);
 }
 
@@ -134,6 +135,13 @@ process.on('unhandledRejection', (reason) => orphan(reason, 'unhandled rejection
 // Before the module loads (Node reads a module's source map as it loads it): a bundle's inline
 // source map then puts the user's files and lines in every stack (./error-stack.ts).
 process.getBuiltinModule('node:module').setSourceMapsSupport(true);
+/** The module's path and the real one Node names in stacks (./error-stack.ts). */
+const moduleFiles = [data.file];
+try {
+  moduleFiles.push(realpathSync(data.file));
+} catch {
+  // No such file: the load fails and says so; no stack will need it.
+}
 
 try {
   const handler = await loadHandler(data.file);
