@@ -4,7 +4,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { chromium, type BrowserContext } from 'playwright-core';
+import { chromium, type BrowserContext, type Page } from 'playwright-core';
 import { startGateway, type RunningGateway } from '../helpers/platform.ts';
 import { bundleHandler } from '../../cli/src/bundle/bundle.ts';
 import { CHROMIUM, LAUNCH_ARGS, apiClient, createScenarioFunctions, definePanelScenarios, ensurePanelPrerequisites, until } from './scenarios.ts';
@@ -15,6 +15,14 @@ import { CHROMIUM, LAUNCH_ARGS, apiClient, createScenarioFunctions, definePanelS
 // scenarios themselves are in scenarios.ts, shared with panel.cluster.test.ts
 // (the same steps against a cluster-mode gateway). Screenshots of the main
 // pages go to test-output/admin/ (git-ignored).
+
+/** Signs in on the panel's page with the admin token, as a user does, up to the functions list. */
+async function signIn(page: Page, gw: RunningGateway): Promise<void> {
+  await page.goto(`${gw.adminUrl}/admin/`);
+  await page.getByLabel('Admin token').fill(gw.token);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.getByRole('heading', { level: 1, name: 'Functions' }).waitFor();
+}
 
 describe('admin panel in headless Chromium against a real gateway', function () {
   this.timeout(180_000);
@@ -73,10 +81,7 @@ describe('admin panel sessions expire', function () {
     userDataDir = await mkdtemp(join(tmpdir(), 'fnhost-chromium-'));
     context = await chromium.launchPersistentContext(userDataDir, { executablePath: CHROMIUM, headless: true, args: LAUNCH_ARGS });
     const page = context.pages()[0] ?? (await context.newPage());
-    await page.goto(`${gw.adminUrl}/admin/`);
-    await page.getByLabel('Admin token').fill(gw.token);
-    await page.getByRole('button', { name: 'Sign in' }).click();
-    await page.getByRole('heading', { level: 1, name: 'Functions' }).waitFor();
+    await signIn(page, gw);
     const cookie = (await context.cookies(`${gw.adminUrl}/admin/`)).find((c) => c.name === 'fnhost_admin')!;
     // The page makes no request while idle; wait (without touching the session) until the server has dropped it.
     await until('the session to expire on the server', async () => {
@@ -103,10 +108,7 @@ describe('admin panel: the banner of a gateway that cannot sandbox', function ()
     context ??= await chromium.launchPersistentContext(userDataDir, { executablePath: CHROMIUM, headless: true, args: LAUNCH_ARGS });
     const page = await context.newPage();
     try {
-      await page.goto(`${gw.adminUrl}/admin/`);
-      await page.getByLabel('Admin token').fill(gw.token);
-      await page.getByRole('button', { name: 'Sign in' }).click();
-      await page.getByRole('heading', { level: 1, name: 'Functions' }).waitFor();
+      await signIn(page, gw);
       // The info request follows the sign-in: wait for it to be answered before looking.
       await page.waitForLoadState('networkidle');
       const banner = page.getByRole('note').filter({ hasText: 'No sandbox' });
@@ -172,10 +174,7 @@ describe('admin panel: the stack of a thrown error, at the owner\'s file and lin
     userDataDir = await mkdtemp(join(tmpdir(), 'fnhost-chromium-'));
     context = await chromium.launchPersistentContext(userDataDir, { executablePath: CHROMIUM, headless: true, args: LAUNCH_ARGS });
     const page = context.pages()[0] ?? (await context.newPage());
-    await page.goto(`${gw.adminUrl}/admin/`);
-    await page.getByLabel('Admin token').fill(gw.token);
-    await page.getByRole('button', { name: 'Sign in' }).click();
-    await page.getByRole('heading', { level: 1, name: 'Functions' }).waitFor();
+    await signIn(page, gw);
     // The record is written off the request path: reload the page until it is listed.
     const summary = page.locator('table.logs summary', { hasText: 'Stack' });
     await until('the failed execution with its stack', async () => {
