@@ -69,6 +69,13 @@ describe('fnhost CLI: handlers that import packages are bundled (issue 19)', fun
     expect((await invoke('/?name=Grace')).status).to.equal(200);
   });
 
+  it('a module whose top level throws: its record says where, in the user\'s source', async () => {
+    const created = await fnhost(['function:create', 'loadfail', '--file', 'src/throws-at-load.ts']);
+    expect(created.code, created.stderr).to.equal(0);
+    const test = await fnhost(['function:test', 'loadfail', '--output', 'json']);
+    expect(JSON.parse(test.stdout).error_message).to.equal('the module threw while loading: Error: FIXTURE_GREETING is not set (at src/throws-at-load.ts:4:28)');
+  });
+
   it('a native addon is refused at create, naming the package and the import', async () => {
     const result = await fnhost(['function:create', 'native', '--file', 'src/native.ts']);
     expect(result.code, result.stderr).to.equal(1);
