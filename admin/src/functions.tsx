@@ -321,6 +321,13 @@ export function FunctionPage(props: { fnRef: string; navigate: Navigate }) {
                       <td data-label="Trigger">{l.trigger}</td>
                       <td data-label="Error" className="err">
                         {l.error_message ?? ''}
+                        {l.error_stack && (
+                          // The thrown error's frames in the owner's own files (source-mapped by the CLI's bundle).
+                          <details className="stack">
+                            <summary>Stack</summary>
+                            <pre className="code">{l.error_stack}</pre>
+                          </details>
+                        )}
                       </td>
                     </tr>
                   ))}

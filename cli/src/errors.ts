@@ -45,3 +45,14 @@ export class CancelledError extends CliError {
     super(message, { exitCode: EXIT_CANCELLED });
   }
 }
+
+/**
+ * The handler could not be made into one module (docs/cli.md "Packages and bundling"): a missing
+ * package, a native addon, code that does not parse, a bundle over the code limit. Exit 1 like the
+ * server's `invalid_code`: the fix is in the code or its project, not in the command line.
+ */
+export class BundleError extends CliError {
+  constructor(message: string, options: { hint?: string; cause?: unknown } = {}) {
+    super(message, { ...options, exitCode: EXIT_FAILURE });
+  }
+}

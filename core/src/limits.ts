@@ -3,12 +3,22 @@
 
 /** Function names are DNS-1123 labels this long at most, so owned Kubernetes names (`fn-<name>-cron`) fit the 52-character CronJob limit. */
 export const MAX_FUNCTION_NAME_LENGTH = 40;
-/** Module source size: below the 1 MiB a ConfigMap can hold, with room for metadata. */
-export const MAX_CODE_BYTES = 512 * 1024;
+/**
+ * Module source size: the bundle the CLI makes, its inline source map included (docs/cli.md
+ * "Packages and bundling"). 768 KiB holds a handler with common SDKs (a validator, an HTTP or
+ * database client: tens to a few hundred KiB bundled, the map adding about half again) and stays
+ * below the 1 MiB a ConfigMap holds and under etcd's 1.5 MiB object with room for the Function's
+ * other fields. Over ~200 KiB a Function no longer fits the 256 KiB annotation client-side
+ * `kubectl apply` copies it into: docs/cluster-mode.md says to apply with --server-side.
+ */
+export const MAX_CODE_BYTES = 768 * 1024;
 /** Invocation request body. */
 export const MAX_INVOKE_BODY_BYTES = 6 * 1024 * 1024;
-/** Management API JSON bodies (code is the largest field). */
-export const MAX_API_BODY_BYTES = 1024 * 1024;
+/**
+ * Management API JSON bodies (code is the largest field): twice the code limit, since JSON
+ * escapes a minified bundle's quotes and backslashes and \u-escapes control characters.
+ */
+export const MAX_API_BODY_BYTES = 2 * MAX_CODE_BYTES;
 
 export const DEFAULT_TIMEOUT_SECONDS = 30;
 /** The platform maximum; a setting (FNHOST_MAX_TIMEOUT_SECONDS) may lower it. */

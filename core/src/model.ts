@@ -52,6 +52,12 @@ export interface ExecutionLog {
   /** Integer milliseconds from the request reaching the gateway to the response ending. */
   execution_time_ms: number;
   error_message: string | null;
+  /**
+   * A thrown error's stack frames in the function's own files, mapped to the user's sources by
+   * the bundle's source map (`at explode (src/handler.ts:20:9)`, one frame a line). Present only
+   * when the runtime gave one: error_message stays the error's text, as the spec says.
+   */
+  error_stack?: string;
   /** ISO 8601 UTC with milliseconds and `Z`: when the execution started. */
   executed_at: string;
   trigger: Trigger;

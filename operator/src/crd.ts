@@ -75,7 +75,7 @@ function specSchema() {
         type: 'string',
         minLength: 1,
         maxLength: limits.MAX_CODE_BYTES,
-        description: `The module source: ESM (export default or a named \`handler\`) or CommonJS (module.exports). At most ${limits.MAX_CODE_BYTES} characters (and ${limits.MAX_CODE_BYTES / 1024} KiB as UTF-8, checked by the operator), well below the 1 MiB a ConfigMap holds. A later \`source\` field may point at a ConfigMap instead.`,
+        description: `The module source: ESM (export default or a named \`handler\`) or CommonJS (module.exports); a handler that imports packages is bundled into one module by \`fnhost bundle <file> -o out.mjs\`. At most ${limits.MAX_CODE_BYTES} characters (and ${limits.MAX_CODE_BYTES / 1024} KiB as UTF-8, checked by the operator), below the 1 MiB a ConfigMap holds. Over ~200 KiB apply with \`kubectl apply --server-side\`: client-side apply copies the object into an annotation capped at 256 KiB.`,
       },
       functionId: {
         type: 'string',

@@ -2,9 +2,10 @@
 // compiling it as a CommonJS function body decides (import/export or top-level await do not
 // compile there), the same test Node's own syntax detection makes, but independent of
 // whatever package.json "type" happens to sit above the file.
-import { readFileSync } from 'node:fs';
+import { readFileSync, realpathSync } from 'node:fs';
 import { dirname, extname } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { ownerStack } from './error-stack.ts';
 
 export type Handler = (req: unknown, res: unknown) => unknown;
 
@@ -79,6 +80,20 @@ function runCjs(file: string, fn: (...args: unknown[]) => unknown): unknown {
   return module.exports;
 }
 
+/**
+ * `at src/handler.ts:3:7`: where a bundle's top level threw, in the user's source (Node maps a
+ * bundle's frames through its source map, so none is in the module file itself), or undefined.
+ */
+function sourcePosition(err: unknown, file: string): string | undefined {
+  let real = file;
+  try {
+    real = realpathSync(file);
+  } catch {
+    // Keep the path as given.
+  }
+  return ownerStack(err, [file, real])?.split('\n')[0]!.replace(/^at (?:.* \()?(.*?)\)?$/, 'at $1');
+}
+
 export async function loadHandler(file: string): Promise<Handler> {
   const ext = extname(file).toLowerCase();
   try {
@@ -101,7 +116,7 @@ export async function loadHandler(file: string): Promise<Handler> {
     if (err instanceof SyntaxError && positionIn(err, file) === undefined) {
       throw new LoadError('syntax', `SyntaxError: ${e.message}`, { cause: err });
     }
-    const where = positionIn(err, file);
+    const where = positionIn(err, file) ?? sourcePosition(err, file);
     const what = `${e.name ?? 'Error'}: ${String(e.message).split(file).join('<module>')}`;
     throw new LoadError('failed', `the module threw while loading: ${what}${where === undefined ? '' : ` (${where})`}`, { cause: err });
   }

@@ -38,5 +38,6 @@ export interface HeadMsg { t: typeof W_HEAD; i: number; s: number; h: string[] }
 export interface ChunkMsg { t: typeof W_CHUNK; i: number; b: Body }
 export interface EndMsg { t: typeof W_END; i: number; b: Body }
 /** The runtime produced the outcome: s is the status, k the x-fnhost-error-kind (empty for none), e the text. */
-export interface ErrorMsg { t: typeof W_ERROR; i: number; s: number; k: string; e: string; body: string }
+/** `st`: the thrown error's frames in the function's files (./error-stack.ts), when it has any. */
+export interface ErrorMsg { t: typeof W_ERROR; i: number; s: number; k: string; e: string; st?: string; body: string }
 export type FromWorker = ReadyMsg | LoadErrorMsg | FullMsg | HeadMsg | ChunkMsg | EndMsg | ErrorMsg;

@@ -49,7 +49,7 @@ export function log(level: 'info' | 'warn' | 'error', msg: string, fields: Recor
 export const MAX_ERROR_MESSAGE_CHARS = 1024;
 
 /** Answers with an outcome the runtime produced (docs/internal-protocol.md "An invocation"). */
-export function answerError(res: ServerResponse, status: number, kind: string, fullMessage: string, body?: string): void {
+export function answerError(res: ServerResponse, status: number, kind: string, fullMessage: string, body?: string, stack?: string): void {
   const message = fullMessage.length <= MAX_ERROR_MESSAGE_CHARS ? fullMessage : `${fullMessage.slice(0, MAX_ERROR_MESSAGE_CHARS)}…`;
   if (res.headersSent) {
     // Streaming had begun: the status is gone, so cut the response; the caller sees it incomplete.
@@ -63,6 +63,8 @@ export function answerError(res: ServerResponse, status: number, kind: string, f
     'x-fnhost-error': encodeURIComponent(message),
   };
   if (kind !== '') headers['x-fnhost-error-kind'] = kind;
+  // Already bounded (error-stack.ts): the frames in the function's own files.
+  if (stack !== undefined) headers['x-fnhost-error-stack'] = encodeURIComponent(stack);
   res.writeHead(status, headers).end(text);
 }
 
@@ -328,7 +330,7 @@ export class Supervisor {
         const p = this.#pending.get(msg.i);
         if (p === undefined) return;
         this.#pending.delete(msg.i);
-        answerError(p.res, msg.s, msg.k, msg.e, msg.body);
+        answerError(p.res, msg.s, msg.k, msg.e, msg.body, msg.st);
         return;
       }
       case W_READY: {

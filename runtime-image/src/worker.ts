@@ -2,11 +2,13 @@
 // handler's globals and turns request messages into handler(req, res) calls. The main
 // thread watches it (heartbeat below) and ends it on timeout; an out-of-memory or
 // process.exit ends only this thread.
+import { realpathSync } from 'node:fs';
 import { parentPort, workerData } from 'node:worker_threads';
 import { InvalidJsonError, FnRequest, compileRoutes, parseBody } from './request.ts';
 import { FnResponse, type Sink } from './response.ts';
 import { directOf, installEgress, parseEgressProxy } from './egress.ts';
 import { internalClient, invocationContext, makeConsole, makeKv, policedFetch, policyCheck } from './globals.ts';
+import { ownerStack } from './error-stack.ts';
 import { LoadError, loadHandler, type Handler } from './loader.ts';
 import { M_ABORT, M_REQUEST, W_ERROR, W_LOAD_ERROR, W_READY, type FromWorker, type RequestMsg, type ToWorker } from './protocol.ts';
 
@@ -72,7 +74,8 @@ function fail(id: number, err: unknown, how: string): void {
   live.delete(id);
   res.writableEnded = true;
   const message = errorText(err);
-  port.postMessage({ t: W_ERROR, i: id, s: 500, k: 'exception', e: message, body: JSON.stringify({ error: 'function_error', message: 'the function failed; its error is in the execution log' }) } satisfies FromWorker);
+  const stack = ownerStack(err, moduleFiles);
+  port.postMessage({ t: W_ERROR, i: id, s: 500, k: 'exception', e: message, ...(stack === undefined ? {} : { st: stack }), body: JSON.stringify({ error: 'function_error', message: 'the function failed; its error is in the execution log' }) } satisfies FromWorker);
 }
 
 const executions = new Map<number, string>();
@@ -128,6 +131,17 @@ function orphan(err: unknown, how: string): void {
 
 process.on('uncaughtException', (err) => orphan(err, 'uncaught exception'));
 process.on('unhandledRejection', (reason) => orphan(reason, 'unhandled rejection'));
+
+// Before the module loads (Node reads a module's source map as it loads it): a bundle's inline
+// source map then puts the user's files and lines in every stack (./error-stack.ts).
+process.getBuiltinModule('node:module').setSourceMapsSupport(true);
+/** The module's path and the real one Node names in stacks (./error-stack.ts). */
+const moduleFiles = [data.file];
+try {
+  moduleFiles.push(realpathSync(data.file));
+} catch {
+  // No such file: the load fails and says so; no stack will need it.
+}
 
 try {
   const handler = await loadHandler(data.file);

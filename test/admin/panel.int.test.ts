@@ -1,12 +1,13 @@
 import { expect } from 'chai';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { chromium, type BrowserContext } from 'playwright-core';
+import { chromium, type BrowserContext, type Page } from 'playwright-core';
 import { startGateway, type RunningGateway } from '../helpers/platform.ts';
-import { CHROMIUM, LAUNCH_ARGS, createScenarioFunctions, definePanelScenarios, ensurePanelPrerequisites, until } from './scenarios.ts';
+import { bundleHandler } from '../../cli/src/bundle/bundle.ts';
+import { CHROMIUM, LAUNCH_ARGS, apiClient, createScenarioFunctions, definePanelScenarios, ensurePanelPrerequisites, until } from './scenarios.ts';
 
 // The admin panel end to end: Debian's headless Chromium driven by
 // playwright-core (no browser download), against a real gateway process
@@ -14,6 +15,14 @@ import { CHROMIUM, LAUNCH_ARGS, createScenarioFunctions, definePanelScenarios, e
 // scenarios themselves are in scenarios.ts, shared with panel.cluster.test.ts
 // (the same steps against a cluster-mode gateway). Screenshots of the main
 // pages go to test-output/admin/ (git-ignored).
+
+/** Signs in on the panel's page with the admin token, as a user does, up to the functions list. */
+async function signIn(page: Page, gw: RunningGateway): Promise<void> {
+  await page.goto(`${gw.adminUrl}/admin/`);
+  await page.getByLabel('Admin token').fill(gw.token);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.getByRole('heading', { level: 1, name: 'Functions' }).waitFor();
+}
 
 describe('admin panel in headless Chromium against a real gateway', function () {
   this.timeout(180_000);
@@ -72,10 +81,7 @@ describe('admin panel sessions expire', function () {
     userDataDir = await mkdtemp(join(tmpdir(), 'fnhost-chromium-'));
     context = await chromium.launchPersistentContext(userDataDir, { executablePath: CHROMIUM, headless: true, args: LAUNCH_ARGS });
     const page = context.pages()[0] ?? (await context.newPage());
-    await page.goto(`${gw.adminUrl}/admin/`);
-    await page.getByLabel('Admin token').fill(gw.token);
-    await page.getByRole('button', { name: 'Sign in' }).click();
-    await page.getByRole('heading', { level: 1, name: 'Functions' }).waitFor();
+    await signIn(page, gw);
     const cookie = (await context.cookies(`${gw.adminUrl}/admin/`)).find((c) => c.name === 'fnhost_admin')!;
     // The page makes no request while idle; wait (without touching the session) until the server has dropped it.
     await until('the session to expire on the server', async () => {
@@ -102,10 +108,7 @@ describe('admin panel: the banner of a gateway that cannot sandbox', function ()
     context ??= await chromium.launchPersistentContext(userDataDir, { executablePath: CHROMIUM, headless: true, args: LAUNCH_ARGS });
     const page = await context.newPage();
     try {
-      await page.goto(`${gw.adminUrl}/admin/`);
-      await page.getByLabel('Admin token').fill(gw.token);
-      await page.getByRole('button', { name: 'Sign in' }).click();
-      await page.getByRole('heading', { level: 1, name: 'Functions' }).waitFor();
+      await signIn(page, gw);
       // The info request follows the sign-in: wait for it to be answered before looking.
       await page.waitForLoadState('networkidle');
       const banner = page.getByRole('note').filter({ hasText: 'No sandbox' });
@@ -136,5 +139,53 @@ describe('admin panel: the banner of a gateway that cannot sandbox', function ()
     } finally {
       await gw.stop();
     }
+  });
+});
+
+describe('admin panel: the stack of a thrown error, at the owner\'s file and line', function () {
+  this.timeout(90_000);
+  let gw: RunningGateway;
+  let project: string;
+  let context: BrowserContext | undefined;
+  let userDataDir: string | undefined;
+  before(async () => {
+    ensurePanelPrerequisites();
+    gw = await startGateway();
+    project = await mkdtemp(join(tmpdir(), 'fnhost-panel-project-'));
+  });
+  after(async () => {
+    await context?.close();
+    if (userDataDir) await rm(userDataDir, { recursive: true, force: true });
+    await rm(project, { recursive: true, force: true });
+    await gw?.stop();
+  });
+
+  it('shows the record\'s error_stack under its error, from a bundle the API took as it was', async () => {
+    // The module the CLI would send: two TypeScript files bundled with their source map.
+    await mkdir(join(project, 'src'));
+    await writeFile(join(project, 'package.json'), '{ "name": "panel-stack", "private": true, "type": "module" }\n');
+    await writeFile(join(project, 'src', 'explode.ts'), 'export function explode(what: string): never {\n  throw new Error(`panel ${what}`);\n}\n');
+    await writeFile(join(project, 'src', 'handler.ts'), "import { explode } from './explode.ts';\n\nexport default function handler(): void {\n  explode('boom');\n}\n");
+    const { code } = await bundleHandler(join(project, 'src', 'handler.ts'), project);
+    const api = apiClient(gw);
+    const created = await api('POST', '/api/v1/functions', { name: 'thrower', code });
+    expect(created.status, JSON.stringify(created.body)).to.equal(201);
+    expect((await fetch(`${gw.url}/invoke/${created.body.function_id}`)).status).to.equal(500);
+    userDataDir = await mkdtemp(join(tmpdir(), 'fnhost-chromium-'));
+    context = await chromium.launchPersistentContext(userDataDir, { executablePath: CHROMIUM, headless: true, args: LAUNCH_ARGS });
+    const page = context.pages()[0] ?? (await context.newPage());
+    await signIn(page, gw);
+    // The record is written off the request path: reload the page until it is listed.
+    const summary = page.locator('table.logs summary', { hasText: 'Stack' });
+    await until('the failed execution with its stack', async () => {
+      await page.goto(`${gw.adminUrl}/admin/functions/thrower`);
+      await page.getByRole('heading', { level: 1, name: /^thrower/ }).waitFor();
+      await page.locator('table.logs tbody tr').first().waitFor();
+      return (await summary.count()) === 1;
+    }, 30_000, 500);
+    const row = page.locator('table.logs tbody tr').first();
+    expect(await row.innerText()).to.contain('Error: panel boom');
+    await summary.click();
+    expect(await row.locator('details pre').innerText()).to.equal('at explode (src/explode.ts:2:9)\nat handler (src/handler.ts:4:3)');
   });
 });

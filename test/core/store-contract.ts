@@ -165,6 +165,18 @@ export function describeStoreContract(name: string, open: () => Promise<Stores>,
         expect(page.pagination).to.deep.equal({ currentPage: 1, totalPages: 1, totalCount: 3, hasNextPage: false, hasPrevPage: false });
       });
 
+      it('keeps a record\'s error_stack as written, and gives none to a record that has none', async () => {
+        const fnId = randomUUID();
+        const stack = 'at explode (src/handler.ts:20:9)\nat handler (src/handler.ts:13:29)';
+        const thrown = log(fnId, CONTRACT_EPOCH + 2000, { status_code: 500, error_message: 'Error: fixture exploded', error_stack: stack });
+        const plain = log(fnId, CONTRACT_EPOCH + 1000, { status_code: 500, error_message: 'HTTP 500' });
+        await stores.logs.insert([thrown, plain]);
+        const page = await stores.logs.list(fnId, query(), NONE, CONTRACT_EPOCH + DAY);
+        expect(page.logs).to.deep.equal([thrown, plain].map(stripExpiry));
+        expect(page.logs[0]!.error_stack).to.equal(stack);
+        expect(page.logs[1]).to.not.have.property('error_stack');
+      });
+
       it('orders records with the same executed_at newest-inserted first, within a batch and across batches', async () => {
         const fnId = randomUUID();
         const at = CONTRACT_EPOCH + 7000;

@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import { limits } from '@fnhost/core';
 import { checkSpec, makeCodeChecker } from '../../operator/src/validate.ts';
 import { loadSettings, SettingsError } from '../../operator/src/settings.ts';
 import { fnResource, testSettings, TOKEN_KEY } from './fixtures.ts';
@@ -24,7 +25,7 @@ describe('operator spec checks beyond the schema', () => {
   it('a name too long for the CronJob, reserved env names and oversized code are refused', () => {
     expect(checkSpec(fnResource({}, { name: 'x'.repeat(41) }), settings)).to.include({ reason: 'NameTooLong' });
     expect(checkSpec(fnResource({ env: [{ name: 'FNHOST_TOKEN', value: 'x' }] }), settings)).to.include({ reason: 'InvalidEnv' });
-    expect(checkSpec(fnResource({ code: 'x'.repeat(512 * 1024 + 1) }), settings)).to.include({ reason: 'CodeTooLarge' });
+    expect(checkSpec(fnResource({ code: 'x'.repeat(limits.MAX_CODE_BYTES + 1) }), settings)).to.include({ reason: 'CodeTooLarge' });
   });
 
   describe('code parsing', function () {

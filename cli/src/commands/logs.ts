@@ -15,6 +15,7 @@ import {
   renderLogTable,
   rowLine,
   rowWindow,
+  stackLines,
   titleLine,
   toRow,
   toRows,
@@ -74,7 +75,9 @@ export async function run(ctx: CommandContext): Promise<number> {
     return 0;
   }
   const { stdout, stdin, env } = ctx.io;
-  const terminal = stdout.isTTY === true && stdin.isTTY === true && env.TERM !== 'dumb' && ctx.output !== 'json';
+  // --stack prints the table once with each error's stack under its row, on a terminal too.
+  const stacks = ctx.options.stack === true;
+  const terminal = stdout.isTTY === true && stdin.isTTY === true && env.TERM !== 'dumb' && ctx.output !== 'json' && !stacks;
   if (terminal) {
     if (follow) return (await import('./logs-tty.ts')).runFollow(ctx, client, ref, query, intervalMs);
     // Ink and React take ~250 ms to import, and loading them holds the event
@@ -92,7 +95,7 @@ export async function run(ctx: CommandContext): Promise<number> {
 
   const [fn, page] = await Promise.all([client.getFunction(ref), client.listLogs(ref, query)]);
   const width = stdout.isTTY === true && stdout.columns ? stdout.columns : DEFAULT_WIDTH;
-  printLines(ctx, renderLogTable(fn, query.status, page, width, createPainter(ctx.color)));
+  printLines(ctx, renderLogTable(fn, query.status, page, width, createPainter(ctx.color), { stacks }));
   return 0;
 }
 
@@ -129,9 +132,10 @@ async function followPlain(ctx: CommandContext, client: ApiClient, ref: string, 
   const paint = createPainter(ctx.color);
   const width = ctx.io.stdout.isTTY === true && ctx.io.stdout.columns ? ctx.io.stdout.columns : DEFAULT_WIDTH;
   const layout = layoutFor([], width);
+  const stacks = ctx.options.stack === true;
   const print = (logs: Awaited<ReturnType<typeof follower.poll>>) => {
     if (logs.length === 0) return;
-    const lines = json ? logs.map((log) => JSON.stringify(log)) : logs.map((log) => rowLine(toRow(log, layout), layout, paint));
+    const lines = json ? logs.map((log) => JSON.stringify(log)) : logs.flatMap((log) => [rowLine(toRow(log, layout), layout, paint), ...(stacks ? stackLines(log, paint) : [])]);
     ctx.io.stdout.write(lines.join('\n') + '\n');
   };
   if (!json) printLines(ctx, [paint.bold(titleLine(fn, query.status, { following: true })), headerLine(layout, paint)]);

@@ -14,8 +14,11 @@ export const COMMANDS: CommandSpec[] = [
   {
     name: 'function:create',
     args: ['<name>'],
-    summary: 'Create a function from a JavaScript module',
-    details: ['<name> is a DNS-1123 label: lowercase letters, digits and "-", at most 40 characters.'],
+    summary: 'Create a function from a JavaScript or TypeScript module and the packages it imports',
+    details: [
+      '<name> is a DNS-1123 label: lowercase letters, digits and "-", at most 40 characters.',
+      'The file is bundled with the packages it imports (resolved from its project) into one module, as fnhost bundle does.',
+    ],
     options: {
       file: { type: 'string', short: 'f', value: '<path>', description: 'the module exporting the handler (required)' },
       env,
@@ -100,6 +103,8 @@ export const COMMANDS: CommandSpec[] = [
       'On a terminal the table is interactive: ←/→ or n/p change page, s cycles the status filter, r reloads, q quits.',
       'Piped, or with --output json, it prints once and exits. --follow prints new executions as they arrive',
       '(with --output json: one log record per line).',
+      '--stack prints once, on a terminal too, with the error and its stack under each row whose',
+      "handler threw: the files and lines of your own sources (the bundle's source map). JSON always has error_stack.",
     ],
     options: {
       status: { type: 'string', value: 'success|error|all', description: 'which executions: 2xx, 400 and above, or all (default all)' },
@@ -107,6 +112,7 @@ export const COMMANDS: CommandSpec[] = [
       page: { type: 'string', value: '<int>', description: '1-based page number (default 1)' },
       follow: { type: 'boolean', short: 'F', description: 'keep running and show new executions as they arrive' },
       interval: { type: 'string', value: '<seconds>', description: 'how often --follow asks the server (default 2)' },
+      stack: { type: 'boolean', description: "show each thrown error's message and stack (your files and lines) under its row" },
     },
     json: true,
     remote: true,
@@ -114,6 +120,7 @@ export const COMMANDS: CommandSpec[] = [
       'fnhost function:logs hello',
       'fnhost function:logs hello --status error --limit 5 --page 2 --output json | jq .pagination',
       'fnhost function:logs hello --follow',
+      'fnhost function:logs hello --status error --stack',
     ],
     load: () => import('./logs.ts'),
   },
@@ -168,6 +175,21 @@ export const COMMANDS: CommandSpec[] = [
     remote: true,
     examples: ['fnhost function:test hello', `fnhost function:test hello --data '{"name":"Ada"}'`, 'fnhost function:test users --method GET --path /users/42'],
     load: () => import('./test.ts'),
+  },
+  {
+    name: 'bundle',
+    args: ['<file>'],
+    summary: 'Bundle a handler and the packages it imports into one module, as function:create does',
+    details: [
+      'Packages resolve from the project <file> lives in (its package.json and node_modules); TypeScript is compiled;',
+      "Node's built-ins stay imports. The module carries an inline source map, so errors name your files and lines.",
+      'For a Function resource applied with kubectl (spec.code): see docs/cluster-mode.md.',
+    ],
+    options: { out: { type: 'string', short: 'o', value: '<path>', description: 'write the module here (default: stdout)' } },
+    json: false,
+    remote: false,
+    examples: ['fnhost bundle src/handler.ts -o handler.mjs'],
+    load: () => import('./bundle.ts'),
   },
   {
     name: 'login',

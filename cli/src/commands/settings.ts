@@ -1,6 +1,6 @@
-import { readFile, stat } from 'node:fs/promises';
+import { stat } from 'node:fs/promises';
 import { resolve } from 'node:path';
-import { MAX_CODE_BYTES, MAX_MEMORY_MIB, MAX_TIMEOUT_SECONDS } from '@fnhost/core/limits.ts';
+import { MAX_MEMORY_MIB, MAX_TIMEOUT_SECONDS } from '@fnhost/core/limits.ts';
 import { validateCode, validateEnv, validateMemoryMiB, validateRoutes, validateTimeoutSeconds } from '@fnhost/core/validation.ts';
 import { LocalIoError, UsageError } from '../errors.ts';
 import { asUsage, intOption, listOption, stringOption } from './common.ts';
@@ -8,23 +8,33 @@ import type { CommandContext } from './spec.ts';
 
 // The flags create and deploy share: --file, --env, --timeout, --memory, --route.
 
+/**
+ * The code create and deploy send: --file bundled with what it imports into one ES module
+ * (../bundle/bundle.ts), under the code limit. esbuild loads only here, not at every start.
+ */
 export async function readCode(ctx: CommandContext): Promise<string> {
   const file = stringOption(ctx, 'file');
   if (file === undefined) throw new UsageError(`${ctx.spec.name} needs --file <path>: the module that exports the handler`);
+  const path = await existingFile(ctx, file, '--file');
+  const { bundleHandler } = await import('../bundle/bundle.ts');
+  const bundle = await bundleHandler(path, ctx.io.cwd);
+  for (const warning of bundle.warnings) ctx.io.stderr.write(`warning: ${warning}\n`);
+  return asUsage(() => validateCode(bundle.code), `--file ${file}`);
+}
+
+/** The absolute path of a file the command line names, or a UsageError saying why it is not one. */
+export async function existingFile(ctx: CommandContext, file: string, flag: string): Promise<string> {
   const path = resolve(ctx.io.cwd, file);
-  let code: string;
   try {
     const info = await stat(path);
-    if (!info.isFile()) throw new UsageError(`--file ${file} is not a file`);
-    if (info.size > MAX_CODE_BYTES) throw new UsageError(`--file ${file} is ${info.size} bytes; the limit is ${MAX_CODE_BYTES} bytes`);
-    code = await readFile(path, 'utf8');
+    if (!info.isFile()) throw new UsageError(`${flag} ${file} is not a file`);
+    return path;
   } catch (err) {
     if (err instanceof UsageError) throw err;
     const code = (err as NodeJS.ErrnoException).code;
-    if (code === 'ENOENT') throw new UsageError(`--file ${file}: no such file`, { cause: err });
-    throw new LocalIoError(`cannot read --file ${file} (${code ?? (err as Error).message})`, { cause: err });
+    if (code === 'ENOENT') throw new UsageError(`${flag} ${file}: no such file`, { cause: err });
+    throw new LocalIoError(`cannot read ${flag} ${file} (${code ?? (err as Error).message})`, { cause: err });
   }
-  return asUsage(() => validateCode(code), `--file ${file}`);
 }
 
 export function parseEnvFlags(ctx: CommandContext): Record<string, string> | undefined {

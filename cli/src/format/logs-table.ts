@@ -162,17 +162,32 @@ export function pagerFooterLine(p: Pagination, window: RowWindow): string {
 }
 
 /** The whole table as lines, for the piped path (and the first frame of the terminal path). */
+/**
+ * `--stack`: under an error's row, its whole message and its stack as the runtime mapped it to the
+ * user's sources (ExecutionLog.error_stack), indented; nothing for a record without a stack.
+ */
+export function stackLines(log: ExecutionLog, paint: Painter): string[] {
+  if (log.error_stack === undefined || log.error_stack === '') return [];
+  const lines = log.error_message === null ? [] : [`    ${oneLine(log.error_message)}`];
+  for (const frame of log.error_stack.split('\n')) lines.push(paint.dim(`      ${oneLine(frame)}`));
+  return lines;
+}
+
 export function renderLogTable(
   fn: { name: string; function_id: string },
   status: StatusFilter,
   page: { logs: readonly ExecutionLog[]; pagination: Pagination },
   width: number,
   paint: Painter,
+  options: { stacks?: boolean } = {},
 ): string[] {
   const { layout, rows } = toRows(page.logs, width);
   const lines = [paint.bold(titleLine(fn, status)), headerLine(layout, paint)];
   if (rows.length === 0) lines.push(paint.dim(emptyLine(page.pagination)));
-  for (const row of rows) lines.push(rowLine(row, layout, paint));
+  rows.forEach((row, i) => {
+    lines.push(rowLine(row, layout, paint));
+    if (options.stacks === true) lines.push(...stackLines(page.logs[i]!, paint));
+  });
   lines.push(footerLine(page.pagination));
   return lines;
 }

@@ -34,6 +34,8 @@ export interface Exchange {
   /** The upstream the call went to (its pool is destroyed on a gateway timeout). */
   origin: string | undefined;
   logged: boolean;
+  /** The thrown error's stack the runtime answered with (./error-stack.ts), for the record. */
+  errorStack: string | undefined;
   inflightDone: (() => void) | undefined;
 }
 

@@ -12,6 +12,7 @@ import type { Metrics } from '../metrics.ts';
 import { FunctionInactiveError, FunctionOutOfMemoryError, FunctionTimeoutError, PayloadTooLargeError, UnforwardableRequestError, isRefusedBeforeSending, recordText, runtimeEndedCall, writeError } from './errors.ts';
 import { CAPTURE_LIMIT, collect, drainRequest, messageFrom500, readBody } from './bodies.ts';
 import { decodeURIComponentSafe, headersToCaller, headersToFunction } from './headers.ts';
+import { errorStackOf } from './error-stack.ts';
 import type { Exchange, ExecutionPath, RunRequest, RunResult } from './exchange.ts';
 import { runOutsideHttp } from './run.ts';
 import { RuntimeUnavailableError } from '../executor/local.ts';
@@ -189,7 +190,7 @@ export class Invoker {
 
   #begin(fn: FunctionRecord, trigger: Trigger, startedAt: number, executedAt: number): Exchange {
     this.#inflight++;
-    return { fn, trigger, logId: fastLogId(), startedAt, executedAt, deadline: 0, timedOut: false, origin: undefined, logged: false, inflightDone: undefined };
+    return { fn, trigger, logId: fastLogId(), startedAt, executedAt, deadline: 0, timedOut: false, origin: undefined, logged: false, errorStack: undefined, inflightDone: undefined };
   }
 
   #forward(ex: Exchange, req: IncomingMessage, res: ServerResponse, path: string, body: Buffer | null): void {
@@ -273,6 +274,7 @@ export class Invoker {
     const errorHeader = upstream['x-fnhost-error'];
     let errorMessage = typeof errorHeader === 'string' ? decodeURIComponentSafe(errorHeader) : null;
     const kind = upstream['x-fnhost-error-kind'];
+    ex.errorStack = errorStackOf(upstream);
     const ended = runtimeEndedCall(kind, statusCode, errorMessage, ex.fn);
     if (ended !== undefined) {
       // The runtime ended the call itself; the caller gets the platform's error body (docs/api-outline.md).
@@ -385,6 +387,7 @@ export class Invoker {
         status_code: statusCode,
         execution_time_ms: ms,
         error_message: errorMessage,
+        ...(ex.errorStack === undefined ? {} : { error_stack: ex.errorStack }),
         executed_at: isoTimestamp(ex.executedAt),
         trigger: ex.trigger,
       };

@@ -3,6 +3,7 @@ import { FnhostError, type FunctionRecord, type Trigger } from '@fnhost/core';
 import { RuntimeUnavailableError } from '../executor/local.ts';
 import { CAPTURE_LIMIT, collect, messageFrom500 } from './bodies.ts';
 import { FunctionInactiveError, FunctionTimeoutError, recordText, runtimeEndedCall } from './errors.ts';
+import { errorStackOf } from './error-stack.ts';
 import type { ExecutionPath, RunRequest, RunResult } from './exchange.ts';
 import { InvalidResponseError, unreadableFraming } from './upstream-answer.ts';
 import { decodeURIComponentSafe, headersToCaller, headersToFunction, lowerCaseNames } from './headers.ts';
@@ -28,6 +29,7 @@ export async function runOutsideHttp(path: ExecutionPath, fn: FunctionRecord, tr
     status = response.statusCode;
     const errorHeader = response.headers['x-fnhost-error'];
     errorMessage = typeof errorHeader === 'string' ? decodeURIComponentSafe(errorHeader) : null;
+    ex.errorStack = errorStackOf(response.headers);
     const ended = runtimeEndedCall(response.headers['x-fnhost-error-kind'], status, errorMessage, fn);
     if (ended !== undefined) {
       response.body.dump().catch(() => undefined);

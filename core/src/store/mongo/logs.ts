@@ -49,6 +49,8 @@ export interface LogDoc {
   status_code: number;
   execution_time_ms: number;
   error_message: string | null;
+  /** Only when the record has one (ExecutionLog.error_stack). */
+  error_stack?: string;
   trigger: Trigger;
   expireAt?: Date;
 }
@@ -115,6 +117,7 @@ export function toLogDoc(record: StoredLog, seq: number): LogDoc {
     error_message: record.error_message,
     trigger: record.trigger,
   };
+  if (record.error_stack !== undefined) doc.error_stack = record.error_stack;
   if (record.expires_at !== null) doc.expireAt = new Date(record.expires_at);
   return doc;
 }
@@ -126,6 +129,7 @@ export function toLog(doc: LogDoc): ExecutionLog {
     status_code: doc.status_code,
     execution_time_ms: doc.execution_time_ms,
     error_message: doc.error_message,
+    ...(doc.error_stack === undefined ? {} : { error_stack: doc.error_stack }),
     executed_at: doc.executed_at.toISOString(),
     trigger: doc.trigger,
   };

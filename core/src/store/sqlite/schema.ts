@@ -5,7 +5,7 @@ import { StoreError } from '../../errors.ts';
 // version a database file was last migrated to; MIGRATIONS[i] moves a database
 // from version i to i + 1, so a later release appends, never edits.
 
-export const SCHEMA_VERSION = 6;
+export const SCHEMA_VERSION = 7;
 
 const MIGRATIONS: readonly string[] = [
   // 0 -> 1: the first schema.
@@ -152,6 +152,10 @@ const MIGRATIONS: readonly string[] = [
     lost         INTEGER,
     recovered    INTEGER
   ) WITHOUT ROWID;
+  `,
+  // 6 -> 7: a thrown error's stack, mapped to the user's sources (ExecutionLog.error_stack).
+  `
+  ALTER TABLE logs ADD COLUMN error_stack TEXT;
   `,
 ];
 

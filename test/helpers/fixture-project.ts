@@ -1,0 +1,24 @@
+import { execFile } from 'node:child_process';
+import { cpSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+
+// test/fixtures/bundle-project copied to a temporary folder and its packages installed from the
+// registry with `npm ci` (its package-lock.json pins them; npm's cache makes later runs local).
+// --ignore-scripts: no package of it needs one, and the native-addon stand-in must not be built.
+
+export const BUNDLE_FIXTURE = fileURLToPath(new URL('../fixtures/bundle-project/', import.meta.url));
+
+export interface FixtureProject {
+  dir: string;
+  remove(): void;
+}
+
+export async function installFixtureProject(): Promise<FixtureProject> {
+  const dir = mkdtempSync(join(tmpdir(), 'fnhost-bundle-project-'));
+  cpSync(BUNDLE_FIXTURE, dir, { recursive: true, filter: (src) => !src.includes('node_modules') });
+  await promisify(execFile)('npm', ['ci', '--ignore-scripts', '--no-audit', '--no-fund', '--loglevel=error'], { cwd: dir, timeout: 180_000 });
+  return { dir, remove: () => rmSync(dir, { recursive: true, force: true }) };
+}
