@@ -72,7 +72,7 @@ describe('fnhost on Kubernetes: handlers that import packages (issue 19)', funct
         mongodb: { url: `mongodb://${cluster.hostIp ?? '10.244.0.1'}:${relay.port}/${dbName}` },
         gateway: { replicas: 1, defaultNamespace: ns, resources: { requests: { cpu: '50m', memory: '128Mi' }, limits: { memory: '512Mi' } } },
         operator: { resources: { requests: { cpu: '20m', memory: '96Mi' }, limits: { memory: '512Mi' } }, functionCpuRequest: '10m' },
-        networkPolicy: { namespaces: [ns] },
+        networkPolicy: { platformCIDRs: ['10.244.0.0/24', '10.96.0.0/16'] },
       }),
     );
     const installed = await helmRun(['install', release, `${ROOT}charts/fnhost`, '-n', relNs, '--create-namespace', '-f', valuesFile, '--wait', '--timeout', '8m']);
