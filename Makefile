@@ -51,10 +51,10 @@ test-integration: install admin system-deps
 # Every suite: cluster-prebuild first (cold Kubernetes/helm/CoreDNS builds start
 # niced in the background and overlap the other suites), the cluster suites last
 # on one real single-node Kubernetes built on this machine (test/cluster/README.md).
-test: cluster-prebuild lint-shell typecheck test-unit test-integration test-cluster-ci
+test: cluster-prebuild lint-shell typecheck test-unit chart-scan test-integration test-cluster-ci
 
 # The same without the cluster (minutes instead of up to ~40 on a cold machine).
-test-local: lint-shell typecheck test-unit test-integration
+test-local: lint-shell typecheck test-unit chart-scan test-integration
 
 # Kept for habit: the same as make test.
 test-all: test

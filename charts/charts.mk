@@ -2,7 +2,7 @@
 # Included by the root Makefile. docs/install.md explains both.
 CHART_DIR := charts/fnhost
 
-.PHONY: chart-crd chart-lint platform-image-context
+.PHONY: chart-crd chart-lint chart-scan platform-image-context
 
 # The CRD has one source, crds/ (generated from operator/src/crd.ts); the chart carries
 # a copy, which test/charts/chart.unit.test.ts checks is equal.
@@ -14,6 +14,12 @@ chart-crd:
 chart-lint: chart-crd
 	@PATH="$$(test/cluster/env.sh --json 2>/dev/null | node_modules/.bin/node -e 'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>{try{process.stdout.write(JSON.parse(s).toolsBin)}catch{}})'):$$PATH"; \
 	  helm lint --strict $(CHART_DIR) && helm template fnhost $(CHART_DIR) --namespace fnhost-system >/dev/null && echo "chart ok"
+
+# The policy scanner (checkov, pinned, from PyPI into ~/.cache/fnhost) over the chart with its
+# defaults and documented options and over the operator's objects: zero failed checks
+# (charts/scan.sh; docs/install.md, Security posture). No cluster needed.
+chart-scan: install system-deps
+	@charts/scan.sh
 
 # .build/platform-image: sources and production node_modules for gateway/Dockerfile.
 platform-image-context: install

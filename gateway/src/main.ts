@@ -3,6 +3,7 @@ import { join, relative } from 'node:path';
 import type { Stores } from '@fnhost/core';
 import { openMongoStores, redactUrl } from '@fnhost/core/store/mongo/index.ts';
 import { openSqliteStores } from '@fnhost/core/store/sqlite/index.ts';
+import { resolveSecretFiles } from '@fnhost/core/secret-files.ts';
 import type { GatewayConfig } from './config.ts';
 import { loadAdminToken } from './auth.ts';
 import { lockDataDir, type DataDirLock } from './data-dir-lock.ts';
@@ -21,11 +22,16 @@ import { stdoutLogger as logger } from './log.ts';
 
 let lock: DataDirLock | undefined;
 
+/** Settings that may come from a file instead (NAME_FILE; docs/install.md, Secrets as files). */
+const GATEWAY_SECRET_SETTINGS = ['FNHOST_TOKEN', 'FNHOST_TOKEN_KEY', 'MONGODB_URL'] as const;
+
 async function main(): Promise<void> {
-  const config = loadConfig();
-  const clusterMode = isClusterMode(process.env);
+  // Read into this copy only: process.env (which runtimes started on one machine inherit from) never holds them.
+  const env = resolveSecretFiles(process.env, GATEWAY_SECRET_SETTINGS);
+  const config = loadConfig(env);
+  const clusterMode = isClusterMode(env);
   // Parsed before anything starts, so a bad setting stops the start with its name.
-  const clusterSettings = clusterMode ? loadClusterSettings(process.env) : undefined;
+  const clusterSettings = clusterMode ? loadClusterSettings(env) : undefined;
   await mkdir(config.dataDir, { recursive: true, mode: 0o700 });
   // Before anything reads or changes the data folder: a second gateway on it refuses here.
   lock = await lockDataDir(config.dataDir);

@@ -8,6 +8,7 @@ import { LeaderElector } from './leader.ts';
 import { jsonLogger } from './log.ts';
 import type { Logger } from './log.ts';
 import { openMongoStores } from '@fnhost/core/store/mongo/index.ts';
+import { resolveSecretFiles, SecretFileError } from '@fnhost/core/secret-files.ts';
 import type { Stores } from '@fnhost/core';
 import { NoopLogCleaner, StoreLogCleaner } from './logcleaner.ts';
 import type { LogCleaner } from './logcleaner.ts';
@@ -49,12 +50,17 @@ async function gatewayHostAliases(settings: Settings, log: Logger): Promise<Sett
   }
 }
 
+/** Settings that may come from a file instead (NAME_FILE; docs/operator.md). */
+const OPERATOR_SECRET_SETTINGS = ['FNHOST_TOKEN_KEY', 'MONGODB_URL'] as const;
+
 async function main(): Promise<void> {
   let settings;
+  let env: NodeJS.ProcessEnv;
   try {
-    settings = loadSettings();
+    env = resolveSecretFiles(process.env, OPERATOR_SECRET_SETTINGS);
+    settings = loadSettings(env);
   } catch (err) {
-    if (err instanceof SettingsError) {
+    if (err instanceof SettingsError || err instanceof SecretFileError) {
       process.stderr.write(JSON.stringify({ time: new Date().toISOString(), level: 'error', msg: `invalid setting: ${err.message}` }) + '\n');
       process.exit(2);
     }
@@ -78,8 +84,8 @@ async function main(): Promise<void> {
   // outside the cluster is cleaned (NoopLogCleaner, for clusters without a store).
   let stores: Stores | undefined;
   let logCleaner: LogCleaner = new NoopLogCleaner();
-  if (process.env.MONGODB_URL) {
-    stores = await openMongoStores({ url: process.env.MONGODB_URL });
+  if (env.MONGODB_URL) {
+    stores = await openMongoStores({ url: env.MONGODB_URL });
     logCleaner = new StoreLogCleaner(stores.logs, stores.counters);
   }
   const reconciler = new Reconciler({ client, settings, codeChecker: makeCodeChecker(), logCleaner, clock: systemClock, log });

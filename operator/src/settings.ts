@@ -40,6 +40,16 @@ function url(env: NodeJS.ProcessEnv, name: string, fallback: string): string {
   return raw.replace(/\/+$/, '');
 }
 
+function cpuQuantity(env: NodeJS.ProcessEnv, name: string, fallback: string): string {
+  const raw = env[name] || fallback;
+  if (!/^\d+(\.\d+)?m?$/.test(raw)) throw new SettingsError(`${name} must be a CPU quantity such as 50m or 0.5, got ${JSON.stringify(raw)}`);
+  return raw;
+}
+
+function millicores(quantity: string): number {
+  return quantity.endsWith('m') ? Number(quantity.slice(0, -1)) : Number(quantity) * 1000;
+}
+
 function podNamespace(): string | undefined {
   try {
     return readFileSync(SERVICE_ACCOUNT_NAMESPACE, 'utf8').trim() || undefined;
@@ -113,8 +123,10 @@ export function loadSettings(env: NodeJS.ProcessEnv = process.env, defaults: { n
   if (logLevel !== 'debug' && logLevel !== 'info' && logLevel !== 'warn' && logLevel !== 'error') {
     throw new SettingsError(`FNHOST_LOG_LEVEL must be debug, info, warn or error, got ${JSON.stringify(logLevel)}`);
   }
-  const cpuRequest = env.FNHOST_CPU_REQUEST || '50m';
-  if (!/^\d+(\.\d+)?m?$/.test(cpuRequest)) throw new SettingsError(`FNHOST_CPU_REQUEST must be a CPU quantity such as 50m or 0.5, got ${JSON.stringify(cpuRequest)}`);
+  const cpuRequest = cpuQuantity(env, 'FNHOST_CPU_REQUEST', '50m');
+  const cpuLimit = cpuQuantity(env, 'FNHOST_CPU_LIMIT', '1');
+  // The API server refuses a pod whose request is above its limit: say so at start, not at each reconcile.
+  if (millicores(cpuRequest) > millicores(cpuLimit)) throw new SettingsError(`FNHOST_CPU_REQUEST (${cpuRequest}) is above FNHOST_CPU_LIMIT (${cpuLimit})`);
   const gatewayUrl = url(env, 'FNHOST_GATEWAY_URL', 'http://fnhost-gateway.fnhost-system.svc:8080');
   const leaseDurationSeconds = int(env, 'FNHOST_LEASE_DURATION_SECONDS', 15, 2, 300);
   const renewDeadlineSeconds = int(env, 'FNHOST_RENEW_DEADLINE_SECONDS', 10, 1, 300);
@@ -136,8 +148,9 @@ export function loadSettings(env: NodeJS.ProcessEnv = process.env, defaults: { n
     maxTimeoutSeconds: int(env, 'FNHOST_MAX_TIMEOUT_SECONDS', limits.MAX_TIMEOUT_SECONDS, 1, limits.MAX_TIMEOUT_SECONDS),
     runtimeOverheadMiB: int(env, 'FNHOST_RUNTIME_OVERHEAD_MIB', 96, 16, 4096),
     tokenKey,
-    runAsUser: int(env, 'FNHOST_RUN_AS_USER', 1000, 1, 2147483647),
+    runAsUser: int(env, 'FNHOST_RUN_AS_USER', 10001, 1, 2147483647),
     cpuRequest,
+    cpuLimit,
     workers: int(env, 'FNHOST_WORKERS', 2, 1, 64),
     maxInFlight: int(env, 'FNHOST_MAX_INFLIGHT', 10, 1, 1000),
     port: int(env, 'FNHOST_OPERATOR_PORT', 8081, 0, 65535),

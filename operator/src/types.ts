@@ -43,9 +43,11 @@ export interface Settings {
   runtimeOverheadMiB: number;
   /** Key the per-function runtime and schedule tokens are derived from (HMAC-SHA256). */
   tokenKey: string;
-  /** The uid the runtime and the schedule job run as. */
+  /** The uid the runtime and the schedule job run as (10001: the runtime image's USER, above host accounts). */
   runAsUser: number;
   cpuRequest: string;
+  /** CPU limit of each runtime and schedule container: one function cannot take a node's CPU. */
+  cpuLimit: string;
   workers: number;
   maxInFlight: number;
   port: number;

@@ -5,7 +5,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { MongoClient } from 'mongodb';
-import { buildPlatformImage, buildRuntimeImage, run, startRelay, waitFor } from '../e2e/helpers.ts';
+import { buildPlatformImage, buildRuntimeImage, run, startRelay, testClusterPlatformNetworkPolicy, waitFor } from '../e2e/helpers.ts';
 import { startMongoServer, type MongoTestServer } from '../helpers/mongo-server.ts';
 import { getCluster, makeKubectl, uniqueName, type ClusterAccess } from '../operator/harness.ts';
 import { ROOT, createScenarioFunctions, definePanelScenarios, ensurePanelPrerequisites, type PanelGateway } from './scenarios.ts';
@@ -106,6 +106,7 @@ describe('admin panel in headless Chromium against a cluster-mode gateway (helm 
         // The scenarios' target server is on the node's bridge address, which the policy tests
         // allow and deny by rule: so it is not listed among the platform's own ranges here.
         networkPolicy: { platformCIDRs: [] },
+        platformNetworkPolicy: testClusterPlatformNetworkPolicy(hostIp, mongoRelay.port),
       }),
     );
     const installed = await timed('helm install', () => helmRun(['install', release, `${ROOT}charts/fnhost`, '-n', relNs, '--create-namespace', '-f', valuesFile, '--wait', '--timeout', '8m']));

@@ -61,6 +61,8 @@ describe('chart: charts/fnhost with helm and the API server', function () {
     ['two operator replicas (PDB), given tokens and existing Secrets', ['--set', 'operator.replicas=2', '--set', 'adminToken.value=0123456789abcdef0123', '--set', 'platform.existingTokenKeySecret=my-key']],
     ['platform CIDRs the egress proxy refuses', ['--set', 'networkPolicy.platformCIDRs={10.96.0.0/16,10.244.0.1,fd00::/8}']],
     ['NetworkPolicies off, pull secrets, labels, no preStop pause', ['--set', 'networkPolicy.enabled=false', '--set', 'imagePullSecrets={regcred}', '--set', 'commonLabels.team=platform', '--set', 'gateway.preStopSleepSeconds=0']],
+    ['the platform NetworkPolicies with the addresses of the API server, DNS and MongoDB, extra rules, and image digests', ['--set-json', 'platformNetworkPolicy={"apiServer":{"cidrs":["10.244.0.1/32"],"ports":[6443]},"dns":{"cidrs":["10.244.0.1/32"]},"mongodb":{"cidrs":["10.244.0.1/32","fd00::/64"],"ports":[27017,27018]},"gatewayExtraEgress":[{"to":[{"ipBlock":{"cidr":"0.0.0.0/0"}}],"ports":[{"port":443,"protocol":"TCP"}]}],"gatewayExtraIngress":[{"ports":[{"port":3128,"protocol":"TCP"}]}]}', '--set', `image.digest=sha256:${'a'.repeat(64)}`, '--set', `runtimeImage.digest=sha256:${'b'.repeat(64)}`]],
+    ['the platform NetworkPolicies off', ['--set', 'platformNetworkPolicy.enabled=false']],
     ['image overrides and a public URL', ['--set', 'image.repository=registry.example.com/fnhost/platform', '--set', 'image.tag=1.2.3', '--set', 'runtimeImage.repository=registry.example.com/fnhost/runtime', '--set', 'gateway.publicUrl=https://fn.example.org']],
   ];
 

@@ -51,6 +51,16 @@ export async function buildRuntimeImage(name: string): Promise<void> {
 }
 
 /**
+ * The chart's platformNetworkPolicy values for the test cluster: CoreDNS, the API server
+ * (6443, behind the kubernetes Service) and the MongoDB relay are processes on the node's
+ * bridge address, which a NetworkPolicy reaches only by ipBlock (test/cluster/README.md).
+ */
+export function testClusterPlatformNetworkPolicy(hostIp: string, mongoPort: number) {
+  const cidrs = [`${hostIp}/32`];
+  return { apiServer: { cidrs, ports: [6443] }, dns: { cidrs }, mongodb: { cidrs, ports: [mongoPort] } };
+}
+
+/**
  * Forwards TCP connections from host:0 (the bridge address, which pods reach)
  * to 127.0.0.1:targetPort. It runs in a process of its own, so that a load
  * generator busy in this process never starves the platform's database traffic.

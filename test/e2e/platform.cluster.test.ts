@@ -6,7 +6,7 @@ import { MongoClient } from 'mongodb';
 import { derivedFunctionId } from '../../gateway/src/cluster/resource.ts';
 import { startMongoServer, type MongoTestServer } from '../helpers/mongo-server.ts';
 import { getCluster, makeKubectl, uniqueName, type ClusterAccess } from '../operator/harness.ts';
-import { NODE, ROOT, buildPlatformImage, buildRuntimeImage, run, startCountingServer, startRelay, waitFor } from './helpers.ts';
+import { NODE, ROOT, buildPlatformImage, buildRuntimeImage, run, startCountingServer, startRelay, testClusterPlatformNetworkPolicy, waitFor } from './helpers.ts';
 
 // The issue's "Done means", end to end on the test cluster, the way a user runs
 // fnhost: images built from the Dockerfiles, the chart installed with helm
@@ -118,6 +118,7 @@ describe('fnhost on Kubernetes, end to end (helm chart on the test cluster)', fu
         },
         operator: { resources: { requests: { cpu: '20m', memory: '96Mi' }, limits: { memory: '512Mi' } }, functionCpuRequest: '10m' },
         networkPolicy: { platformCIDRs: ['10.244.0.0/24', '10.96.0.0/16'] },
+        platformNetworkPolicy: testClusterPlatformNetworkPolicy(cluster.hostIp ?? '10.244.0.1', relay.port),
       }),
     );
     const installed = await helmRun(['install', release, `${ROOT}charts/fnhost`, '-n', relNs, '--create-namespace', '-f', valuesFile, '--wait', '--timeout', '8m']);

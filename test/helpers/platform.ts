@@ -83,7 +83,8 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
       reject(new Error(`the gateway exited (code ${code}) before listening; output:\n${output}`));
     });
   });
-  const token = options.token ?? options.env?.FNHOST_TOKEN ?? (await readFile(join(dataDir, 'token'), 'utf8')).trim();
+  const tokenFile = options.env?.FNHOST_TOKEN_FILE ?? join(dataDir, 'token');
+  const token = options.token ?? options.env?.FNHOST_TOKEN ?? (await readFile(tokenFile, 'utf8')).trim();
   let stopping: Promise<number | null> | undefined;
   // A gateway that ends on its own (a crash) says why on the test's stderr: the
   // tests that then fail only see a refused connection.

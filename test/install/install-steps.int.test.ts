@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -21,7 +21,7 @@ const IS_ROOT = process.getuid?.() === 0;
 
 const CLUSTER_PACKAGES = ['containerd', 'runc', 'containernetworking-plugins', 'buildah', 'iptables', 'debootstrap', 'gcc', 'libc6-dev', 'kmod', 'iproute2', 'procps', 'util-linux'];
 const START_PACKAGES = ['bubblewrap'];
-const TEST_PACKAGES = ['tmux', 'chromium', 'shellcheck'];
+const TEST_PACKAGES = ['tmux', 'chromium', 'shellcheck', 'python3-venv'];
 
 interface Clean {
   home: string;
@@ -50,7 +50,7 @@ function cleanState(extra: NodeJS.ProcessEnv = {}): Clean {
 
 function run(state: Clean, command: string, args: string[]) {
   const r = spawnSync(command, args, { cwd: REPO, env: state.env, encoding: 'utf8', timeout: 120_000 });
-  return { status: r.status, output: `${r.stdout}${r.stderr}${r.error ? String(r.error) : ''}` };
+  return { status: r.status, stdout: r.stdout, output: `${r.stdout}${r.stderr}${r.error ? String(r.error) : ''}` };
 }
 
 /** The packages of the stand-in apt-get's install calls, in order. */
@@ -75,7 +75,7 @@ describe('install steps on a fresh machine (empty caches, stand-in package manag
 
   describe('Debian packages', () => {
     if (IS_ROOT) {
-      it("make test's packages (tools/install/packages.sh test): updates the lists, asks for bubblewrap, tmux, chromium and shellcheck, exits 0", () => {
+      it("make test's packages (tools/install/packages.sh test): updates the lists, asks for bubblewrap, tmux, chromium, shellcheck and python3-venv, exits 0", () => {
         const s = fresh();
         const r = run(s, 'tools/install/packages.sh', ['test']);
         expect(r.status, r.output).to.equal(0);
@@ -119,7 +119,7 @@ describe('install steps on a fresh machine (empty caches, stand-in package manag
         const s = fresh({ STANDIN_APT_FAIL: 'install' });
         const r = run(s, 'tools/install/packages.sh', ['test']);
         expect(r.status).to.equal(1);
-        expect(r.output).to.match(/error: apt-get install bubblewrap tmux chromium shellcheck failed; see .*\/\.cache\/fnhost\/logs\/apt\.log/);
+        expect(r.output).to.match(/error: apt-get install bubblewrap tmux chromium shellcheck python3-venv failed; see .*\/\.cache\/fnhost\/logs\/apt\.log/);
         expect(readFileSync(join(s.cache, 'logs', 'apt.log'), 'utf8')).to.match(/Unable to locate package/);
       });
     } else {
@@ -127,7 +127,7 @@ describe('install steps on a fresh machine (empty caches, stand-in package manag
         const s = fresh();
         const r = run(s, 'tools/install/packages.sh', ['test']);
         expect(r.status).to.equal(1);
-        expect(r.output).to.match(/needs these Debian packages: bubblewrap tmux chromium shellcheck \(run as root: apt-get update && apt-get install bubblewrap tmux chromium shellcheck\)/);
+        expect(r.output).to.match(/needs these Debian packages: bubblewrap tmux chromium shellcheck python3-venv \(run as root: apt-get update && apt-get install bubblewrap tmux chromium shellcheck python3-venv\)/);
         expect(installed(s)).to.deep.equal([]);
       });
     }
@@ -180,6 +180,61 @@ describe('install steps on a fresh machine (empty caches, stand-in package manag
         expect(s.calls('debootstrap')).to.have.length(1);
       });
     }
+  });
+
+  describe('checkov, the chart scanner (PyPI, tools/install/checkov.sh)', () => {
+    const LOCK = join(REPO, 'tools/install/checkov-requirements.txt');
+    const venvPattern = (cache: string) => new RegExp(`^${cache}/tools/checkov-3\\.3\\.30-[0-9a-f]{12}$`);
+
+    it('makes a venv in the empty cache and installs exactly the pinned list into it (--no-deps), once', () => {
+      const s = fresh();
+      const r = run(s, 'tools/install/checkov.sh', []);
+      expect(r.status, r.output).to.equal(0);
+      const checkov = r.stdout.trim();
+      const venv = checkov.replace(/\/bin\/checkov$/, '');
+      expect(venv).to.match(venvPattern(s.cache));
+      expect(s.calls('python3')).to.deep.equal([`python3 -m venv ${venv}`]);
+      expect(s.calls('pip')).to.deep.equal([`pip install --disable-pip-version-check --no-input --no-deps -r ${LOCK}`]);
+      expect(spawnSync(checkov, [], { encoding: 'utf8' }).stdout.trim()).to.equal('stand-in checkov');
+      expect(existsSync(join(s.cache, 'logs', 'checkov.log')), 'checkov.log in the empty cache').to.equal(true);
+      // Cached now: a second run installs nothing and names the same checkov.
+      const again = run(s, 'tools/install/checkov.sh', []);
+      expect(again.status, again.output).to.equal(0);
+      expect(again.stdout.trim()).to.equal(checkov);
+      expect(s.calls('python3')).to.have.length(1);
+      expect(s.calls('pip')).to.have.length(1);
+    });
+
+    it('pins every package of the list to one version, checkov among them', () => {
+      const lines = readFileSync(LOCK, 'utf8').split('\n').filter((l) => l.trim() !== '' && !l.startsWith('#'));
+      expect(lines.length).to.be.above(50);
+      for (const l of lines) expect(l, l).to.match(/^[A-Za-z0-9_.-]+(\[[A-Za-z0-9_,.-]+\])?==[0-9][A-Za-z0-9_.+!-]*$/);
+      expect(lines).to.include('checkov==3.3.30');
+    });
+
+    it('an install that was cut off (no .done mark) is made again from an empty venv', () => {
+      const s = fresh();
+      const first = run(s, 'tools/install/checkov.sh', []);
+      const venv = first.stdout.trim().replace(/\/bin\/checkov$/, '');
+      rmSync(join(venv, '.done'));
+      writeFileSync(join(venv, 'half-made'), '');
+      const r = run(s, 'tools/install/checkov.sh', []);
+      expect(r.status, r.output).to.equal(0);
+      expect(s.calls('pip')).to.have.length(2);
+      expect(existsSync(join(venv, 'half-made'))).to.equal(false);
+      expect(existsSync(join(venv, '.done'))).to.equal(true);
+    });
+
+    it('a failing pip is one clear error naming the log, and leaves no venv taken for done', () => {
+      const s = fresh({ STANDIN_PIP_FAIL: '1' });
+      const r = run(s, 'tools/install/checkov.sh', []);
+      expect(r.status).to.equal(1);
+      expect(r.output).to.match(new RegExp(`error: installing checkov failed \\(python3 -m venv needs Debian's python3-venv\\); see ${s.cache}/logs/checkov\\.log`));
+      expect(readFileSync(join(s.cache, 'logs', 'checkov.log'), 'utf8')).to.match(/No matching distribution found/);
+      const again = run(s, 'tools/install/checkov.sh', []);
+      expect(again.status).to.equal(1);
+      expect(s.calls('pip')).to.have.length(2);
+    });
   });
 
   describe('the MongoDB stand-in (Maven)', () => {

@@ -49,7 +49,7 @@ describe('operator builders', () => {
     const c = pod.containers[0];
     expect(c.image).to.equal('localhost/fnhost-runtime:dev');
     expect(pod.automountServiceAccountToken).to.equal(false);
-    expect(pod.securityContext).to.include({ runAsNonRoot: true, runAsUser: 1000 });
+    expect(pod.securityContext).to.include({ runAsNonRoot: true, runAsUser: 10001, runAsGroup: 10001 });
     expect(c.securityContext).to.deep.equal({ allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ['ALL'] } });
     expect(c.readinessProbe.httpGet).to.deep.equal({ path: '/healthz', port: 'http' });
     expect(c.livenessProbe.tcpSocket).to.deep.equal({ port: 'http' });
@@ -66,6 +66,27 @@ describe('operator builders', () => {
     expect(c.resources.requests.memory).to.equal('320Mi');
     expect(envValue(dep, 'FNHOST_MEMORY_MIB')).to.equal('256');
     expect(Number(envValue(dep, 'FNHOST_MEMORY_MIB'))).to.be.below(320);
+  });
+
+  it('CPU: request FNHOST_CPU_REQUEST, limit FNHOST_CPU_LIMIT (1 by default); a request above the limit is refused at start', () => {
+    const c = (deploymentFor(fnResource(), settings) as any).spec.template.spec.containers[0];
+    expect(c.resources.requests.cpu).to.equal('50m');
+    expect(c.resources.limits.cpu).to.equal('1');
+    const custom = (deploymentFor(fnResource(), testSettings({ FNHOST_CPU_REQUEST: '100m', FNHOST_CPU_LIMIT: '500m' })) as any).spec.template.spec.containers[0];
+    expect(custom.resources).to.deep.include({ requests: { cpu: '100m', memory: '224Mi' }, limits: { cpu: '500m', memory: '224Mi' } });
+    expect(() => testSettings({ FNHOST_CPU_REQUEST: '2', FNHOST_CPU_LIMIT: '1500m' })).to.throw('FNHOST_CPU_REQUEST (2) is above FNHOST_CPU_LIMIT (1500m)');
+    expect(() => testSettings({ FNHOST_CPU_LIMIT: 'lots' })).to.throw('FNHOST_CPU_LIMIT must be a CPU quantity such as 50m or 0.5, got "lots"');
+  });
+
+  it('the Deployment and the CronJob name the scanner checks they decide against, with reasons, on their own metadata (no pod rolls)', () => {
+    const fn = fnResource({ schedule: { cron: '0 * * * *' } });
+    const dep: any = deploymentFor(fn, settings);
+    const cj: any = cronJobFor(fn, settings);
+    const skipped = (o: any) => Object.entries(o.metadata.annotations as Record<string, string>).filter(([k]) => k.startsWith('checkov.io/skip')).map(([, v]) => v.split('=')[0]);
+    expect(skipped(dep)).to.have.members(['CKV_K8S_43', 'CKV_K8S_15', 'CKV_K8S_35']);
+    expect(skipped(cj)).to.have.members(['CKV_K8S_43', 'CKV_K8S_15']);
+    for (const v of Object.values(dep.metadata.annotations as Record<string, string>)) expect(v).to.match(/^CKV_K8S_\d+=\S.{20,}/);
+    expect(dep.spec.template.metadata.annotations).to.not.have.any.keys('checkov.io/skip1', 'checkov.io/skip2', 'checkov.io/skip3');
   });
 
   it('gives runtimes the egress proxy when FNHOST_EGRESS_PROXY_URL is set, and nothing otherwise', () => {
@@ -161,7 +182,14 @@ describe('operator builders', () => {
     expect(c.image).to.equal(settings.runtimeImage);
     expect(c.command).to.deep.equal(['node', '-e', INVOKE_SCRIPT]);
     expect(c.env).to.deep.include({ name: 'FNHOST_INVOKE_URL', value: `http://gateway.fnhost.svc:8080/invoke/${derivedFunctionId('team-a', 'hello')}` });
-    expect(c.env).to.deep.include({ name: 'FNHOST_SCHEDULE_TOKEN', valueFrom: { secretKeyRef: { name: 'fn-hello-tokens', key: SCHEDULE_TOKEN_KEY } } });
+    // The schedule token as a file holding only that key of the Secret, readable through the pod's group.
+    expect(c.env.map((v: any) => v.name)).to.not.include('FNHOST_SCHEDULE_TOKEN');
+    expect(c.env.some((v: any) => v.valueFrom?.secretKeyRef)).to.equal(false);
+    expect(c.env).to.deep.include({ name: 'FNHOST_SCHEDULE_TOKEN_FILE', value: `/fnhost/schedule/${SCHEDULE_TOKEN_KEY}` });
+    expect(c.volumeMounts).to.deep.equal([{ name: 'schedule-token', mountPath: '/fnhost/schedule', readOnly: true }]);
+    expect(pod.volumes).to.deep.equal([{ name: 'schedule-token', secret: { secretName: 'fn-hello-tokens', items: [{ key: SCHEDULE_TOKEN_KEY, path: SCHEDULE_TOKEN_KEY }], defaultMode: 0o440 } }]);
+    expect(pod.securityContext).to.include({ runAsUser: 10001, fsGroup: 10001 });
+    expect(c.resources.limits).to.deep.equal({ cpu: '1', memory: '96Mi' });
     expect(INVOKE_SCRIPT).to.contain("'x-fnhost-schedule-token'");
     expect(() => new Function(INVOKE_SCRIPT)).to.not.throw();
     expect(cronJobFor(fnResource({ schedule: { cron: '0 * * * *', suspend: true } }), settings)!.spec).to.include({ suspend: true });

@@ -1,5 +1,8 @@
 import { expect } from 'chai';
 import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { createServer } from 'node:http';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -8,10 +11,15 @@ import { INVOKE_SCRIPT, SCHEDULE_TOKEN_HEADER } from '../../operator/src/builder
 // The CronJob's `node -e` program, run as the job runs it (a real node
 // process, real HTTP), against a stand-in gateway.
 
-function runScript(url: string): Promise<{ code: number | null; output: string }> {
+// The token as the job has it: a file of the function's Secret, mounted read-only.
+const tokenDir = mkdtempSync(join(tmpdir(), 'fnhost-schedule-token-'));
+const TOKEN_FILE = join(tokenDir, 'schedule-token');
+writeFileSync(TOKEN_FILE, 'schedule-token-value');
+
+function runScript(url: string, tokenFile = TOKEN_FILE): Promise<{ code: number | null; output: string }> {
   return new Promise((resolve) => {
     const child = spawn(process.execPath, ['-e', INVOKE_SCRIPT], {
-      env: { FNHOST_INVOKE_URL: url, FNHOST_INVOKE_TIMEOUT_MS: '5000', FNHOST_SCHEDULE_TOKEN: 'schedule-token-value' },
+      env: { FNHOST_INVOKE_URL: url, FNHOST_INVOKE_TIMEOUT_MS: '5000', FNHOST_SCHEDULE_TOKEN_FILE: tokenFile },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let output = '';
@@ -36,7 +44,10 @@ describe('operator CronJob invocation script (real process, real HTTP)', functio
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   });
-  after(() => server.close());
+  after(() => {
+    server.close();
+    rmSync(tokenDir, { recursive: true, force: true });
+  });
 
   it('POSTs to the invocation URL with the schedule token and exits 0 on 2xx', async () => {
     const r = await runScript(`${base}/invoke/f-1`);
@@ -51,5 +62,13 @@ describe('operator CronJob invocation script (real process, real HTTP)', functio
     expect(unreachable.code).to.equal(1);
     expect(unreachable.output).to.contain('scheduled invocation failed');
     expect(unreachable.output).to.not.contain('schedule-token-value');
+  });
+
+  it('exits 1 without calling when the token file cannot be read, saying which setting', async () => {
+    const before = seen.length;
+    const r = await runScript(`${base}/invoke/f-1`, join(tokenDir, 'missing'));
+    expect(r.code).to.equal(1);
+    expect(JSON.parse(r.output)).to.include({ msg: 'scheduled invocation failed', error: 'cannot read FNHOST_SCHEDULE_TOKEN_FILE (ENOENT)' });
+    expect(seen.length).to.equal(before);
   });
 });

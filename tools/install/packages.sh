@@ -13,8 +13,9 @@ HERE="$(cd "$(dirname "$0")" && pwd)"
 START_PACKAGES=(bubblewrap)
 # make test: tmux (the CLI's interactive pager, driven in a real terminal),
 # chromium (the admin panel's browser suites), shellcheck (every shell script
-# is checked in make test).
-TEST_PACKAGES=(tmux chromium shellcheck)
+# is checked in make test), python3-venv (the venv checkov, the chart's policy
+# scanner, is installed into: tools/install/checkov.sh).
+TEST_PACKAGES=(tmux chromium shellcheck python3-venv)
 
 FNHOST_CACHE="${FNHOST_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/fnhost}"
 

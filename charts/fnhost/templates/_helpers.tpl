@@ -46,12 +46,21 @@ app.kubernetes.io/component: {{ .component }}
 {{- define "fnhost.operator.name" -}}{{ include "fnhost.fullname" . }}-operator{{- end -}}
 {{- define "fnhost.mongodb.name" -}}{{ include "fnhost.fullname" . }}-mongodb{{- end -}}
 
+{{/* repository@digest when a digest is given (what runs is then exactly the image built), else repository:tag. */}}
+{{- define "fnhost.imageRef" -}}
+{{- if .image.digest -}}
+{{- printf "%s@%s" .image.repository .image.digest -}}
+{{- else -}}
+{{- printf "%s:%s" .image.repository (default .appVersion .image.tag) -}}
+{{- end -}}
+{{- end -}}
+
 {{- define "fnhost.image" -}}
-{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) -}}
+{{- include "fnhost.imageRef" (dict "image" .Values.image "appVersion" .Chart.AppVersion) -}}
 {{- end -}}
 
 {{- define "fnhost.runtimeImage" -}}
-{{- printf "%s:%s" .Values.runtimeImage.repository (default .Chart.AppVersion .Values.runtimeImage.tag) -}}
+{{- include "fnhost.imageRef" (dict "image" .Values.runtimeImage "appVersion" .Chart.AppVersion) -}}
 {{- end -}}
 
 {{/* The gateway as pods reach it (KV, policy checks, scheduled runs). */}}
@@ -98,12 +107,14 @@ app.kubernetes.io/component: {{ .component }}
 {{- define "fnhost.watchNamespace" -}}{{ .Values.functions.watchNamespace }}{{- end -}}
 {{- define "fnhost.defaultNamespace" -}}{{ default .Values.gateway.defaultNamespace .Values.functions.watchNamespace }}{{- end -}}
 
-{{/* Pod and container hardening shared by the gateway and the operator. */}}
+{{/* Pod and container hardening shared by the gateway and the operator. A uid above the
+host's own range (10001, as the platform image's USER): a container escape lands on no
+host account's files. fsGroup lets the uid read the mounted Secret files (mode 0440). */}}
 {{- define "fnhost.podSecurityContext" -}}
 runAsNonRoot: true
-runAsUser: 1000
-runAsGroup: 1000
-fsGroup: 1000
+runAsUser: 10001
+runAsGroup: 10001
+fsGroup: 10001
 seccompProfile:
   type: RuntimeDefault
 {{- end -}}
@@ -190,4 +201,82 @@ capabilities:
 - apiGroups: ["networking.k8s.io"]
   resources: ["networkpolicies"]
   verbs: ["get", "create", "patch"]
+{{- end -}}
+
+{{/* The Secrets the gateway (all three) and the operator (token key, MongoDB URL) read, as files
+in one read-only volume: never in the environment (docs/install.md, Secrets as files). */}}
+{{- define "fnhost.secretsMountPath" -}}/var/run/secrets/fnhost{{- end -}}
+
+{{- define "fnhost.secretsVolume" -}}
+- name: secrets
+  projected:
+    defaultMode: 0440
+    sources:
+      {{- if .admin }}
+      - secret: { name: {{ include "fnhost.adminSecret" .ctx }}, items: [{ key: token, path: admin-token }] }
+      {{- end }}
+      - secret: { name: {{ include "fnhost.tokenKeySecret" .ctx }}, items: [{ key: token-key, path: token-key }] }
+      - secret: { name: {{ include "fnhost.mongodbSecret" .ctx }}, items: [{ key: url, path: mongodb-url }] }
+{{- end -}}
+
+{{/* Checks of the policy scanner (checkov, run by `make test`: charts/scan.sh) that the
+platform's Deployments decide against, each with its reason (docs/install.md, Security posture). */}}
+{{- define "fnhost.platformScanSkips" -}}
+checkov.io/skip1: CKV_K8S_38=the gateway and the operator talk to the API server with their service account token (RBAC limited to what each needs)
+{{- if not .Values.image.digest }}
+checkov.io/skip2: CKV_K8S_43=the image is named by tag unless image.digest is set; the test cluster's locally built images have no registry digest
+{{- end }}
+checkov.io/skip3: CKV_K8S_15=image.pullPolicy is a value (IfNotPresent by default, Never for local test images); pin image.digest or set Always
+{{- end -}}
+
+{{/* ipBlock peers of a list of CIDRs; any address (IPv4 and IPv6) when the list is empty. */}}
+{{- define "fnhost.ipBlocks" -}}
+{{- if . }}
+{{- range . }}
+- ipBlock: { cidr: {{ . | quote }} }
+{{- end }}
+{{- else }}
+- ipBlock: { cidr: 0.0.0.0/0 }
+- ipBlock: { cidr: "::/0" }
+{{- end }}
+{{- end -}}
+
+{{/* Egress both platform pods need: cluster DNS, the API server, MongoDB (platformNetworkPolicy in values.yaml). */}}
+{{- define "fnhost.platformEgress" -}}
+{{- $np := .Values.platformNetworkPolicy -}}
+# Cluster DNS.
+- to:
+    {{- if $np.dns.cidrs }}
+    {{- include "fnhost.ipBlocks" $np.dns.cidrs | trim | nindent 4 }}
+    {{- else }}
+    - namespaceSelector:
+        matchLabels:
+          kubernetes.io/metadata.name: kube-system
+    {{- end }}
+  ports:
+    - { port: 53, protocol: UDP }
+    - { port: 53, protocol: TCP }
+# The API server.
+- to:
+    {{- include "fnhost.ipBlocks" $np.apiServer.cidrs | trim | nindent 4 }}
+  ports:
+    {{- range $np.apiServer.ports }}
+    - { port: {{ . }}, protocol: TCP }
+    {{- end }}
+# MongoDB: logs, counters, KV, network policies (the operator: a deleted Function's logs).
+{{- if .Values.mongodb.internal.enabled }}
+- to:
+    - podSelector:
+        matchLabels:
+          {{- include "fnhost.selectorLabels" (dict "ctx" . "component" "mongodb") | nindent 10 }}
+  ports:
+    - { port: 27017, protocol: TCP }
+{{- else }}
+- to:
+    {{- include "fnhost.ipBlocks" $np.mongodb.cidrs | trim | nindent 4 }}
+  ports:
+    {{- range $np.mongodb.ports }}
+    - { port: {{ . }}, protocol: TCP }
+    {{- end }}
+{{- end }}
 {{- end -}}

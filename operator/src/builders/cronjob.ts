@@ -1,7 +1,7 @@
 import { LABEL_ROLE, ownedNames, ROLE_SCHEDULE } from '../names.ts';
 import type { FunctionResource } from '@fnhost/core/function-resource.ts';
 import type { KubeObject, Settings } from '../types.ts';
-import { containerSecurityContext, effectiveSpec, hostAliasesOf, ownedMeta, podSecurityContext } from './common.ts';
+import { containerSecurityContext, effectiveSpec, hostAliasesOf, ownedMeta, podSecurityContext, SCAN_SKIPS } from './common.ts';
 import { SCHEDULE_TOKEN_KEY } from './secret.ts';
 
 /** The header the gateway checks to accept a scheduled trigger (docs/operator.md). */
@@ -10,13 +10,20 @@ export const SCHEDULE_TOKEN_HEADER = 'x-fnhost-schedule-token';
 // The job's whole program, run by the runtime image's own node: no extra image.
 // It calls the gateway (so the run is logged like any other), prints the
 // outcome, and fails the Job when the gateway or the function did not answer 2xx.
+// The schedule token is a file of the Secret (FNHOST_SCHEDULE_TOKEN_FILE), never an environment variable.
 export const INVOKE_SCRIPT = [
   "const url = process.env.FNHOST_INVOKE_URL;",
   "const timeout = Number(process.env.FNHOST_INVOKE_TIMEOUT_MS);",
-  "fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', 'x-fnhost-schedule-token': process.env.FNHOST_SCHEDULE_TOKEN }, body: '{}', signal: AbortSignal.timeout(timeout) })",
+  "let token;",
+  "try { token = require('node:fs').readFileSync(process.env.FNHOST_SCHEDULE_TOKEN_FILE, 'utf8').trim(); }",
+  "catch (err) { console.error(JSON.stringify({ msg: 'scheduled invocation failed', url, error: 'cannot read FNHOST_SCHEDULE_TOKEN_FILE (' + (err && err.code) + ')' })); process.exit(1); }",
+  "fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', 'x-fnhost-schedule-token': token }, body: '{}', signal: AbortSignal.timeout(timeout) })",
   "  .then(async (res) => { const body = (await res.text()).slice(0, 500); console.log(JSON.stringify({ msg: 'scheduled invocation', url, status: res.status, body })); process.exitCode = res.ok ? 0 : 1; })",
   "  .catch((err) => { console.error(JSON.stringify({ msg: 'scheduled invocation failed', url, error: String(err && err.message || err) })); process.exitCode = 1; });",
 ].join('\n');
+
+/** Where the job pod mounts its Secret's schedule token (only that key). */
+export const SCHEDULE_TOKEN_DIR = '/fnhost/schedule';
 
 /** null when the Function has no schedule: the CronJob must not exist. */
 export function cronJobFor(fn: FunctionResource, settings: Settings): KubeObject | null {
@@ -27,7 +34,7 @@ export function cronJobFor(fn: FunctionResource, settings: Settings): KubeObject
   return {
     apiVersion: 'batch/v1',
     kind: 'CronJob',
-    metadata: ownedMeta(fn, names.cronJob),
+    metadata: { ...ownedMeta(fn, names.cronJob), annotations: { ...SCAN_SKIPS } },
     spec: {
       schedule: e.schedule.cron,
       timeZone: e.schedule.timezone,
@@ -53,7 +60,8 @@ export function cronJobFor(fn: FunctionResource, settings: Settings): KubeObject
               automountServiceAccountToken: false,
               enableServiceLinks: false,
               ...hostAliasesOf(settings),
-              securityContext: podSecurityContext(settings),
+              // fsGroup: the token file (mode 0440) belongs to the pod's group, readable by its uid.
+              securityContext: { ...podSecurityContext(settings), fsGroup: settings.runAsUser },
               containers: [
                 {
                   name: 'invoke',
@@ -63,12 +71,15 @@ export function cronJobFor(fn: FunctionResource, settings: Settings): KubeObject
                   env: [
                     { name: 'FNHOST_INVOKE_URL', value: invokeUrl },
                     { name: 'FNHOST_INVOKE_TIMEOUT_MS', value: String((e.timeoutSeconds + 30) * 1000) },
-                    { name: 'FNHOST_SCHEDULE_TOKEN', valueFrom: { secretKeyRef: { name: names.secret, key: SCHEDULE_TOKEN_KEY } } },
+                    { name: 'FNHOST_SCHEDULE_TOKEN_FILE', value: `${SCHEDULE_TOKEN_DIR}/${SCHEDULE_TOKEN_KEY}` },
                   ],
-                  resources: { requests: { cpu: '10m', memory: '96Mi' }, limits: { memory: '96Mi' } },
+                  resources: { requests: { cpu: '10m', memory: '96Mi' }, limits: { cpu: settings.cpuLimit, memory: '96Mi' } },
                   securityContext: containerSecurityContext(),
+                  volumeMounts: [{ name: 'schedule-token', mountPath: SCHEDULE_TOKEN_DIR, readOnly: true }],
                 },
               ],
+              // Only the schedule token: the runtime token of the same Secret stays out of this pod.
+              volumes: [{ name: 'schedule-token', secret: { secretName: names.secret, items: [{ key: SCHEDULE_TOKEN_KEY, path: SCHEDULE_TOKEN_KEY }], defaultMode: 0o440 } }],
             },
           },
         },

@@ -1,7 +1,7 @@
 import { ownedNames, selectorFor, ANNOTATION_CONFIG_HASH, LABEL_ROLE, ROLE_RUNTIME } from '../names.ts';
 import type { FunctionResource } from '@fnhost/core/function-resource.ts';
 import type { KubeObject, Settings } from '../types.ts';
-import { configHash, containerSecurityContext, effectiveSpec, hostAliasesOf, ownedMeta, podSecurityContext } from './common.ts';
+import { configHash, containerSecurityContext, effectiveSpec, hostAliasesOf, ownedMeta, podSecurityContext, SCAN_SKIPS } from './common.ts';
 import { CODE_FILE_NAME } from './configmap.ts';
 import { RUNTIME_TOKEN_KEY } from './secret.ts';
 
@@ -43,11 +43,16 @@ export function deploymentFor(fn: FunctionResource, settings: Settings, options:
   const e = effectiveSpec(fn);
   const names = ownedNames(fn.metadata.name);
   const meta = ownedMeta(fn, names.deployment);
+  const annotations = {
+    ...SCAN_SKIPS,
+    'checkov.io/skip3':
+      'CKV_K8S_35=the runtime token stays an environment variable: the runtime reads it in its main thread and keeps it out of the handler\'s process.env, while a file in the pod would be readable by the handler, untrusted code running as the same uid',
+  };
   const limit = `${memoryLimitMiB(e.memoryMiB, settings)}Mi`;
   return {
     apiVersion: 'apps/v1',
     kind: 'Deployment',
-    metadata: meta,
+    metadata: { ...meta, annotations },
     spec: {
       // Inactive and idle functions keep their Deployment (and its history) at zero pods.
       replicas: e.active && !options.idle ? e.replicas : 0,
@@ -75,7 +80,7 @@ export function deploymentFor(fn: FunctionResource, settings: Settings, options:
               ports: [{ name: 'http', containerPort: RUNTIME_PORT, protocol: 'TCP' }],
               resources: {
                 requests: { cpu: settings.cpuRequest, memory: limit },
-                limits: { memory: limit },
+                limits: { cpu: settings.cpuLimit, memory: limit },
               },
               securityContext: containerSecurityContext(),
               // Readiness follows /healthz, which answers 503 while the module
