@@ -17,6 +17,7 @@ import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import type { NetworkPolicy } from '@fnhost/core';
 import { EgressProxy } from '../gateway/src/egress/proxy.ts';
 import { silentLogger } from '../gateway/src/log.ts';
 import { machineDescription } from './lib/stats.ts';
@@ -69,10 +70,12 @@ const dir = await mkdtemp(join(tmpdir(), 'fnhost-bench-egress-'));
 const target = run(['-e', TARGET]);
 const port = (JSON.parse(await target.first) as { port: number }).port;
 const url = `http://127.0.0.1:${port}/`;
+const GLOBAL_POLICY: NetworkPolicy = { default: 'allow', allow: [], deny: ['10.0.0.0/8'] };
 const proxy = new EgressProxy({
   tokens: { verify: (t) => (t === TOKEN ? 'bench-function' : undefined) },
   knows: () => true,
-  policies: { get: async (scope) => (scope === 'global' ? { default: 'allow', allow: [], deny: ['10.0.0.0/8'] } : null) },
+  // One object, as the gateway's PolicyCache hands out the policy it stored until a change replaces it.
+  policies: { get: async (scope) => (scope === 'global' ? GLOBAL_POLICY : null) },
   logger: silentLogger,
   maxTunnelsPerFunction: 10_000,
 });
