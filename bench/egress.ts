@@ -11,12 +11,15 @@
 //   keep-alive   fetch's default: one tunnel per pooled connection, reused (the common case)
 //   new conn.    `connection: close` on every request: a CONNECT, a policy decision and a dial per request
 // and the latency of one fetch at a time (p50), to see what the path adds to a single call.
+// Each shape also prints CPU per request (client, and the proxy in this process), which a loaded
+// machine disturbs far less than req/s: what a change to either side costs or saves.
 import { spawn } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import type { NetworkPolicy } from '@fnhost/core';
 import { EgressProxy } from '../gateway/src/egress/proxy.ts';
 import { silentLogger } from '../gateway/src/log.ts';
 import { machineDescription } from './lib/stats.ts';
@@ -42,6 +45,7 @@ for (let i = 0; i < 200; i++) await (await f(url, { headers })).arrayBuffer();
 const latencies = [];
 let done = 0, errors = 0;
 const end = performance.now() + Number(seconds) * 1000;
+const cpu0 = process.cpuUsage();
 await Promise.all(Array.from({ length: Number(concurrency) }, async () => {
   while (performance.now() < end) {
     const t = performance.now();
@@ -49,8 +53,9 @@ await Promise.all(Array.from({ length: Number(concurrency) }, async () => {
     latencies.push(performance.now() - t);
   }
 }));
+const cpu = process.cpuUsage(cpu0);
 latencies.sort((a, b) => a - b);
-console.log(JSON.stringify({ rps: done / Number(seconds), p50: latencies[Math.floor(latencies.length / 2)], p99: latencies[Math.floor(latencies.length * 0.99)], errors }));
+console.log(JSON.stringify({ rps: done / Number(seconds), p50: latencies[Math.floor(latencies.length / 2)], p99: latencies[Math.floor(latencies.length * 0.99)], errors, requests: 200 + latencies.length, cpuUs: (cpu.user + cpu.system) / latencies.length }));
 `;
 
 /** A node child process; `first` is its first stdout line (a port, or a result). */
@@ -60,19 +65,38 @@ function run(args: string[]): { kill: () => void; first: Promise<string> } {
   return { kill: () => child.kill('SIGKILL'), first };
 }
 
-async function client(mode: 'direct' | 'egress', url: string, close: boolean, conc: number, proxy: string): Promise<{ rps: number; p50: number; p99: number; errors: number }> {
+interface ClientResult {
+  rps: number;
+  p50: number;
+  p99: number;
+  errors: number;
+  /** Requests made, warm-up included. */
+  requests: number;
+  /** The client process's CPU per timed request (µs). */
+  cpuUs: number;
+  /** This process's CPU per request while the client ran (µs): the egress proxy's cost when mode is egress. */
+  proxyCpuUs: number;
+}
+
+async function client(mode: 'direct' | 'egress', url: string, close: boolean, conc: number, proxy: string): Promise<ClientResult> {
+  // CPU per request holds still on a loaded machine where req/s swings by 2×: this process runs only the proxy meanwhile.
+  const cpu0 = process.cpuUsage();
   const c = run(['--input-type=module', '-e', CLIENT, mode, url, String(seconds), String(conc), close ? '1' : '0', proxy]);
-  return JSON.parse(await c.first) as { rps: number; p50: number; p99: number; errors: number };
+  const result = JSON.parse(await c.first) as Omit<ClientResult, 'proxyCpuUs'>;
+  const cpu = process.cpuUsage(cpu0);
+  return { ...result, proxyCpuUs: (cpu.user + cpu.system) / result.requests };
 }
 
 const dir = await mkdtemp(join(tmpdir(), 'fnhost-bench-egress-'));
 const target = run(['-e', TARGET]);
 const port = (JSON.parse(await target.first) as { port: number }).port;
 const url = `http://127.0.0.1:${port}/`;
+const GLOBAL_POLICY: NetworkPolicy = { default: 'allow', allow: [], deny: ['10.0.0.0/8'] };
 const proxy = new EgressProxy({
   tokens: { verify: (t) => (t === TOKEN ? 'bench-function' : undefined) },
   knows: () => true,
-  policies: { get: async (scope) => (scope === 'global' ? { default: 'allow', allow: [], deny: ['10.0.0.0/8'] } : null) },
+  // One object, as the gateway's PolicyCache hands out the policy it stored until a change replaces it.
+  policies: { get: async (scope) => (scope === 'global' ? GLOBAL_POLICY : null) },
   logger: silentLogger,
   maxTunnelsPerFunction: 10_000,
 });
@@ -90,7 +114,10 @@ for (let round = 1; round <= rounds; round++) {
     add(`${shape} direct`, d.rps);
     add(`${shape} egress`, e.rps);
     add(`${shape} ratio`, e.rps / d.rps);
-    console.log(`round ${round} ${shape.padEnd(10)} direct ${d.rps.toFixed(0).padStart(6)} req/s (p50 ${d.p50.toFixed(2)} ms, errors ${d.errors})  egress ${e.rps.toFixed(0).padStart(6)} req/s (p50 ${e.p50.toFixed(2)} ms, errors ${e.errors})  ratio ${(e.rps / d.rps).toFixed(2)}×`);
+    add(`${shape} client CPU µs direct`, d.cpuUs);
+    add(`${shape} client CPU µs egress`, e.cpuUs);
+    add(`${shape} proxy CPU µs`, e.proxyCpuUs);
+    console.log(`round ${round} ${shape.padEnd(10)} direct ${d.rps.toFixed(0).padStart(6)} req/s (p50 ${d.p50.toFixed(2)} ms, errors ${d.errors})  egress ${e.rps.toFixed(0).padStart(6)} req/s (p50 ${e.p50.toFixed(2)} ms, errors ${e.errors})  ratio ${(e.rps / d.rps).toFixed(2)}×; CPU µs/request: client ${d.cpuUs.toFixed(0)} direct, ${e.cpuUs.toFixed(0)} egress; proxy ${e.proxyCpuUs.toFixed(0)}`);
   }
   const d1 = await client('direct', url, false, 1, `unix:${socket}`);
   const e1 = await client('egress', url, false, 1, `unix:${socket}`);
@@ -99,7 +126,7 @@ for (let round = 1; round <= rounds; round++) {
 }
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 console.log('medians:');
-for (const [k, v] of Object.entries(rows)) console.log(`  ${k.padEnd(22)} ${median(v).toFixed(k.includes('ratio') || k.includes('ms') ? 3 : 0)}`);
+for (const [k, v] of Object.entries(rows)) console.log(`  ${k.padEnd(30)} ${median(v).toFixed(k.includes('ratio') || k.includes('ms') ? 3 : 0)}`);
 console.log(`load after ${loadavg().map((l) => l.toFixed(1)).join(' ')}`);
 target.kill();
 await proxy.close();

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { deniedAddress, denialMessage, denialOf } from '../../gateway/src/egress/decision.ts';
+import { MAX_DECISIONS_PER_POLICY, deniedAddress, denialMessage, denialOf } from '../../gateway/src/egress/decision.ts';
 import { TargetError, parseConnectTarget, proxyCredential } from '../../gateway/src/egress/target.ts';
 
 describe('egress proxy: CONNECT targets', () => {
@@ -71,6 +71,23 @@ describe('egress proxy: what the policies are asked', () => {
     expect(denialOf('cache.internal.example', policies)).to.deep.equal({ scope: 'global', rule: '*.internal.example', subject: 'cache.internal.example' });
     expect(denialOf('db.internal.example', policies)).to.equal(undefined);
     expect(denialOf('169.254.169.254', policies)).to.deep.equal({ scope: 'global', rule: 'protected', subject: '169.254.169.254' });
+  });
+
+  it('a decision is remembered for its policies only: a changed policy (a new object, as PolicyCache stores a write) decides again', () => {
+    const global = { default: 'allow' as const, allow: [], deny: ['10.0.0.0/8'] };
+    const before = { global, fn: null };
+    expect(denialOf('10.0.0.7', before)).to.deep.equal({ scope: 'global', rule: '10.0.0.0/8', subject: '10.0.0.7' });
+    expect(denialOf('127.0.0.1', before)).to.equal(undefined);
+    const loopbackDenied = { global, fn: { default: 'allow' as const, allow: [], deny: ['127.0.0.0/8'] } };
+    expect(denialOf('127.0.0.1', loopbackDenied)).to.deep.equal({ scope: 'function', rule: '127.0.0.0/8', subject: '127.0.0.1' });
+    expect(denialOf('::1', loopbackDenied), 'the loopback class').to.deep.equal({ scope: 'function', rule: '127.0.0.0/8', subject: '::1' });
+    const globalChanged = { global: { default: 'deny' as const, allow: [], deny: [] }, fn: null };
+    expect(denialOf('127.0.0.1', globalChanged)).to.deep.equal({ scope: 'global', rule: 'default', subject: '127.0.0.1' });
+    expect(denialOf('127.0.0.1', before), 'the first policies still decide as they did').to.equal(undefined);
+    // Past the bound the remembered decisions start over, and still answer right.
+    for (let i = 0; i <= MAX_DECISIONS_PER_POLICY; i++) denialOf(`10.${(i >> 8) & 255}.${i & 255}.1`, before);
+    expect(denialOf('10.0.0.7', before)).to.deep.equal({ scope: 'global', rule: '10.0.0.0/8', subject: '10.0.0.7' });
+    expect(denialOf('192.0.2.1', before)).to.equal(undefined);
   });
 
   it('one denied address among those a name resolves to denies it', () => {

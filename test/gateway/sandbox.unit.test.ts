@@ -1,5 +1,9 @@
 import { expect } from 'chai';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { sandboxArgv, type SandboxArgv } from '../../gateway/src/sandbox/argv.ts';
+import { CgroupV1 } from '../../gateway/src/sandbox/cgroup.ts';
 import { isLoopbackHost, sandboxStatus, SandboxUnavailableError } from '../../gateway/src/sandbox/fallback.ts';
 import { loadSandboxSettings } from '../../gateway/src/sandbox/settings.ts';
 import { UidAllocator } from '../../gateway/src/sandbox/uids.ts';
@@ -113,5 +117,39 @@ describe('sandbox: settings, uids and the fallback rule', () => {
     expect(() => sandboxStatus(no, loadSandboxSettings({ FNHOST_REQUIRE_SANDBOX: '1' }), '127.0.0.1')).to.throw(SandboxUnavailableError, /FNHOST_REQUIRE_SANDBOX=1/);
     expect(isLoopbackHost('localhost') && isLoopbackHost('::1') && isLoopbackHost('127.0.0.2')).to.equal(true);
     expect(isLoopbackHost('10.0.0.1')).to.equal(false);
+  });
+});
+
+describe('sandbox: cgroup v1 limits (a temporary folder stands for /sys/fs/cgroup)', () => {
+  let root: string;
+  beforeEach(async () => {
+    root = await mkdtemp(join(tmpdir(), 'fnhost-cgroup-'));
+    for (const c of ['memory', 'pids']) {
+      await mkdir(join(root, c));
+      await writeFile(join(root, c, 'cgroup.procs'), '');
+    }
+  });
+  afterEach(() => rm(root, { recursive: true, force: true }));
+
+  it('sets the memory and process limits at creation; a specialization writes the memory limit only when it changes', async () => {
+    const cgroups = await CgroupV1.detect('fnhost-test', root);
+    if (process.getuid?.() !== 0) {
+      // Only root may move processes between cgroups: the sandbox runs without them.
+      expect(cgroups).to.equal(undefined);
+      return;
+    }
+    const group = cgroups!.create('abc', undefined, 384 * 1024 * 1024, 256);
+    const limit = join(root, 'memory', 'fnhost-test', 'abc', 'memory.limit_in_bytes');
+    expect(await readFile(limit, 'utf8')).to.equal(String(384 * 1024 * 1024));
+    expect(await readFile(join(root, 'pids', 'fnhost-test', 'abc', 'pids.max'), 'utf8')).to.equal('256');
+    expect(group.procs).to.deep.equal([join(root, 'memory', 'fnhost-test', 'abc', 'cgroup.procs'), join(root, 'pids', 'fnhost-test', 'abc', 'cgroup.procs')]);
+    // A marker shows whether a write happened.
+    await writeFile(limit, 'untouched');
+    await group.setMemory(384 * 1024 * 1024);
+    expect(await readFile(limit, 'utf8'), 'the same limit: no write').to.equal('untouched');
+    await group.setMemory(768 * 1024 * 1024);
+    expect(await readFile(limit, 'utf8')).to.equal(String(768 * 1024 * 1024));
+    await group.setMemory(384 * 1024 * 1024);
+    expect(await readFile(limit, 'utf8'), 'back to the first limit: written again').to.equal(String(384 * 1024 * 1024));
   });
 });

@@ -26,6 +26,10 @@ export interface GatewayOptions {
   keepDataDir?: boolean;
   /** How long to wait for the gateway to listen. */
   startTimeoutMs?: number;
+  /** Run this node binary (this process's by default). */
+  node?: string;
+  /** Run this gateway main module (this checkout's by default), e.g. of a copy of the checkout. */
+  main?: string;
 }
 
 export interface RunningGateway {
@@ -49,7 +53,7 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
   const env: Record<string, string> = { ...(process.env as Record<string, string>), PORT: '0', HOST: '127.0.0.1', FNHOST_DATA_DIR: dataDir, FNHOST_QUIET: '1', ...options.env };
   if (options.token !== undefined) env.FNHOST_TOKEN = options.token;
   else if (options.env?.FNHOST_TOKEN === undefined) delete env.FNHOST_TOKEN;
-  const child = spawn(process.execPath, [GATEWAY_MAIN], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(options.node ?? process.execPath, [options.main ?? GATEWAY_MAIN], { env, stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   child.stderr!.setEncoding('utf8');
   child.stderr!.on('data', (chunk: string) => {

@@ -445,9 +445,9 @@ export class LocalExecutor implements Executor {
       try {
         const sandbox = generic.proc.sandbox;
         // A sandboxed runtime sees the function's code in its own /fn, written there now: the code is bound at specialization.
-        const file = sandbox === undefined ? await this.#writeCode(fn, name) : await this.#writeSandboxCode(sandbox, fn, name);
+        // Its memory limit is set meanwhile (both before the specialization: the function's code runs only after it).
+        const [file] = await Promise.all([sandbox === undefined ? this.#writeCode(fn, name) : this.#writeSandboxCode(sandbox, fn, name), sandbox?.setMemory(this.#memoryBytes(fn.memory_mib))]);
         if (runtime.exitReason !== undefined) throw new RuntimeUnavailableError(`the runtime of function ${fn.name} was stopped while starting`);
-        await sandbox?.setMemory(this.#memoryBytes(fn.memory_mib));
         return await this.#specialize(fn, runtime, generic, this.#envFor(fn, file), sandbox === undefined ? join(this.#opts.dataDir, 'functions', fn.function_id) : SANDBOX_CWD);
       } catch (err) {
         runtime.proc = undefined;

@@ -56,9 +56,15 @@ export class CgroupV1 {
     const procs = [join(memory, 'cgroup.procs'), join(pidsDir, 'cgroup.procs')];
     // The sandbox's first process runs under its own uid and joins by writing its pid here.
     if (uid !== undefined) for (const p of procs) chownSync(p, uid, uid);
+    let limit = memoryBytes;
     return {
       procs,
-      setMemory: (bytes) => writeFile(join(memory, 'memory.limit_in_bytes'), String(bytes)),
+      // Most functions keep the default memory, which a warm-pool sandbox starts with: no write then.
+      setMemory: async (bytes) => {
+        if (bytes === limit) return;
+        await writeFile(join(memory, 'memory.limit_in_bytes'), String(bytes));
+        limit = bytes;
+      },
       remove: async () => {
         // Empty once the PID namespace is gone; its last processes may take a moment to be reaped.
         for (const dir of [memory, pidsDir]) {
