@@ -3,7 +3,9 @@
 // thread watches it (heartbeat below) and ends it on timeout; an out-of-memory or
 // process.exit ends only this thread.
 import { parentPort, workerData } from 'node:worker_threads';
-import { InvalidJsonError, FnRequest, compileRoutes, parseBody } from './request.ts';
+import { FnRequest } from './request.ts';
+import { InvalidJsonError, parseBody } from './request-body.ts';
+import { compileRoutes } from './routes.ts';
 import { FnResponse, type Sink } from './response.ts';
 import { directOf, installEgress, parseEgressProxy } from './egress.ts';
 import { internalClient, invocationContext, makeConsole, makeKv, policedFetch, policyCheck } from './globals.ts';
@@ -97,6 +99,8 @@ function handle(msg: RequestMsg, handler: Handler): void {
   }
   const res = new FnResponse(id, sink, msg.m);
   const req = new FnRequest(msg.m, msg.u, raw, msg.a, routes, body);
+  req.res = res;
+  res.req = req;
   live.set(id, res);
   executions.set(id, executionId);
   invocationContext.run({ id, executionId }, () => {
