@@ -44,6 +44,13 @@ export const REQ_CASES: Case[] = [
   { it: 'req.get(field) should special-case Referer', run: `res.end(req.get('Referer'))`, req: { method: 'POST', headers: { referrer: 'http://foobar.com' } }, expect: { body: 'http://foobar.com' } },
   { it: 'req.get(field) should throw missing header name', run: `res.end(req.get())`, expect: { error: /TypeError: name argument is required to req\.get/ }, differs: THROWN },
   { it: 'req.get(field) should throw for non-string header name', run: `res.end(req.get(42))`, expect: { error: /TypeError: name must be a string to req\.get/ }, differs: THROWN },
+  // req.host.js (the cases without 'trust proxy')
+  { it: 'req.host should return the Host when present', run: `res.end(req.host)`, req: { method: 'POST', headers: { host: 'example.com' } }, expect: { body: 'example.com' } },
+  { it: 'req.host should strip port number', run: `res.end(req.host)`, req: { method: 'POST', headers: { host: 'example.com:3000' } }, expect: { body: 'example.com:3000' } },
+  { it: 'req.host should return undefined otherwise', run: `req.headers.host = null; res.end(String(req.host))`, req: { method: 'POST' }, expect: { body: 'undefined' } },
+  { it: 'req.host should work with IPv6 Host', run: `res.end(req.host)`, req: { method: 'POST', headers: { host: '[::1]' } }, expect: { body: '[::1]' } },
+  { it: 'req.host should work with IPv6 Host and port', run: `res.end(req.host)`, req: { method: 'POST', headers: { host: '[::1]:3001' } }, expect: { body: '[::1]:3001' } },
+  { it: 'req.host when "trust proxy" is disabled should ignore X-Forwarded-Host', run: `res.end(req.host)`, req: { headers: { host: 'localhost', 'x-forwarded-host': 'evil' } }, expect: { body: 'localhost' } },
   // req.hostname.js (the cases without 'trust proxy')
   { it: 'req.hostname should return the Host when present', run: `res.end(req.hostname)`, req: { method: 'POST', headers: { host: 'example.com' } }, expect: { body: 'example.com' } },
   { it: 'req.hostname should strip port number', run: `res.end(req.hostname)`, req: { method: 'POST', headers: { host: 'example.com:3000' } }, expect: { body: 'example.com' } },

@@ -20,6 +20,7 @@ const loc = (input: string, expected: string): Case => ({
 
 export const RES_CASES: Case[] = [
   // res.append.js
+  { it: 'res.append(field, val) should append multiple headers', run: `res.append('Set-Cookie', 'foo=bar'); res.append('Set-Cookie', 'fizz=buzz'); res.end()`, expect: { status: 200, setCookie: ['foo=bar', 'fizz=buzz'] } },
   { it: 'res.append(field, val) should accept array of values', run: `res.append('Set-Cookie', ['foo=bar', 'fizz=buzz']); res.end()`, expect: { status: 200, setCookie: ['foo=bar', 'fizz=buzz'] } },
   { it: 'res.append(field, val) should get reset by res.set(field, val)', run: `res.append('Set-Cookie', 'foo=bar'); res.append('Set-Cookie', 'fizz=buzz'); res.set('Set-Cookie', 'pet=tobi'); res.end()`, expect: { status: 200, setCookie: ['pet=tobi'] } },
   { it: 'res.append(field, val) should work with res.set(field, val) first', run: `res.set('Set-Cookie', 'foo=bar'); res.append('Set-Cookie', 'fizz=buzz'); res.end()`, expect: { status: 200, setCookie: ['foo=bar', 'fizz=buzz'] } },
@@ -146,6 +147,8 @@ export const RES_CASES: Case[] = [
   { it: 'res.send should be chainable', run: `if (res.send('hey') !== res) throw new Error('not chainable')`, expect: { status: 200, body: 'hey' } },
   { it: 'res.send "etag" setting when enabled should send ETag', run: `res.send('kajdslfkasdf')`, expect: { status: 200, headers: { etag: 'W/"c-IgR/L5SF7CJQff4wxKGF/vfPuZ0"' } } },
   { it: 'res.send "etag" setting when enabled should send ETag in response to POST request', run: `res.send('kajdslfkasdf')`, req: { method: 'POST' }, expect: { status: 200, headers: { etag: 'W/"c-IgR/L5SF7CJQff4wxKGF/vfPuZ0"' } } },
+  ...['PUT', 'DELETE', 'PATCH', 'OPTIONS'].map((method): Case => ({ it: `res.send "etag" setting when enabled should send ETag in response to ${method} request`, run: `res.send('kajdslfkasdf')`, req: { method }, expect: { status: 200, headers: { etag: 'W/"c-IgR/L5SF7CJQff4wxKGF/vfPuZ0"' } } })),
+  { it: 'res.send "etag" setting when enabled should send ETag for long response', run: `res.send(Array(1000).join('-'))`, expect: { status: 200, headers: { etag: 'W/"3e7-qPnkJ3CVdVhFJQvUBfF10TmVA7g"' } } },
   { it: 'res.send "etag" setting when enabled should send ETag for empty string response', run: `res.send('')`, expect: { status: 200, headers: { etag: 'W/"0-2jmj7l5rSw0yVb/vlWAYkK/YBwk"' } } },
   { it: 'res.send "etag" setting when enabled should not override ETag when manually set', run: `res.set('etag', '"asdf"'); res.send('hello!')`, expect: { status: 200, headers: { etag: '"asdf"' } } },
   { it: 'res.send "etag" setting when enabled should not send ETag for res.send()', run: `res.send()`, expect: { status: 200, headers: { etag: null } } },
