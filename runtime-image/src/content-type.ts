@@ -32,9 +32,9 @@ export function typeFromName(type: string): string {
 
 /** Express's utils.setCharset: the type with its charset parameter replaced (throws for a type content-type cannot parse). */
 export function withCharset(type: string, charset: string): string {
-  const parsed = http.contentType.parse(type);
+  const parsed = http().contentType.parse(type);
   parsed.parameters.charset = charset;
-  return http.contentType.format(parsed);
+  return http().contentType.format(parsed);
 }
 
 /** Express's utils.normalizeType, for res.format's keys: a type with "/" stripped of parameters, else the extension's type. */

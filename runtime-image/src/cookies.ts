@@ -27,7 +27,7 @@ export class SignedCookieError extends Error {
 export function parseCookies(header: string | undefined): Record<string, string> {
   const out: Record<string, string> = Object.create(null);
   if (!header) return out;
-  for (const [name, value] of Object.entries(http.cookie.parse(header))) if (value !== undefined) out[name] = value;
+  for (const [name, value] of Object.entries(http().cookie.parse(header))) if (value !== undefined) out[name] = value;
   return out;
 }
 
@@ -44,7 +44,7 @@ export function serializeCookie(name: string, value: unknown, options: CookieOpt
     }
   }
   if (opts.path == null) opts.path = '/';
-  return http.cookie.serialize(name, text, opts);
+  return http().cookie.serialize(name, text, opts);
 }
 
 /** The options of Express's `res.clearCookie`: expired at the epoch, whatever maxAge says. */

@@ -2,8 +2,8 @@
 // so a handler's req/res behave as Express's do by the same code, not a hand-written copy. They are
 // bundled into ../vendor/ at install (tools/bundle-libraries.mjs): the runtime installs nothing and
 // imports nothing of fnhost. The mime database (mime-types, with type-is and accepts that need it)
-// costs ≈ 8.5 ms and 4.6 MiB to load, so it loads the first time a handler needs it; the rest loads
-// with the worker, before any call.
+// costs ≈ 8.5 ms and 4.6 MiB to load, so it loads the first time a handler needs it; the rest
+// (≈ 37 kB) on the first call that uses it.
 
 // Structural types for what the runtime calls (the packages ship no TypeScript types).
 export interface HttpParts {
@@ -50,9 +50,13 @@ function load<T>(file: string): T {
   }
 }
 
-export const http: HttpParts = load<HttpParts>('http-parts.cjs');
-
+let httpParts: HttpParts | undefined;
 let mimeParts: MimeParts | undefined;
+
+/** Everything but the mime database, loaded by the first call that needs it (not while the worker starts: its load counts against the function's time limit). */
+export function http(): HttpParts {
+  return (httpParts ??= load<HttpParts>('http-parts.cjs'));
+}
 
 /** mime-types, type-is and accepts, loaded on first use. */
 export function mime(): MimeParts {

@@ -3,7 +3,7 @@
 // that changes `req.headers` sees the change.
 
 import { parseCookies } from './cookies.ts';
-import { http, mime } from './libraries.ts';
+import { http, mime, type HttpParts } from './libraries.ts';
 import { matchRoute, type CompiledRoute } from './routes.ts';
 import type { FnResponse } from './response.ts';
 
@@ -129,7 +129,7 @@ export class FnRequest {
     const res = this.res;
     const status = res.statusCode;
     if ((status >= 200 && status < 300) || status === 304) {
-      return http.fresh(this.headers, { etag: res.get('ETag'), 'last-modified': res.get('Last-Modified') });
+      return http().fresh(this.headers, { etag: res.get('ETag'), 'last-modified': res.get('Last-Modified') });
     }
     return false;
   }
@@ -173,10 +173,10 @@ export class FnRequest {
   }
 
   /** The Range header for a resource of `size` bytes (the range-parser package); undefined without one. */
-  range(size: number, options?: { combine?: boolean }): ReturnType<typeof http.rangeParser> | undefined {
+  range(size: number, options?: { combine?: boolean }): ReturnType<HttpParts['rangeParser']> | undefined {
     const range = first(this.get('Range'));
     if (!range) return undefined;
-    return http.rangeParser(size, range, options);
+    return http().rangeParser(size, range, options);
   }
 
   /** Does Content-Type match one of `types` (the type-is package)? The matching type, false, or null without a body. */

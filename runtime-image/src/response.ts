@@ -139,7 +139,7 @@ export class FnResponse {
 
   /** Adds a field to Vary, once (the vary package). */
   vary(field: string | string[]): this {
-    http.vary(this, field);
+    http().vary(this, field);
     return this;
   }
 
@@ -147,11 +147,11 @@ export class FnResponse {
   attachment(filename?: string): this {
     const name = filename !== undefined ? basename(filename) : undefined;
     if (name) this.type(extname(name));
-    return this.set('Content-Disposition', http.contentDisposition.create(name));
+    return this.set('Content-Disposition', http().contentDisposition.create(name));
   }
 
   location(url: string): this {
-    return this.set('Location', http.encodeUrl(url));
+    return this.set('Location', http().encodeUrl(url));
   }
 
   cookie(name: string, value: unknown, options?: CookieOptions): this {
@@ -277,7 +277,7 @@ export class FnResponse {
     if (chunk !== undefined && !this.get('Transfer-Encoding')) {
       const bytes = typeof chunk === 'string' ? chunk : bytesOf(chunk as ArrayBufferView | ArrayBuffer);
       this.set('Content-Length', typeof bytes === 'string' ? Buffer.byteLength(bytes) : bytes.byteLength);
-      if (!this.get('ETag')) this.set('ETag', http.etag(bytes, { weak: true }));
+      if (!this.get('ETag')) this.set('ETag', http().etag(bytes, { weak: true }));
     }
     if (this.req?.fresh) this.status(304);
     if (this.statusCode === 204 || this.statusCode === 304) {
@@ -295,7 +295,7 @@ export class FnResponse {
   }
 
   sendStatus(code: number): this {
-    const body = http.statuses.message[code] || String(code);
+    const body = http().statuses.message[code] || String(code);
     this.status(code);
     this.type('txt');
     return this.send(body);
@@ -310,14 +310,14 @@ export class FnResponse {
       address = maybeUrl as string;
     }
     address = this.location(address).get('Location') as string;
-    const message = http.statuses.message[status];
+    const message = http().statuses.message[status];
     let body = '';
     this.format({
       text: () => {
         body = `${message}. Redirecting to ${address}`;
       },
       html: () => {
-        const u = http.escapeHtml(address);
+        const u = http().escapeHtml(address);
         body = `<!DOCTYPE html><head><title>${message}</title></head><body><p>${message}. Redirecting to ${u}</p></body>`;
       },
       default: () => {
