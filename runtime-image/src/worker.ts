@@ -29,6 +29,8 @@ const port = parentPort!;
 
 // The event loop turning is what the watchdog watches: a blocked loop stops counting.
 const beat = new Int32Array(data.heartbeat);
+// The first beat, now: the runtime's own modules are loaded, and the function's load time limit starts (supervisor.ts).
+Atomics.add(beat, 0, 1);
 setInterval(() => Atomics.add(beat, 0, 1), data.heartbeatMs).unref();
 
 const rawFetch = globalThis.fetch;
