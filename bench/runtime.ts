@@ -2,6 +2,11 @@
 // and P5's second half, the runtime's idle RSS (≤ 50 MB), beside what Node itself costs.
 //
 //   node bench/runtime.ts [seconds] [connections] [rss rounds]
+//   BENCH_RUNTIME_BEFORE=/other/checkout/runtime-image/src/main.ts node bench/runtime.ts …
+//
+// With BENCH_RUNTIME_BEFORE, another runtime (a checkout of an earlier commit) is measured in the
+// same run beside this one: its idle RSS in the same interleaved rounds and its P2b in the same
+// alternation, so a change's cost is read from one run, not from two runs on a shared machine.
 //
 // Idle RSS is read from /proc/<pid>/status (VmRSS, split into RssAnon and RssFile: file-backed
 // pages are mostly the node binary's, shared by every Node process on the machine) 1.5 s after
@@ -33,6 +38,7 @@ const seconds = Number(process.argv[2] ?? 6);
 const connections = Number(process.argv[3] ?? 50);
 const rssRounds = Number(process.argv[4] ?? 5);
 const RUNTIME_MAIN = fileURLToPath(new URL('../runtime-image/src/main.ts', import.meta.url));
+const BEFORE_MAIN = process.env.BENCH_RUNTIME_BEFORE;
 
 const PRINT_PORT = `function () { console.log(JSON.stringify({ port: this.address().port })); }`;
 const BARE = `require('node:http').createServer((req, res) => { res.writeHead(200, { 'content-type': 'application/json' }); res.end('{"hello":"world"}'); }).listen(0, '127.0.0.1', ${PRINT_PORT});`;
@@ -121,11 +127,18 @@ const variants: Array<[string, () => Promise<Started>]> = [
   ['runtime, warm compile cache', () => start([RUNTIME_MAIN], fnEnv(warmCache))],
   ['runtime, cold compile cache', async () => start([RUNTIME_MAIN], fnEnv(join(await mkdtemp(join(dir, 'cold-')), 'cache')))],
 ];
+const beforeCache = join(dir, 'compile-cache-before');
+if (BEFORE_MAIN) variants.push(['runtime BEFORE, warm compile cache', () => start([BEFORE_MAIN], fnEnv(beforeCache))]);
 // Fill the warm cache once (the runtime writes it once loaded).
 {
   const first = await start([RUNTIME_MAIN], fnEnv(warmCache));
   await fetch(`http://127.0.0.1:${first.port}/`).then((r) => r.text());
   await stop(first);
+  if (BEFORE_MAIN) {
+    const before = await start([BEFORE_MAIN], fnEnv(beforeCache));
+    await fetch(`http://127.0.0.1:${before.port}/`).then((r) => r.text());
+    await stop(before);
+  }
 }
 const samples = variants.map(() => [] as Rss[]);
 for (let round = 0; round < rssRounds; round++) {
@@ -148,14 +161,18 @@ await stop(probe);
 // P2b.
 const bare = await start(['-e', BARE], {});
 const rt = await start([RUNTIME_MAIN], fnEnv(warmCache));
+const before = BEFORE_MAIN ? await start([BEFORE_MAIN], fnEnv(beforeCache)) : undefined;
 try {
   await fetch(`http://127.0.0.1:${rt.port}/`).then((r) => r.text());
-  await load(bare.port); // warm-up both
+  await load(bare.port); // warm-up
   await load(rt.port);
+  if (before) await load(before.port);
   const b = await load(bare.port);
   const r = await load(rt.port);
+  const p = before && (await load(before.port));
   const b2 = await load(bare.port);
   const r2 = await load(rt.port);
+  const p2 = before && (await load(before.port));
   const afterLoad = await rssOf(rt.child.pid!);
   const bareRps = (b.rps + b2.rps) / 2;
   const rtRps = (r.rps + r2.rps) / 2;
@@ -177,9 +194,14 @@ try {
   console.log(`bare node:http hello : ${Math.round(b.rps)} / ${Math.round(b2.rps)} req/s (p50 ${b.p50} ms, p99 ${b.p99} ms, errors ${b.errors + b2.errors})`);
   console.log(`fnhost runtime hello : ${Math.round(r.rps)} / ${Math.round(r2.rps)} req/s (p50 ${r.p50} ms, p99 ${r.p99} ms, errors ${r.errors + r2.errors})`);
   console.log(`P2b ratio runtime/bare: ${(rtRps / bareRps).toFixed(2)}x (target >= 0.7x)`);
+  if (p && p2) {
+    console.log(`runtime BEFORE hello : ${Math.round(p.rps)} / ${Math.round(p2.rps)} req/s (p50 ${p.p50} ms, p99 ${p.p99} ms, errors ${p.errors + p2.errors})`);
+    console.log(`P2b ratio BEFORE/bare: ${((p.rps + p2.rps) / 2 / bareRps).toFixed(2)}x; this runtime / BEFORE: ${(rtRps / ((p.rps + p2.rps) / 2)).toFixed(2)}x`);
+  }
   console.log(`runtime RSS after the load: ${mib(afterLoad.rss)} MiB (anon ${mib(afterLoad.anon)})`);
 } finally {
   await stop(bare);
   await stop(rt);
+  if (before) await stop(before);
   await rm(dir, { recursive: true, force: true });
 }

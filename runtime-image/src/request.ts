@@ -1,8 +1,17 @@
-// The handler's `req`: pure parsing helpers and the FnRequest class the worker builds per call.
+// The handler's `req`: Express 5's request members, by the packages Express uses (libraries.ts).
+// Values that depend on headers are computed when read, as Express's getters are, so a handler
+// that changes `req.headers` sees the change.
+
+import { parseCookies } from './cookies.ts';
+import { http, mime, type HttpParts } from './libraries.ts';
+import { matchRoute, type CompiledRoute } from './routes.ts';
+import type { FnResponse } from './response.ts';
+
+const { isIP } = process.getBuiltinModule('node:net');
 
 export type Query = Record<string, string | string[]>;
 
-/** Query string → object; a repeated key becomes an array (Express's default for flat keys). */
+/** Query string → object; a repeated key becomes an array (Express 5's default "simple" parser for flat keys). */
 export function parseQuery(search: string): Query {
   const out: Query = Object.create(null);
   if (search === '' || search === '?') return out;
@@ -13,118 +22,6 @@ export function parseQuery(search: string): Query {
     else out[k] = [prev, v];
   }
   return out;
-}
-
-function decodeSafe(s: string): string {
-  if (!s.includes('%')) return s;
-  try {
-    return decodeURIComponent(s);
-  } catch {
-    return s;
-  }
-}
-
-/** Cookie header → object; the first occurrence of a name wins (RFC 6265 §5.4 order), values URI-decoded, quotes removed. */
-export function parseCookies(header: string | undefined): Record<string, string> {
-  const out: Record<string, string> = Object.create(null);
-  if (!header) return out;
-  for (const part of header.split(';')) {
-    const eq = part.indexOf('=');
-    if (eq <= 0) continue;
-    const name = part.slice(0, eq).trim();
-    if (name === '' || name in out) continue;
-    let value = part.slice(eq + 1).trim();
-    if (value.length >= 2 && value.startsWith('"') && value.endsWith('"')) value = value.slice(1, -1);
-    out[name] = decodeSafe(value);
-  }
-  return out;
-}
-
-export interface CompiledRoute {
-  pattern: string;
-  segments: Array<{ param: string } | { literal: string } | { rest: string }>;
-}
-
-/** `/users/:userId/posts/:postId` and a trailing `*` (or `:name*`) that takes the rest of the path. */
-export function compileRoutes(patterns: string[]): CompiledRoute[] {
-  return patterns.map((pattern) => ({
-    pattern,
-    segments: pattern
-      .split('/')
-      .filter((s) => s !== '')
-      .map((s) => {
-        if (s === '*') return { rest: '0' };
-        if (s.startsWith(':') && s.endsWith('*')) return { rest: s.slice(1, -1) };
-        if (s.startsWith(':')) return { param: s.slice(1) };
-        return { literal: s };
-      }),
-  }));
-}
-
-/** The params of the first route that matches the path (trailing slash ignored); `{}` when none does. */
-export function matchRoute(routes: CompiledRoute[], path: string): Record<string, string> {
-  if (routes.length === 0) return {};
-  const parts = path.split('/').filter((s) => s !== '');
-  outer: for (const route of routes) {
-    const params: Record<string, string> = {};
-    const segs = route.segments;
-    for (let i = 0; i < segs.length; i++) {
-      const seg = segs[i]!;
-      if ('rest' in seg) {
-        if (i >= parts.length) continue outer;
-        params[seg.rest] = parts.slice(i).map(decodeSafe).join('/');
-        return params;
-      }
-      const part = parts[i];
-      if (part === undefined) continue outer;
-      if ('literal' in seg) {
-        if (seg.literal !== part) continue outer;
-      } else {
-        params[seg.param] = decodeSafe(part);
-      }
-    }
-    if (parts.length === segs.length) return params;
-  }
-  return {};
-}
-
-export class InvalidJsonError extends Error {
-  override name = 'InvalidJsonError';
-}
-
-export function isJsonType(contentType: string | undefined): boolean {
-  if (!contentType) return false;
-  const mime = contentType.split(';', 1)[0]!.trim().toLowerCase();
-  return mime === 'application/json' || (mime.startsWith('application/') && mime.endsWith('+json'));
-}
-
-function charsetOf(contentType: string): string {
-  const m = /;\s*charset\s*=\s*"?([^";\s]+)/i.exec(contentType);
-  return m ? m[1]!.toLowerCase() : 'utf-8';
-}
-
-/** JSON → parsed (400 before the handler when malformed), text/* → string, else Buffer; empty → undefined. */
-export function parseBody(raw: Uint8Array | undefined, contentType: string | undefined): unknown {
-  if (raw === undefined || raw.byteLength === 0) return undefined;
-  const buf = Buffer.from(raw.buffer, raw.byteOffset, raw.byteLength);
-  if (isJsonType(contentType)) {
-    const text = buf.toString('utf8');
-    try {
-      return JSON.parse(text);
-    } catch (err) {
-      throw new InvalidJsonError(`request body is not valid JSON (content-type ${contentType}): ${(err as Error).message}`);
-    }
-  }
-  if (contentType && /^\s*text\//i.test(contentType)) {
-    const charset = charsetOf(contentType);
-    if (charset === 'utf-8' || charset === 'utf8') return buf.toString('utf8');
-    try {
-      return new TextDecoder(charset).decode(buf);
-    } catch {
-      return buf.toString('utf8');
-    }
-  }
-  return buf;
 }
 
 /** rawHeaders → Node's req.headers shape: lower-case names, repeats joined (", "; "; " for cookie), set-cookie an array. */
@@ -145,6 +42,9 @@ function first(v: string | string[] | undefined): string | undefined {
   return Array.isArray(v) ? v[0] : v;
 }
 
+/** Express's `subdomain offset` setting, at its default: `tobi.ferrets.example.com` → `['ferrets', 'tobi']`. */
+const SUBDOMAIN_OFFSET = 2;
+
 export class FnRequest {
   method: string;
   url: string;
@@ -155,12 +55,9 @@ export class FnRequest {
   headers: Record<string, string | string[]>;
   rawHeaders: string[];
   body: unknown;
-  ip: string;
-  ips: string[];
-  protocol: string;
-  secure: boolean;
-  xhr: boolean;
-  hostname: string | undefined;
+  /** The call's response, as Express's `req.res` (set by the worker once both exist). */
+  res!: FnResponse;
+  readonly #remoteAddress: string;
   #cookies: Record<string, string> | undefined;
 
   constructor(method: string, url: string, rawHeaders: string[], remoteAddress: string, routes: CompiledRoute[], body: unknown) {
@@ -173,18 +70,72 @@ export class FnRequest {
     this.query = parseQuery(q === -1 ? '' : url.slice(q + 1));
     this.params = matchRoute(routes, this.path);
     this.rawHeaders = rawHeaders;
-    const h = headersFromRaw(rawHeaders);
-    this.headers = h;
+    this.headers = headersFromRaw(rawHeaders);
     this.body = body;
-    const xff = first(h['x-forwarded-for']);
-    this.ips = xff ? xff.split(',').map((s) => s.trim()).filter((s) => s !== '') : [];
-    this.ip = this.ips[0] ?? remoteAddress;
-    const proto = first(h['x-forwarded-proto'])?.split(',', 1)[0]!.trim().toLowerCase();
-    this.protocol = proto === 'https' ? 'https' : 'http';
-    this.secure = this.protocol === 'https';
-    this.xhr = (first(h['x-requested-with']) ?? '').toLowerCase() === 'xmlhttprequest';
-    const host = (first(h['x-forwarded-host'])?.split(',', 1)[0]!.trim() || first(h.host)) ?? undefined;
-    this.hostname = host === undefined ? undefined : host.startsWith('[') ? host.slice(0, host.indexOf(']') + 1) : host.split(':', 1)[0];
+    this.#remoteAddress = remoteAddress;
+  }
+
+  /** From the X-Forwarded-For the gateway sanitised (the runtime is only reachable from it), nearest the caller first. */
+  get ips(): string[] {
+    const xff = first(this.headers['x-forwarded-for']);
+    return xff ? xff.split(',').map((s) => s.trim()).filter((s) => s !== '') : [];
+  }
+
+  /** The caller's address as the gateway saw it; the socket's (the gateway's) when the header is absent. */
+  get ip(): string {
+    return this.ips[0] ?? this.#remoteAddress;
+  }
+
+  /** From X-Forwarded-Proto, which the gateway sets: the runtime's own socket is never TLS. */
+  get protocol(): string {
+    const proto = first(this.headers['x-forwarded-proto'])?.split(',', 1)[0]!.trim().toLowerCase();
+    return proto === 'https' ? 'https' : 'http';
+  }
+
+  get secure(): boolean {
+    return this.protocol === 'https';
+  }
+
+  get xhr(): boolean {
+    return (first(this.get('X-Requested-With')) ?? '').toLowerCase() === 'xmlhttprequest';
+  }
+
+  /** X-Forwarded-Host (which the gateway passes only from a trusted proxy, docs/gateway.md), else Host. */
+  get host(): string | undefined {
+    const forwarded = first(this.headers['x-forwarded-host']);
+    const val = forwarded ? forwarded.split(',', 1)[0]!.trimEnd() : first(this.headers.host);
+    return val || undefined;
+  }
+
+  get hostname(): string | undefined {
+    const host = this.host;
+    if (!host) return undefined;
+    const offset = host[0] === '[' ? host.indexOf(']') + 1 : 0;
+    const index = host.indexOf(':', offset);
+    return index !== -1 ? host.slice(0, index) : host;
+  }
+
+  get subdomains(): string[] {
+    const hostname = this.hostname;
+    if (!hostname) return [];
+    const parts = !isIP(hostname) ? hostname.split('.').reverse() : [hostname];
+    return parts.slice(SUBDOMAIN_OFFSET);
+  }
+
+  /** Express's req.fresh: a GET/HEAD whose validators match the response's ETag/Last-Modified (the fresh package). */
+  get fresh(): boolean {
+    const method = this.method;
+    if (method !== 'GET' && method !== 'HEAD' && method !== 'QUERY') return false;
+    const res = this.res;
+    const status = res.statusCode;
+    if ((status >= 200 && status < 300) || status === 304) {
+      return http().fresh(this.headers, { etag: res.get('ETag'), 'last-modified': res.get('Last-Modified') });
+    }
+    return false;
+  }
+
+  get stale(): boolean {
+    return !this.fresh;
   }
 
   get cookies(): Record<string, string> {
@@ -193,8 +144,10 @@ export class FnRequest {
 
   /** Express's req.get: case-insensitive; "referer" and "referrer" are the same header. */
   get(name: string): string | string[] | undefined {
-    const lc = String(name).toLowerCase();
-    if (lc === 'referer' || lc === 'referrer') return this.headers.referer ?? this.headers.referrer;
+    if (!name) throw new TypeError('name argument is required to req.get');
+    if (typeof name !== 'string') throw new TypeError('name must be a string to req.get');
+    const lc = name.toLowerCase();
+    if (lc === 'referer' || lc === 'referrer') return this.headers.referrer || this.headers.referer;
     return this.headers[lc];
   }
 
@@ -202,14 +155,33 @@ export class FnRequest {
     return this.get(name);
   }
 
-  /** Express's req.is for the common case: does Content-Type match a mime or a short name ("json", "text/*")? */
-  is(type: string): string | false {
-    const ct = first(this.headers['content-type']);
-    if (!ct) return false;
-    const mime = ct.split(';', 1)[0]!.trim().toLowerCase();
-    const want = type.includes('/') ? type.toLowerCase() : type === 'json' ? 'application/json' : type === 'text' ? 'text/plain' : type === 'html' ? 'text/html' : type === 'urlencoded' ? 'application/x-www-form-urlencoded' : type;
-    if (want.endsWith('/*')) return mime.startsWith(want.slice(0, -1)) ? mime : false;
-    if (want === 'application/json' && isJsonType(mime)) return mime;
-    return mime === want ? mime : false;
+  /** The best of `types` for the caller's Accept, or false (the accepts package). */
+  accepts(...types: Array<string | string[]>): string | string[] | false {
+    return mime().accepts(this).types(...types);
+  }
+
+  acceptsEncodings(...encodings: Array<string | string[]>): string | string[] | false {
+    return mime().accepts(this).encodings(...encodings);
+  }
+
+  acceptsCharsets(...charsets: Array<string | string[]>): string | string[] | false {
+    return mime().accepts(this).charsets(...charsets);
+  }
+
+  acceptsLanguages(...languages: Array<string | string[]>): string | string[] | false {
+    return mime().accepts(this).languages(...languages);
+  }
+
+  /** The Range header for a resource of `size` bytes (the range-parser package); undefined without one. */
+  range(size: number, options?: { combine?: boolean }): ReturnType<HttpParts['rangeParser']> | undefined {
+    const range = first(this.get('Range'));
+    if (!range) return undefined;
+    return http().rangeParser(size, range, options);
+  }
+
+  /** Does Content-Type match one of `types` (the type-is package)? The matching type, false, or null without a body. */
+  is(types: string | string[], ...more: string[]): string | false | null {
+    const list = Array.isArray(types) ? types : [types, ...more];
+    return mime().typeIs(this, list);
   }
 }

@@ -1,12 +1,15 @@
-// The handler's `res`: Express-style methods over a small message sink. A response that is
-// answered in one go (json/send/end without write) travels as one message; write() streams
-// each chunk to the main thread as it comes.
-import { W_CHUNK, W_END, W_FULL, W_HEAD, type Body, type FromWorker } from './protocol.ts';
+// The handler's `res`: Express 5's response methods, by the packages Express uses (libraries.ts),
+// over a small message sink. A response that is answered in one go (json/send/end without write)
+// travels as one message; write() streams each chunk to the main thread as it comes.
+import { W_CHUNK, W_END, W_FULL, W_HEAD, type FromWorker } from './protocol.ts';
 import { checkFinalStatus, checkTransferEncoding } from './framing.ts';
+import { contentTypeOf, normalizeType, typeFromName, withCharset } from './content-type.ts';
+import { clearingOptions, serializeCookie, type CookieOptions } from './cookies.ts';
+import { http } from './libraries.ts';
+import { byteLength, toBody, transferOf } from './response-body.ts';
+import type { FnRequest } from './request.ts';
 
-// Not `import ... from 'node:http'`: an ES module import of node:http builds its namespace from every
-// export, and its lazy WebSocket/EventSource getters load undici (≈ 12 MB per thread, measured).
-const { STATUS_CODES } = process.getBuiltinModule('node:http');
+const { basename, extname } = process.getBuiltinModule('node:path');
 
 export interface Sink {
   post(msg: FromWorker, transfer?: ArrayBuffer[]): void;
@@ -14,81 +17,21 @@ export interface Sink {
   finished(id: number): void;
 }
 
-const TYPES: Record<string, string> = {
-  json: 'application/json; charset=utf-8',
-  html: 'text/html; charset=utf-8',
-  htm: 'text/html; charset=utf-8',
-  text: 'text/plain; charset=utf-8',
-  txt: 'text/plain; charset=utf-8',
-  css: 'text/css; charset=utf-8',
-  js: 'text/javascript; charset=utf-8',
-  mjs: 'text/javascript; charset=utf-8',
-  xml: 'application/xml; charset=utf-8',
-  csv: 'text/csv; charset=utf-8',
-  md: 'text/markdown; charset=utf-8',
-  svg: 'image/svg+xml',
-  png: 'image/png',
-  jpg: 'image/jpeg',
-  jpeg: 'image/jpeg',
-  gif: 'image/gif',
-  webp: 'image/webp',
-  ico: 'image/x-icon',
-  pdf: 'application/pdf',
-  bin: 'application/octet-stream',
-  'event-stream': 'text/event-stream',
-  sse: 'text/event-stream',
-  form: 'application/x-www-form-urlencoded',
-  urlencoded: 'application/x-www-form-urlencoded',
-};
-
-/** Express's res.type: a short name or extension maps to a mime type; a value with "/" is kept. */
-export function mimeFor(type: string): string {
-  if (type.includes('/')) {
-    // text/* and JSON without a charset get utf-8, like Express's res.type.
-    if (!/;\s*charset=/i.test(type) && (/^text\//i.test(type) || /^application\/json$/i.test(type))) return `${type}; charset=utf-8`;
-    return type;
-  }
-  const key = type.replace(/^\./, '').toLowerCase();
-  return TYPES[key] ?? 'application/octet-stream';
-}
-
 function headerValue(value: unknown, name: string): string | string[] {
-  if (value === undefined || value === null) throw new TypeError(`res.set("${name}", ${String(value)}): a header value must be a string, number or array`);
+  if (value === undefined || value === null) throw new TypeError(`res.setHeader("${name}", ${String(value)}): a header value must be a string, number or array`);
   const v = Array.isArray(value) ? value.map((one) => String(one)) : String(value);
   // Refused here, where the handler's stack shows who set it; the main thread re-checks what is sent (framing.ts).
   if (String(name).toLowerCase() === 'transfer-encoding') checkTransferEncoding(v, `res.set("${name}")`);
   return v;
 }
 
-/** Copies a chunk into its own ArrayBuffer when it is a view of a larger (or pooled) one, so the transfer moves only its bytes. */
-function ownBuffer(chunk: Uint8Array): Uint8Array {
-  const ab = chunk.buffer;
-  if (chunk.byteOffset === 0 && chunk.byteLength === ab.byteLength && ab instanceof ArrayBuffer) return chunk;
-  return new Uint8Array(chunk);
-}
-
-function toBody(chunk: unknown, encoding: BufferEncoding | undefined, what: string): Body {
-  if (chunk === undefined || chunk === null) return undefined;
-  if (typeof chunk === 'string') return encoding && encoding !== 'utf8' && encoding !== 'utf-8' ? ownBuffer(Buffer.from(chunk, encoding)) : chunk;
-  if (chunk instanceof Uint8Array) return ownBuffer(chunk);
-  if (chunk instanceof ArrayBuffer) return new Uint8Array(chunk.slice(0));
-  if (ArrayBuffer.isView(chunk)) return new Uint8Array(chunk.buffer.slice(chunk.byteOffset, chunk.byteOffset + chunk.byteLength) as ArrayBuffer);
-  throw new TypeError(`${what}: the chunk must be a string, Buffer or Uint8Array, got ${typeof chunk}`);
-}
-
-function byteLength(b: Body): number {
-  if (b === undefined) return 0;
-  return typeof b === 'string' ? Buffer.byteLength(b) : b.byteLength;
-}
-
-function transferOf(b: Body): ArrayBuffer[] | undefined {
-  return b instanceof Uint8Array ? [b.buffer as ArrayBuffer] : undefined;
-}
-
 export class HeadersSentError extends Error {
   override name = 'HeadersSentError';
   code = 'ERR_HTTP_HEADERS_SENT';
 }
+
+/** A format map (res.format) is a key per type the handler can answer; each is called as Express calls it. */
+export type FormatHandlers = Record<string, (req: FnRequest, res: FnResponse, next: (err?: unknown) => void) => void>;
 
 export class FnResponse {
   statusCode = 200;
@@ -98,6 +41,8 @@ export class FnResponse {
   /** The caller went away (or the invocation timed out): further output is dropped. */
   aborted = false;
   readonly id: number;
+  /** The call's request, as Express's `res.req` (set by the worker once both exist). */
+  req!: FnRequest;
   readonly #sink: Sink;
   readonly #isHead: boolean;
   /** lower-case name → [name as set, value] */
@@ -117,28 +62,30 @@ export class FnResponse {
     if (this.headersSent) throw new HeadersSentError(`${what}: cannot set headers after they are sent to the client`);
   }
 
+  /** Express's messages; a 1xx is refused besides (framing.ts: a function's answer must be final). */
   status(code: number): this {
-    if (!Number.isInteger(code) || code < 100 || code > 999) throw new RangeError(`res.status(${JSON.stringify(code)}): the status must be an integer from 100 to 999`);
+    if (!Number.isInteger(code)) throw new TypeError(`Invalid status code: ${JSON.stringify(code)}. Status code must be an integer.`);
+    if (code < 100 || code > 999) throw new RangeError(`Invalid status code: ${JSON.stringify(code)}. Status code must be greater than 99 and less than 1000.`);
     checkFinalStatus(code, `res.status(${code})`);
     this.statusCode = code;
     return this;
   }
 
   set(field: string | Record<string, unknown>, value?: unknown): this {
-    if (typeof field === 'object' && field !== null) {
-      for (const [k, v] of Object.entries(field)) this.set(k, v);
+    if (arguments.length !== 2) {
+      for (const [k, v] of Object.entries(field as Record<string, unknown>)) this.set(k, v);
       return this;
     }
-    this.#assertHeadersOpen(`res.set("${field}")`);
-    const lc = String(field).toLowerCase();
-    let v = headerValue(value, field);
-    if (lc === 'content-type' && typeof v === 'string') v = mimeFor(v);
-    this.#headers.set(lc, [String(field), v]);
-    return this;
+    let v: string | string[] = Array.isArray(value) ? value.map(String) : String(value);
+    if ((field as string).toLowerCase() === 'content-type') {
+      if (Array.isArray(v)) throw new TypeError('Content-Type cannot be set to an Array');
+      v = contentTypeOf(v) as string;
+    }
+    return this.setHeader(field as string, v);
   }
 
   header(field: string | Record<string, unknown>, value?: unknown): this {
-    return this.set(field, value);
+    return arguments.length === 2 ? this.set(field, value) : this.set(field);
   }
 
   setHeader(name: string, value: unknown): this {
@@ -149,9 +96,9 @@ export class FnResponse {
 
   append(field: string, value: unknown): this {
     const prev = this.get(field);
-    const add = headerValue(value, field);
-    if (prev === undefined) return this.setHeader(field, add);
-    return this.setHeader(field, ([] as string[]).concat(prev, add));
+    let next = value;
+    if (prev) next = Array.isArray(prev) ? prev.concat(value as string) : Array.isArray(value) ? [prev].concat(value) : [prev, value];
+    return this.set(field, next);
   }
 
   get(field: string): string | string[] | undefined {
@@ -182,36 +129,61 @@ export class FnResponse {
     return out;
   }
 
-  type(mime: string): this {
-    return this.set('Content-Type', mimeFor(mime));
+  type(type: string): this {
+    return this.set('Content-Type', typeFromName(type));
   }
 
-  contentType(mime: string): this {
-    return this.type(mime);
+  contentType(type: string): this {
+    return this.type(type);
+  }
+
+  /** Adds a field to Vary, once (the vary package). */
+  vary(field: string | string[]): this {
+    http().vary(this, field);
+    return this;
+  }
+
+  /** Content-Disposition: attachment (with the file name's type when one is given). */
+  attachment(filename?: string): this {
+    const name = filename !== undefined ? basename(filename) : undefined;
+    if (name) this.type(extname(name));
+    return this.set('Content-Disposition', http().contentDisposition.create(name));
   }
 
   location(url: string): this {
-    return this.set('Location', url);
+    return this.set('Location', http().encodeUrl(url));
   }
 
-  cookie(name: string, value: unknown, options: { maxAge?: number; expires?: Date; path?: string; domain?: string; secure?: boolean; httpOnly?: boolean; sameSite?: 'strict' | 'lax' | 'none' | boolean; encode?: (s: string) => string } = {}): this {
-    const encode = options.encode ?? encodeURIComponent;
-    const v = typeof value === 'object' ? 'j:' + JSON.stringify(value) : String(value);
-    let c = `${name}=${encode(v)}`;
-    if (options.maxAge !== undefined) {
-      c += `; Max-Age=${Math.floor(options.maxAge / 1000)}`;
-      c += `; Expires=${new Date(Date.now() + options.maxAge).toUTCString()}`;
-    } else if (options.expires) c += `; Expires=${options.expires.toUTCString()}`;
-    c += `; Path=${options.path ?? '/'}`;
-    if (options.domain) c += `; Domain=${options.domain}`;
-    if (options.secure) c += '; Secure';
-    if (options.httpOnly) c += '; HttpOnly';
-    if (options.sameSite) c += `; SameSite=${options.sameSite === true ? 'Strict' : options.sameSite[0]!.toUpperCase() + options.sameSite.slice(1)}`;
-    return this.append('Set-Cookie', c);
+  cookie(name: string, value: unknown, options?: CookieOptions): this {
+    return this.append('Set-Cookie', serializeCookie(name, value, options));
   }
 
-  clearCookie(name: string, options: { path?: string; domain?: string } = {}): this {
-    return this.cookie(name, '', { ...options, expires: new Date(1) });
+  clearCookie(name: string, options?: CookieOptions): this {
+    return this.cookie(name, '', clearingOptions(options));
+  }
+
+  /**
+   * Calls the handler of the type the caller accepts best (Vary: Accept). With none acceptable and
+   * no `default`, answers 406 itself: a function has no next middleware to pass Express's error to.
+   */
+  format(handlers: FormatHandlers): this {
+    const req = this.req;
+    const next = (err?: unknown): void => {
+      if (err !== undefined) throw err;
+    };
+    const keys = Object.keys(handlers).filter((k) => k !== 'default');
+    const key = keys.length > 0 ? req.accepts(keys) : false;
+    this.vary('Accept');
+    if (typeof key === 'string') {
+      this.set('Content-Type', normalizeType(key));
+      handlers[key]!(req, this, next);
+    } else if (handlers.default) {
+      handlers.default(req, this, next);
+    } else {
+      const types = keys.map(normalizeType);
+      this.status(406).type('txt').send(`Not Acceptable. Supports: ${types.join(', ')}`);
+    }
+    return this;
   }
 
   writeHead(code: number, message?: string | Record<string, unknown>, headers?: Record<string, unknown>): this {
@@ -274,35 +246,92 @@ export class FnResponse {
   }
 
   json(value: unknown): this {
-    const text = JSON.stringify(value);
-    if (!this.#headers.has('content-type')) this.#headers.set('content-type', ['Content-Type', 'application/json; charset=utf-8']);
-    return this.end(text ?? '');
+    const body = JSON.stringify(value);
+    if (!this.get('Content-Type')) this.set('Content-Type', 'application/json');
+    return this.send(body);
   }
 
-  /** Express's res.send: strings default to text/html, Buffers to application/octet-stream, anything else is JSON. */
+  /**
+   * Express's res.send: a string defaults to text/html and gets charset=utf-8, bytes to
+   * application/octet-stream, null to an empty body, anything else is JSON; a weak ETag (as
+   * Express's default "etag" setting), 304 when the request is fresh, no body for 204/205/304/HEAD.
+   */
   send(body?: unknown): this {
-    if (typeof body === 'string') {
-      if (!this.#headers.has('content-type')) this.#headers.set('content-type', ['Content-Type', 'text/html; charset=utf-8']);
-      return this.end(body);
+    let chunk = body;
+    switch (typeof chunk) {
+      case 'string': {
+        const type = this.get('Content-Type');
+        if (typeof type === 'string') this.set('Content-Type', withCharset(type, 'utf-8'));
+        else this.type('html');
+        break;
+      }
+      case 'boolean':
+      case 'number':
+      case 'object':
+        if (chunk === null) chunk = '';
+        else if (ArrayBuffer.isView(chunk) || chunk instanceof ArrayBuffer) {
+          if (!this.get('Content-Type')) this.type('bin');
+        } else return this.json(chunk);
+        break;
     }
-    if (body instanceof Uint8Array || body instanceof ArrayBuffer) {
-      if (!this.#headers.has('content-type')) this.#headers.set('content-type', ['Content-Type', 'application/octet-stream']);
-      return this.end(body);
+    if (chunk !== undefined && !this.get('Transfer-Encoding')) {
+      const bytes = typeof chunk === 'string' ? chunk : bytesOf(chunk as ArrayBufferView | ArrayBuffer);
+      this.set('Content-Length', typeof bytes === 'string' ? Buffer.byteLength(bytes) : bytes.byteLength);
+      if (!this.get('ETag')) this.set('ETag', http().etag(bytes, { weak: true }));
     }
-    if (body === undefined) return this.end();
-    return this.json(body);
+    if (this.req?.fresh) this.status(304);
+    if (this.statusCode === 204 || this.statusCode === 304) {
+      this.removeHeader('Content-Type');
+      this.removeHeader('Content-Length');
+      this.removeHeader('Transfer-Encoding');
+      chunk = '';
+    }
+    if (this.statusCode === 205) {
+      this.set('Content-Length', '0');
+      this.removeHeader('Transfer-Encoding');
+      chunk = '';
+    }
+    return this.#isHead ? this.end() : this.end(chunk);
   }
 
   sendStatus(code: number): this {
+    const body = http().statuses.message[code] || String(code);
     this.status(code);
-    if (!this.#headers.has('content-type')) this.#headers.set('content-type', ['Content-Type', 'text/plain; charset=utf-8']);
-    return this.end(STATUS_CODES[code] ?? String(code));
+    this.type('txt');
+    return this.send(body);
   }
 
+  /** Express's res.redirect: the URL encoded into Location, a body by the caller's Accept (text, HTML, or none). */
   redirect(statusOrUrl: number | string, maybeUrl?: string): this {
-    const [code, url] = typeof statusOrUrl === 'number' ? [statusOrUrl, String(maybeUrl)] : [302, String(statusOrUrl)];
-    this.status(code).location(url);
-    if (!this.#headers.has('content-type')) this.#headers.set('content-type', ['Content-Type', 'text/plain; charset=utf-8']);
-    return this.end(`${STATUS_CODES[code] ?? 'Redirecting'}. Redirecting to ${url}`);
+    let status = 302;
+    let address = statusOrUrl as string;
+    if (arguments.length === 2) {
+      status = statusOrUrl as number;
+      address = maybeUrl as string;
+    }
+    address = this.location(address).get('Location') as string;
+    const message = http().statuses.message[status];
+    let body = '';
+    this.format({
+      text: () => {
+        body = `${message}. Redirecting to ${address}`;
+      },
+      html: () => {
+        const u = http().escapeHtml(address);
+        body = `<!DOCTYPE html><head><title>${message}</title></head><body><p>${message}. Redirecting to ${u}</p></body>`;
+      },
+      default: () => {
+        body = '';
+      },
+    });
+    this.status(status);
+    this.set('Content-Length', Buffer.byteLength(body));
+    return this.#isHead ? this.end() : this.end(body);
   }
+}
+
+/** A Buffer over the same bytes (etag takes a string or a Buffer). */
+function bytesOf(chunk: ArrayBufferView | ArrayBuffer): Buffer {
+  if (chunk instanceof ArrayBuffer) return Buffer.from(chunk);
+  return Buffer.from(chunk.buffer as ArrayBuffer, chunk.byteOffset, chunk.byteLength);
 }

@@ -24,6 +24,8 @@ import type { WorkerData } from './worker.ts';
 const HEARTBEAT_MS = 50;
 /** At a call's deadline, a worker whose loop has not turned for this long is blocked: end it. */
 const BLOCKED_AFTER_MS = 250;
+/** How long the worker may take to load the runtime's own modules before the function's load clock starts (they always finish; a machine under load makes them slow). */
+const OWN_START_GRACE_MS = 30_000;
 
 interface Pending {
   res: ServerResponse;
@@ -115,7 +117,9 @@ export class Supervisor {
   #beats = new Int32Array(this.#heartbeat);
   #lastBeat = -1;
   #lastBeatAt = 0;
+  /** When the function's module began to load: the worker's first beat, after the runtime's own modules. */
   #startedAt = 0;
+  #ownModulesLoaded = false;
   #oom = false;
   #ending: ErrorKind | undefined;
   #endingMessage = '';
@@ -145,6 +149,7 @@ export class Supervisor {
     this.#heartbeat = new SharedArrayBuffer(4);
     this.#beats = new Int32Array(this.#heartbeat);
     this.#lastBeat = -1;
+    this.#ownModulesLoaded = false;
     this.#startedAt = this.#lastBeatAt = performance.now();
     const data: WorkerData = {
       file: this.#config.functionFile,
@@ -245,6 +250,10 @@ export class Supervisor {
     if (beat !== this.#lastBeat) {
       this.#lastBeat = beat;
       this.#lastBeatAt = now;
+      if (beat > 0 && !this.#ownModulesLoaded) {
+        this.#ownModulesLoaded = true;
+        this.#startedAt = now;
+      }
     }
     const stale = now - this.#lastBeatAt;
     let timedOut = 0;
@@ -256,7 +265,9 @@ export class Supervisor {
       if (p.sent) this.#worker?.postMessage({ t: M_ABORT, i: id });
     }
     if (this.#worker === undefined || this.#ending !== undefined) return;
-    if (!this.#ready && !this.#everReady && now - this.#startedAt > this.#config.timeoutMs && stale > BLOCKED_AFTER_MS) {
+    // The function's time limit covers loading its module, not the runtime's own start (slower on a loaded machine).
+    const loadLimit = this.#ownModulesLoaded ? this.#config.timeoutMs : this.#config.timeoutMs + OWN_START_GRACE_MS;
+    if (!this.#ready && !this.#everReady && now - this.#startedAt > loadLimit && stale > BLOCKED_AFTER_MS) {
       this.#ending = 'load';
       this.#endingMessage = `the function module did not finish loading within ${this.#config.timeoutMs} ms`;
       void this.#worker.terminate();

@@ -4,7 +4,9 @@
 // process.exit ends only this thread.
 import { realpathSync } from 'node:fs';
 import { parentPort, workerData } from 'node:worker_threads';
-import { InvalidJsonError, FnRequest, compileRoutes, parseBody } from './request.ts';
+import { FnRequest } from './request.ts';
+import { InvalidJsonError, parseBody } from './request-body.ts';
+import { compileRoutes } from './routes.ts';
 import { FnResponse, type Sink } from './response.ts';
 import { directOf, installEgress, parseEgressProxy } from './egress.ts';
 import { internalClient, invocationContext, makeConsole, makeKv, policedFetch, policyCheck } from './globals.ts';
@@ -29,6 +31,8 @@ const port = parentPort!;
 
 // The event loop turning is what the watchdog watches: a blocked loop stops counting.
 const beat = new Int32Array(data.heartbeat);
+// The first beat, now: the runtime's own modules are loaded, and the function's load time limit starts (supervisor.ts).
+Atomics.add(beat, 0, 1);
 setInterval(() => Atomics.add(beat, 0, 1), data.heartbeatMs).unref();
 
 const rawFetch = globalThis.fetch;
@@ -100,6 +104,8 @@ function handle(msg: RequestMsg, handler: Handler): void {
   }
   const res = new FnResponse(id, sink, msg.m);
   const req = new FnRequest(msg.m, msg.u, raw, msg.a, routes, body);
+  req.res = res;
+  res.req = req;
   live.set(id, res);
   executions.set(id, executionId);
   invocationContext.run({ id, executionId }, () => {

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { spawnSync } from 'node:child_process';
-import { copyFile, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { copyFile, cp, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -24,8 +24,9 @@ describe('runtime image: build-js (the sources as JavaScript)', function () {
 
   before(async () => {
     work = await mkdtemp(join(tmpdir(), 'fnhost-build-js-'));
-    // As in the image: dist/ beside the runtime's package.json ("type": "module").
+    // As in the image: dist/ beside the runtime's package.json ("type": "module") and vendor/ (its bundled libraries).
     await copyFile(join(IMAGE_DIR, 'package.json'), join(work, 'package.json'));
+    await cp(join(IMAGE_DIR, 'vendor'), join(work, 'vendor'), { recursive: true });
     dist = join(work, 'dist');
     const r = runTool(join(IMAGE_DIR, 'src'), dist);
     expect(r.status, r.stderr).to.equal(0);

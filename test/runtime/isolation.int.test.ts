@@ -132,3 +132,22 @@ describe('runtime: module that cannot load', function () {
     expect(rt.process.exitCode).to.equal(null);
   });
 });
+
+describe('runtime: module that never finishes loading', function () {
+  let rt: RunningRuntime;
+  before(async () => {
+    rt = await startRuntime({ code: 'while (true) {}\nexport default (req, res) => res.end();', timeoutMs: 1000 });
+  });
+  after(async () => rt?.stop());
+
+  it('is ended at its time limit, counted from the runtime\'s own modules loaded (not after the 30 s grace they get), and stays up', async () => {
+    // The worker beats once before reading the function's module, so a module that blocks at once
+    // still starts the clock; without that beat the load would end only after the grace.
+    const line = await rt.waitForLine(/failed to load/, 20_000);
+    expect(line).to.match(/did not finish loading within 1000 ms/);
+    const res = await fetch(rt.url + '/');
+    expect(res.status).to.equal(500);
+    expect(kindOf(res)).to.deep.equal({ kind: 'load', error: 'the function module did not finish loading within 1000 ms' });
+    expect(rt.process.exitCode).to.equal(null);
+  });
+});

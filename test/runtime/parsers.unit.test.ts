@@ -1,8 +1,10 @@
 import { expect } from 'chai';
 import { ConfigError, functionEnvOf, loadConfig, parseRoutes } from '../../runtime-image/src/config.ts';
 import { assertAllowed, validateTtl, validateValue } from '../../runtime-image/src/globals.ts';
-import { compileRoutes, headersFromRaw, matchRoute, parseBody, parseCookies, parseQuery, InvalidJsonError } from '../../runtime-image/src/request.ts';
-import { mimeFor } from '../../runtime-image/src/response.ts';
+import { headersFromRaw, parseQuery } from '../../runtime-image/src/request.ts';
+import { InvalidJsonError, parseBody } from '../../runtime-image/src/request-body.ts';
+import { compileRoutes, matchRoute } from '../../runtime-image/src/routes.ts';
+import { parseCookies } from '../../runtime-image/src/cookies.ts';
 
 describe('runtime pure parts', () => {
   it('parseQuery: repeated keys become arrays, decoding applied', () => {
@@ -23,11 +25,6 @@ describe('runtime pure parts', () => {
   it('parseBody: JSON errors name the content type', () => {
     expect(() => parseBody(new TextEncoder().encode('{x'), 'application/json')).to.throw(InvalidJsonError, /not valid JSON \(content-type application\/json\)/);
     expect(parseBody(new Uint8Array(Buffer.from('caf\xe9', 'latin1')), 'text/plain; charset=latin1')).to.equal('café');
-  });
-  it('mimeFor maps short names and adds utf-8 to text types', () => {
-    expect(mimeFor('json')).to.equal('application/json; charset=utf-8');
-    expect(mimeFor('.png')).to.equal('image/png');
-    expect(mimeFor('text/csv')).to.equal('text/csv; charset=utf-8');
   });
   it('config: env filtering, route and number errors name the value', () => {
     expect(functionEnvOf({ FNHOST_X: '1', PORT: '1', HOST: 'h', A: 'b' })).to.deep.equal({ A: 'b' });

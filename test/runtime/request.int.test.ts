@@ -103,7 +103,7 @@ describe('runtime: req', function () {
     const post = (body: string | Uint8Array<ArrayBuffer>, type?: string) => call('/', { method: 'POST', body, headers: type === undefined ? {} : { 'content-type': type } });
 
     it('arrives parsed when Content-Type is JSON: objects, arrays, strings, numbers, true, null', async () => {
-      expect(await post('{"a":{"b":[1,2]}}', 'application/json')).to.include({ bodyType: 'object', isJson: 'application/json' }).and.to.have.deep.property('body', { a: { b: [1, 2] } });
+      expect(await post('{"a":{"b":[1,2]}}', 'application/json')).to.include({ bodyType: 'object', isJson: 'json' }).and.to.have.deep.property('body', { a: { b: [1, 2] } });
       expect(await post('[1,"x"]', 'application/json; charset=utf-8')).to.deep.include({ bodyType: 'array', body: [1, 'x'] });
       expect(await post('"just a string"', 'application/json')).to.deep.include({ bodyType: 'string', body: 'just a string' });
       expect(await post('42.5', 'application/json')).to.deep.include({ bodyType: 'number', body: 42.5 });

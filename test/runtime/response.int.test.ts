@@ -81,7 +81,7 @@ describe('runtime: res', function () {
     const body = (await (await get('/get-headers')).json()) as Record<string, unknown>;
     expect(body).to.deep.equal({ headers: { 'x-a': 'a', 'content-type': 'text/html; charset=utf-8' }, getA: 'a', sent: false, code: 200 });
     expect((await get('/status-property')).status).to.equal(409);
-    expect(await (await get('/headers-sent')).text()).to.equal('x' + JSON.stringify({ sent: true, err: 'res.set("X-Late"): cannot set headers after they are sent to the client' }));
+    expect(await (await get('/headers-sent')).text()).to.equal('x' + JSON.stringify({ sent: true, err: 'res.setHeader("X-Late"): cannot set headers after they are sent to the client' }));
   });
 
   it('send(): string as HTML, Buffer as octet-stream, object as JSON; sendStatus()', async () => {
@@ -112,7 +112,7 @@ describe('runtime: res', function () {
     expect(await (await get('/write-end')).text()).to.equal('abc');
     const c = await get('/cookie');
     expect(c.headers.getSetCookie()).to.have.length(2);
-    expect(c.headers.getSetCookie()[0]).to.match(/^sid=a%20b; Max-Age=60; Expires=.+; Path=\/; HttpOnly$/);
+    expect(c.headers.getSetCookie()[0]).to.match(/^sid=a%20b; Max-Age=60; Path=\/; Expires=.+; HttpOnly$/);
     const n = await get('/no-content');
     expect(n.status).to.equal(204);
     expect(await n.text()).to.equal('');
