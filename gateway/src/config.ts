@@ -44,7 +44,12 @@ export interface GatewayConfig {
   egressMaxConnections: number;
   /** An egress tunnel with no byte either way for this long is closed (FNHOST_EGRESS_IDLE_TIMEOUT_MS). */
   egressIdleTimeoutMs: number;
+  /** One machine: a function's runtime with no call for this long is stopped (FNHOST_RUNTIME_IDLE_SECONDS; 0: never). */
+  runtimeIdleSeconds: number;
 }
+
+/** Five minutes: a function called now and then keeps its runtime between calls; one called once a day does not hold memory all day. */
+export const DEFAULT_RUNTIME_IDLE_SECONDS = 300;
 
 export class ConfigError extends FnhostError {
   constructor(message: string) {
@@ -111,6 +116,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     egressListen: listenAddress(env, 'FNHOST_EGRESS_LISTEN'),
     egressMaxConnections: intVar(env, 'FNHOST_EGRESS_MAX_CONNECTIONS', 64, 1, 10_000),
     egressIdleTimeoutMs: intVar(env, 'FNHOST_EGRESS_IDLE_TIMEOUT_MS', 300_000, 1_000, 86_400_000),
+    runtimeIdleSeconds: intVar(env, 'FNHOST_RUNTIME_IDLE_SECONDS', DEFAULT_RUNTIME_IDLE_SECONDS, 0, 604_800),
   };
 }
 

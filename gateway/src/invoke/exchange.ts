@@ -34,7 +34,6 @@ export interface Exchange {
   /** The upstream the call went to (its pool is destroyed on a gateway timeout). */
   origin: string | undefined;
   logged: boolean;
-  inflightDone: (() => void) | undefined;
 }
 
 /** The send path as ./run.ts uses it: begin an execution, send it, write its one record. */
