@@ -173,9 +173,10 @@ if (import.meta.main) {
     });
     console.log(`load average at the end: ${loadavg().map((l) => l.toFixed(1)).join(' ')}`);
     console.log(`database file: ${(statSync(path).size / 2 ** 20).toFixed(0)} MiB`);
-    const firstPages = result.listings.filter((l) => l.case.includes('first page'));
-    const page1 = Math.max(...firstPages.map((l) => l.p99));
-    const anyPage = Math.max(...result.listings.map((l) => l.p99));
+    // P3 proper: every record visible (retention 'none'); the retention cases are printed above.
+    const plain = result.listings.filter((l) => l.case.startsWith('none,'));
+    const page1 = Math.max(...plain.filter((l) => l.case.includes('first page')).map((l) => l.p99));
+    const anyPage = Math.max(...plain.map((l) => l.p99));
     reportFigure({ target: 'P3', what: `SQLite, ${values.records} records: page 1 p99 (worst case)`, measured: `${page1.toFixed(2)} ms`, bound: '≤ 10 ms', met: page1 <= 10 });
     reportFigure({ target: 'P3', what: `SQLite, ${values.records} records: any page p99 (worst case)`, measured: `${anyPage.toFixed(2)} ms`, bound: '≤ 50 ms', met: anyPage <= 50 });
     reportFigure({ target: 'P4', what: 'SQLite ingest, batched', measured: `${Math.round(result.batchedPerSecond)} records/s`, bound: '≥ 20,000/s', met: result.batchedPerSecond >= 20_000 });
