@@ -8,6 +8,7 @@ BIN   := node_modules/.bin
 
 .PHONY: test-all test-local
 .PHONY: start test test-unit test-integration typecheck install admin system-deps start-deps lint-shell clean
+.PHONY: bench bench-cluster
 
 # node_modules is rebuilt when a manifest or the lock file changes.
 node_modules/.installed: package.json package-lock.json core/package.json runtime-image/package.json gateway/package.json operator/package.json cli/package.json admin/package.json
@@ -58,6 +59,17 @@ test-local: lint-shell typecheck test-unit chart-scan test-integration
 
 # Kept for habit: the same as make test.
 test-all: test
+
+# Every benchmark that needs no cluster, one after the other, then one table of their figures
+# against performance-targets.md (bench/all.ts; BENCH_ARGS="--quick" for short runs, "--only idle,gateway").
+# Takes about 15-20 minutes; on a shared machine only the ratios within one bench's run mean anything.
+bench: install start-deps
+	$(BIN)/node bench/all.ts $(BENCH_ARGS)
+
+# The cluster rows (P1, P5b, P6, P7 on the test cluster: bench/cluster.ts) through the same runner.
+# Brings the test cluster up as make test-cluster does (make cluster-down ends it).
+bench-cluster: install cluster-up
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/node bench/all.ts --cluster $(BENCH_ARGS)
 
 clean:
 	rm -rf node_modules */node_modules .fnhost test-output admin/dist

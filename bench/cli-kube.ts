@@ -25,6 +25,7 @@ import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { reportFigure } from './lib/summary.ts';
 
 const { values } = parseArgs({ options: { runs: { type: 'string', default: '20' }, bin: { type: 'string' } } });
 const BIN = values.bin ?? fileURLToPath(new URL('../cli/bin/fnhost.js', import.meta.url));
@@ -126,6 +127,7 @@ try {
   ];
   console.log(`P8 CLI start, kube-context path: ${new Date().toISOString()}, ${cpus().length} × ${cpus()[0]?.model ?? '?'}, load ${loadavg().map((l) => l.toFixed(2)).join(' ')}, Node ${process.versions.node}, ${RUNS} interleaved runs each (medians), server: in-process cluster-mode stand-in, kubeconfig ${lines.join('\n').length} bytes, CLI ${BIN}`);
   for (const [label, ms, ratio] of rows) console.log(`${label.padEnd(64)} ${ms.toFixed(1).padStart(7)} ms  ${Number.isNaN(ratio) ? '' : ratio.toFixed(2) + '×'}`);
+  reportFigure({ target: 'P8', what: 'CLI function:list -o json, namespace from the kube context, minus server time', measured: `${(kubeNet / b).toFixed(2)}×`, bound: '≤ 4×', met: kubeNet / b <= 4 });
 } finally {
   await new Promise<void>((resolve) => server.close(() => resolve()));
   rmSync(dir, { recursive: true, force: true });

@@ -15,6 +15,7 @@ import type { AddressInfo } from 'node:net';
 import { cpus, loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { reportFigure } from './lib/summary.ts';
 
 const BIN = fileURLToPath(new URL('../cli/bin/fnhost.js', import.meta.url));
 const { values } = parseArgs({ options: { runs: { type: 'string', default: '30' }, stub: { type: 'boolean', default: false } } });
@@ -174,6 +175,10 @@ try {
   ] as const;
   console.log(`P8 CLI start: ${new Date().toISOString()}, ${cpus().length} × ${cpus()[0]?.model ?? '?'}, load ${loadavg().map((l) => l.toFixed(2)).join(' ')}, Node ${process.versions.node}, ${RUNS} runs each (medians), server: ${server.kind}`);
   for (const [label, ms, ratio] of rows) console.log(`${label.padEnd(58)} ${ms.toFixed(1).padStart(7)} ms  ${Number.isNaN(ratio) ? '' : ratio.toFixed(2) + '×'}`);
+  const helpRatio = median(samples.help) / base;
+  reportFigure({ target: 'P8', what: 'CLI --help vs node -e 0', measured: `${helpRatio.toFixed(2)}×`, bound: '≤ 4×', met: helpRatio <= 4 });
+  reportFigure({ target: 'P8', what: 'CLI function:logs --output json, minus server time', measured: `${(logsNet / base).toFixed(2)}×`, bound: '≤ 4×', met: logsNet / base <= 4 });
+  reportFigure({ target: 'P8', what: 'CLI table first paint, minus server time', measured: `${(paintNet / base).toFixed(2)}×`, bound: '≤ 10×', met: paintNet / base <= 10 });
 } finally {
   await server.stop();
 }

@@ -32,6 +32,8 @@ import { startMongoServer } from '../test/helpers/mongo-server.ts';
 import { getCluster, makeKubectl, uniqueName } from '../test/operator/harness.ts';
 import { ROOT, buildPlatformImage, buildRuntimeImage, run, startRelay, waitFor } from '../test/e2e/helpers.ts';
 import { machineDescription, percentile } from './lib/stats.ts';
+import { paced } from './lib/paced.ts';
+import { reportFigure } from './lib/summary.ts';
 
 const { values } = parseArgs({
   options: {
@@ -187,9 +189,14 @@ s.keepAliveTimeout = 65000; s.listen(8080, '0.0.0.0');`;
       const med = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
       log(`median of per-round ratios: gateway/hop ${med(rows.map((r) => r.gwPod.rps / r.hop.rps)).toFixed(2)}×, gateway Service/direct ${med(rows.map((r) => r.gw.rps / r.direct.rps)).toFixed(2)}×`);
       const half = Math.max(1, Math.floor(Math.min(...rows.map((r) => r.gw.rps)) / 2));
-      const dHalf = await load(direct, 10, { overallRate: half });
-      const gHalf = await load(via, 10, { overallRate: half });
-      log(`\nAt half of the gateway's max rate (${half}/s, 10 connections): direct p50 ${dHalf.p50} ms p99 ${dHalf.p99} ms; through the gateway p50 ${gHalf.p50} ms p99 ${gHalf.p99} ms; added p50 ${gHalf.p50 - dHalf.p50} ms, p99 ${gHalf.p99 - dHalf.p99} ms`);
+      // Evenly paced (bench/lib/paced.ts), not autocannon's overallRate, which sends each second's quota in a burst.
+      const target = (url: string) => ({ origin: new URL(url).origin, path: new URL(url).pathname });
+      const dHalf = await paced(target(direct), half, SECONDS);
+      const gHalf = await paced(target(via), half, SECONDS);
+      log(`\nAt half of the gateway's max rate (${half}/s, evenly paced, latency from each request's due time): direct p50 ${dHalf.p50.toFixed(2)} ms p99 ${dHalf.p99.toFixed(2)} ms; through the gateway p50 ${gHalf.p50.toFixed(2)} ms p99 ${gHalf.p99.toFixed(2)} ms; added p50 ${(gHalf.p50 - dHalf.p50).toFixed(2)} ms, p99 ${(gHalf.p99 - dHalf.p99).toFixed(2)} ms (generator's worst send lag ${Math.max(dHalf.maxSendLagMs, gHalf.maxSendLagMs).toFixed(1)} ms)`);
+      reportFigure({ target: 'P1 (cluster)', what: 'gateway pod / undici hop pod throughput', measured: `${med(rows.map((r) => r.gwPod.rps / r.hop.rps)).toFixed(2)}×`, bound: '≥ 0.8×', met: med(rows.map((r) => r.gwPod.rps / r.hop.rps)) >= 0.8 });
+      reportFigure({ target: 'P1 (cluster)', what: `added p50 at half load (${half}/s, paced)`, measured: `${(gHalf.p50 - dHalf.p50).toFixed(2)} ms`, bound: '≤ 1 ms', met: gHalf.p50 - dHalf.p50 <= 1 });
+      reportFigure({ target: 'P1 (cluster)', what: `added p99 at half load (${half}/s, paced)`, measured: `${(gHalf.p99 - dHalf.p99).toFixed(2)} ms`, bound: '≤ 2 ms', met: gHalf.p99 - dHalf.p99 <= 2 });
     }
     if (ONLY.has('p7')) {
       // The same 100 → 1,000 step against the undici hop pod and the function pod itself, in the
@@ -204,6 +211,8 @@ s.keepAliveTimeout = 65000; s.listen(8080, '0.0.0.0');`;
       for (const r of p7) log(`| ${r.name} | ${r.at100.rps.toFixed(0)} | ${r.at1000.rps.toFixed(0)} | ${(r.at1000.rps / r.at100.rps).toFixed(2)}× | ${r.at100.p50}/${r.at1000.p50} | ${r.at100.p99}/${r.at1000.p99} | ${r.at1000.errors} |`);
       const [gw7, hop7] = p7 as [(typeof p7)[0], (typeof p7)[0]];
       log(`gateway 1000/100: ${(gw7.at1000.rps / gw7.at100.rps).toFixed(2)}× (target ≥ 0.9×, zero errors); the hop's own step: ${(hop7.at1000.rps / hop7.at100.rps).toFixed(2)}×`);
+      const step = gw7.at1000.rps / gw7.at100.rps;
+      reportFigure({ target: 'P7', what: '1,000 / 100 connections through the gateway', measured: `${step.toFixed(2)}×, ${gw7.at1000.errors} errors`, bound: '≥ 0.9×, 0 errors', met: step >= 0.9 && gw7.at1000.errors === 0 });
     }
     if (ONLY.has('p1off')) {
       // What recording costs here: the gateway upgraded with its bench-only switch (no records,
@@ -260,6 +269,7 @@ s.keepAliveTimeout = 65000; s.listen(8080, '0.0.0.0');`;
     }
     log(`\n## P5b: first call to a function scaled to zero for idleness (${COLD} runs)`);
     log(`samples ms: ${samples.map((s) => s.toFixed(0)).join(', ')}; p50 ${percentile(samples, 50).toFixed(0)} ms, max ${Math.max(...samples).toFixed(0)} ms`);
+    reportFigure({ target: 'P5b', what: 'first call to a function scaled to zero, p50', measured: `${percentile(samples, 50).toFixed(0)} ms`, bound: '≤ 1 s', met: percentile(samples, 50) <= 1000 });
   }
 
   if (ONLY.has('egress')) {
@@ -363,7 +373,11 @@ s.keepAliveTimeout = 65000; s.listen(8080, '0.0.0.0');`;
     const o0 = await opWrites();
     const g0 = await gwWrites();
     await new Promise((r) => setTimeout(r, 30_000));
-    log(`steady state, 30 s after all Ready: operator API writes ${(await opWrites()) - o0}, gateway status writes ${(await gwWrites()) - g0}`);
+    const opSteady = (await opWrites()) - o0;
+    const gwSteady = (await gwWrites()) - g0;
+    const steadyWrites = opSteady + gwSteady;
+    log(`steady state, 30 s after all Ready: operator API writes ${opSteady}, gateway status writes ${gwSteady}`);
+    reportFigure({ target: 'P6', what: `${N} Functions → Ready vs ${N} Deployments; writes at steady state`, measured: `${(fnMs / deployMs).toFixed(2)}×, ${steadyWrites} writes in 30 s`, bound: '≤ 1.5×, no writes', met: fnMs / deployMs <= 1.5 && steadyWrites === 0 });
   }
 } finally {
   await cleanup();

@@ -23,6 +23,7 @@ import type { NetworkPolicy } from '@fnhost/core';
 import { EgressProxy } from '../gateway/src/egress/proxy.ts';
 import { silentLogger } from '../gateway/src/log.ts';
 import { machineDescription } from './lib/stats.ts';
+import { reportFigure } from './lib/summary.ts';
 
 const seconds = Number(process.argv[2] ?? 5);
 const concurrency = Number(process.argv[3] ?? 20);
@@ -128,6 +129,11 @@ const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.len
 console.log('medians:');
 for (const [k, v] of Object.entries(rows)) console.log(`  ${k.padEnd(30)} ${median(v).toFixed(k.includes('ratio') || k.includes('ms') ? 3 : 0)}`);
 console.log(`load after ${loadavg().map((l) => l.toFixed(1)).join(' ')}`);
+const keepAlive = median(rows['keep-alive ratio']!);
+const addedP50 = median(rows['single p50 added ms']!);
+reportFigure({ target: 'P11', what: 'egress / direct fetch throughput, keep-alive', measured: `${keepAlive.toFixed(2)}×`, bound: '≥ 0.8×', met: keepAlive >= 0.8 });
+reportFigure({ target: 'P11', what: 'egress / direct fetch throughput, a connection per request', measured: `${median(rows['new conn. ratio']!).toFixed(2)}×`, bound: '≥ 0.8×', met: median(rows['new conn. ratio']!) >= 0.8 });
+reportFigure({ target: 'P11', what: 'added p50, one fetch at a time', measured: `+${addedP50.toFixed(3)} ms`, bound: '≤ 1 ms', met: addedP50 <= 1 });
 target.kill();
 await proxy.close();
 await rm(dir, { recursive: true, force: true });

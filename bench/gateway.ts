@@ -10,7 +10,8 @@
 //   hop     a minimal node:http server proxying to that runtime with an undici Pool (P1's yardstick)
 //   gateway the real gateway (test/helpers/platform.ts) invoking the same function, logs recorded
 //   gateway, recording off   the same with FNHOST_BENCH_DISABLE_RECORDING=1 (P2)
-// Then the latency added by the gateway at half of its max rate, and P5:
+// Then the latency added by the gateway at half of its max rate (an evenly paced open-loop
+// generator, bench/lib/paced.ts, gateway and runtime direct in interleaved rounds), and P5:
 // function create → first 200 through a gateway with the warm pool (FNHOST_WARM_POOL=1, the
 // default) and through one without it (0), vs `node -e 0`, in interleaved rounds.
 
@@ -22,6 +23,8 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { startGateway } from '../test/helpers/platform.ts';
+import { paced, type PacedResult } from './lib/paced.ts';
+import { reportFigure, type Figure } from './lib/summary.ts';
 
 const { values } = parseArgs({
   options: {
@@ -106,6 +109,10 @@ async function load(name: string, url: string, extra: Record<string, unknown> = 
   return { name, rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, errors: r.errors + r.timeouts + r.non2xx };
 }
 
+function signed(ms: number): string {
+  return (ms >= 0 ? '+' : '') + ms.toFixed(2);
+}
+
 function median(xs: number[]): number {
   const s = [...xs].sort((a, b) => a - b);
   return s[Math.floor(s.length / 2)]!;
@@ -157,7 +164,7 @@ function nodeStartMs(): number {
 }
 
 /** P5 in interleaved rounds: node -e 0, a create on the pooled gateway (pool refilled first), a create on the pool-less one. */
-async function measureP5(): Promise<string[]> {
+async function measureP5(): Promise<{ lines: string[]; figures: Figure[] }> {
   const pooled = await startGateway({ env: { FNHOST_QUIET: '1', FNHOST_WARM_POOL: '1' } });
   const cold = await startGateway({ env: { FNHOST_QUIET: '1', FNHOST_WARM_POOL: '0' } });
   const load0 = loadavg();
@@ -184,12 +191,15 @@ async function measureP5(): Promise<string[]> {
     const load1 = loadavg();
     const n = median(node);
     const fmt = (xs: number[]) => `median ${median(xs).toFixed(0)} ms (min ${Math.min(...xs).toFixed(0)}, max ${Math.max(...xs).toFixed(0)})`;
-    return [
+    const ratio = median(withPool) / n;
+    const figures: Figure[] = [{ target: 'P5', what: 'create → first 200 (warm pool) vs node -e 0', measured: `${ratio.toFixed(2)}×`, bound: '≤ 3×', met: ratio <= 3 }];
+    const lines = [
       `P5  create → first 200, ${P5_ROUNDS} interleaved rounds after 2 warm-up rounds; load average ${load0.map((l) => l.toFixed(2)).join(' ')} → ${load1.map((l) => l.toFixed(2)).join(' ')}`,
       `    node -e 0:             ${fmt(node)}`,
       `    warm pool (1):         ${fmt(withPool)} → ${(median(withPool) / n).toFixed(2)}× node -e 0 (target ≤ 3×); ${served} of ${takes} starts served by the pool`,
       `    no pool (0):           ${fmt(withoutPool)} → ${(median(withoutPool) / n).toFixed(2)}× node -e 0`,
     ];
+    return { lines, figures };
   } finally {
     await pooled.stop();
     await cold.stop();
@@ -198,7 +208,9 @@ async function measureP5(): Promise<string[]> {
 
 if (values.only === 'p5') {
   console.log(`fnhost P5 bench — ${new Date().toISOString()} — ${cpus().length}× ${cpus()[0]?.model} — node ${process.version}`);
-  for (const line of await measureP5()) console.log(line);
+  const { lines, figures } = await measureP5();
+  for (const line of lines) console.log(line);
+  for (const figure of figures) reportFigure(figure);
   process.exit(0);
 }
 
@@ -237,28 +249,46 @@ try {
   const p1Ratio = ratio(3, 2);
   const p2Ratio = ratio(3, 4);
   await gwOff.stop();
-  // Latency at half of the gateway's max rate, gateway vs the runtime directly.
+  // Latency at half of the gateway's max rate, evenly paced, gateway vs the runtime directly, in interleaved rounds.
   const rate = Math.floor(gateway.rps / 2);
-  const halfRuntime = await load('runtime direct @ half', runtimeUrl + '/', { overallRate: rate });
-  const halfGateway = await load('gateway @ half', invokeUrl, { overallRate: rate });
+  const target = (url: string) => ({ origin: new URL(url).origin, path: new URL(url).pathname + new URL(url).search });
+  await paced(target(runtimeUrl + '/'), rate, 1); // warm-up
+  await paced(target(invokeUrl), rate, 1);
+  const halfRuns: Array<{ direct: PacedResult; gateway: PacedResult }> = [];
+  for (let round = 0; round < ROUNDS; round++) {
+    halfRuns.push({ direct: await paced(target(runtimeUrl + '/'), rate, SECONDS), gateway: await paced(target(invokeUrl), rate, SECONDS) });
+  }
+  const pacedRow = (name: string, rs: PacedResult[]): Row => ({ name, rps: median(rs.map((r) => r.achievedRate)), p50: median(rs.map((r) => r.p50)), p99: median(rs.map((r) => r.p99)), errors: rs.reduce((n, r) => n + r.errors, 0) });
+  const halfRuntime = pacedRow('runtime direct @ half, paced', halfRuns.map((r) => r.direct));
+  const halfGateway = pacedRow('gateway @ half, paced', halfRuns.map((r) => r.gateway));
+  const addedP50 = median(halfRuns.map((r) => r.gateway.p50 - r.direct.p50));
+  const addedP99 = median(halfRuns.map((r) => r.gateway.p99 - r.direct.p99));
+  const maxLag = Math.max(...halfRuns.flatMap((r) => [r.direct.maxSendLagMs, r.gateway.maxSendLagMs]));
 
   const metrics = await (await fetch(`${gw.url}/metrics`)).text();
   const dropped = /fnhost_log_records_dropped_total (\d+)/.exec(metrics)?.[1];
   await gw.stop();
-  const p5 = await measureP5();
+  const { lines: p5, figures: p5Figures } = await measureP5();
 
   console.log(`fnhost gateway bench — ${new Date().toISOString()} — ${cpus().length}× ${cpus()[0]?.model} — load ${loadavg().map((l) => l.toFixed(2)).join(' ')} — node ${process.version}`);
   console.log(`autocannon ${CONNECTIONS} connections, ${SECONDS} s each, GET of a JSON hello; medians of ${ROUNDS} interleaved rounds\n`);
   console.log('| target | req/s | p50 ms | p99 ms | errors |');
   console.log('|---|---|---|---|---|');
-  for (const r of [...rows, halfRuntime, halfGateway]) console.log(`| ${r.name} | ${r.rps.toFixed(0)} | ${r.p50} | ${r.p99} | ${r.errors} |`);
+  for (const r of rows) console.log(`| ${r.name} | ${r.rps.toFixed(0)} | ${r.p50} | ${r.p99} | ${r.errors} |`);
+  for (const r of [halfRuntime, halfGateway]) console.log(`| ${r.name} | ${r.rps.toFixed(0)} | ${r.p50.toFixed(2)} | ${r.p99.toFixed(2)} | ${r.errors} |`);
   console.log('');
   console.log(`P1  gateway / undici hop throughput: ${p1Ratio.toFixed(2)}× (median of the per-round ratios; target ≥ 0.8×)`);
-  console.log(`P1  added latency at half load (${rate} req/s): p50 +${(halfGateway.p50 - halfRuntime.p50).toFixed(2)} ms, p99 +${(halfGateway.p99 - halfRuntime.p99).toFixed(2)} ms (targets ≤ 1 ms, ≤ 2 ms)`);
+  console.log(`P1  added latency at half load, ${rate} req/s evenly paced (open loop, latency from each request's due time; ${ROUNDS} interleaved rounds of ${SECONDS} s, median of per-round differences; generator's worst send lag ${maxLag.toFixed(1)} ms): p50 ${signed(addedP50)} ms, p99 ${signed(addedP99)} ms (targets ≤ 1 ms, ≤ 2 ms)`);
   console.log(`    gateway / runtime direct: ${(gateway.rps / runtime.rps).toFixed(2)}×; gateway / bare: ${(gateway.rps / bare.rps).toFixed(2)}×; log records dropped: ${dropped}`);
   console.log(`P2  recording on / off throughput: ${p2Ratio.toFixed(2)}× (target ≥ 0.9×); p99 ${gateway.p99} vs ${noRecord.p99} ms (target +≤ 1 ms)`);
   console.log(`P2b runtime direct / bare node:http: ${(runtime.rps / bare.rps).toFixed(2)}× (target ≥ 0.7×)`);
   for (const line of p5) console.log(line);
+  reportFigure({ target: 'P1', what: 'gateway / undici hop throughput', measured: `${p1Ratio.toFixed(2)}×`, bound: '≥ 0.8×', met: p1Ratio >= 0.8 });
+  reportFigure({ target: 'P1', what: `added p50 at half load (${rate} req/s, paced)`, measured: `${signed(addedP50)} ms`, bound: '≤ 1 ms', met: addedP50 <= 1 });
+  reportFigure({ target: 'P1', what: `added p99 at half load (${rate} req/s, paced)`, measured: `${signed(addedP99)} ms`, bound: '≤ 2 ms', met: addedP99 <= 2 });
+  reportFigure({ target: 'P2', what: 'recording on / off throughput', measured: `${p2Ratio.toFixed(2)}×`, bound: '≥ 0.9×', met: p2Ratio >= 0.9 });
+  reportFigure({ target: 'P2b', what: 'runtime direct / bare node:http', measured: `${(runtime.rps / bare.rps).toFixed(2)}×`, bound: '≥ 0.7×', met: runtime.rps / bare.rps >= 0.7 });
+  for (const figure of p5Figures) reportFigure(figure);
 } finally {
   for (const c of children) c.kill('SIGTERM');
   await rm(dir, { recursive: true, force: true });

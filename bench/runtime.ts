@@ -25,6 +25,7 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { machineDescription } from './lib/stats.ts';
+import { reportFigure } from './lib/summary.ts';
 
 // autocannon ships no types.
 const autocannon = (await import('autocannon' as string)).default as (opts: Record<string, unknown>) => Promise<{
@@ -199,6 +200,9 @@ try {
     console.log(`P2b ratio BEFORE/bare: ${((p.rps + p2.rps) / 2 / bareRps).toFixed(2)}x; this runtime / BEFORE: ${(rtRps / ((p.rps + p2.rps) / 2)).toFixed(2)}x`);
   }
   console.log(`runtime RSS after the load: ${mib(afterLoad.rss)} MiB (anon ${mib(afterLoad.anon)})`);
+  reportFigure({ target: 'P2b', what: 'runtime direct / bare node:http (runtime.ts)', measured: `${(rtRps / bareRps).toFixed(2)}×`, bound: '≥ 0.7×', met: rtRps / bareRps >= 0.7 });
+  const idleRss = median(samples[variants.findIndex(([name]) => name.startsWith('runtime'))]?.map((x) => x.rss) ?? [Number.NaN]);
+  reportFigure({ target: 'P5', what: 'runtime idle RSS (warm compile cache)', measured: `${mib(idleRss)} MiB`, bound: '≤ 50 MB', met: idleRss <= 50 });
 } finally {
   await stop(bare);
   await stop(rt);

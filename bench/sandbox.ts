@@ -16,6 +16,7 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { parseArgs } from 'node:util';
 import { startGateway } from '../test/helpers/platform.ts';
+import { reportFigure } from './lib/summary.ts';
 
 const { values } = parseArgs({
   options: {
@@ -158,6 +159,12 @@ try {
   console.log(`P5  node -e 0: ${fmt(node)}`);
   console.log(`P5  sandboxed, warm pool: ${fmt(p5.sandboxed)} → ${(median(p5.sandboxed) / median(node)).toFixed(2)}× node -e 0 (target ≤ 3×)`);
   console.log(`P5  unsandboxed, warm pool: ${fmt(p5.plain)} → ${(median(p5.plain) / median(node)).toFixed(2)}× node -e 0; sandboxed / unsandboxed ${(median(p5.sandboxed) / median(p5.plain)).toFixed(2)}× (P9: within 1.1×)`);
+  const p1 = ratio('gateway, sandboxed', 'gateway, unsandboxed');
+  const p5Ratio = median(p5.sandboxed) / median(p5.plain);
+  const p5Node = median(p5.sandboxed) / median(node);
+  reportFigure({ target: 'P9', what: 'P1 through the gateway, sandboxed / unsandboxed', measured: `${p1.toFixed(2)}×`, bound: '≥ 0.9×', met: p1 >= 0.9 });
+  reportFigure({ target: 'P9', what: 'P5 create → first 200, sandboxed / unsandboxed', measured: `${p5Ratio.toFixed(2)}×`, bound: '≤ 1.1×', met: p5Ratio <= 1.1 });
+  reportFigure({ target: 'P9', what: 'P5 sandboxed vs node -e 0', measured: `${p5Node.toFixed(2)}×`, bound: '≤ 3×', met: p5Node <= 3 });
 } finally {
   for (const c of children) c.kill();
   await sandboxed.stop();

@@ -36,6 +36,12 @@ export interface Executor {
    * operator parses the code, Ready=False CodeDoesNotParse.)
    */
   prepare?(fn: FunctionRecord): Promise<PreparedRuntime>;
+  /**
+   * One machine: a call to the function began / ended (HTTP, a schedule firing, a test run). A
+   * runtime with a call in flight is never stopped for idleness (gateway/src/executor/idle.ts).
+   */
+  callStarted?(functionId: string): void;
+  callEnded?(functionId: string): void;
   /** A call found the runtime stuck or dead: replace it. */
   recycle(functionId: string, reason: RecycleReason): void;
   /** Converge on the current record: start, restart on change, or stop (inactive, or null when deleted). */

@@ -149,6 +149,8 @@ export async function startPlatform(options: PlatformOptions): Promise<Platform<
     logger,
     metrics,
     onOriginGone: (origin) => invoker.originGone(origin),
+    idleMs: config.runtimeIdleSeconds * 1000,
+    clock,
   });
   const executor: Executor & Diagnoser & { readonly running: number } = cluster?.executor ?? local!;
   let functions!: FunctionService;

@@ -52,7 +52,12 @@ export interface GatewayConfig {
    * allow pattern names them specifically (docs/egress.md).
    */
   egressPlatform: PlatformRanges | undefined;
+  /** One machine: a function's runtime with no call for this long is stopped (FNHOST_RUNTIME_IDLE_SECONDS; 0: never). */
+  runtimeIdleSeconds: number;
 }
+
+/** Five minutes: a function called now and then keeps its runtime between calls; one called once a day does not hold memory all day. */
+export const DEFAULT_RUNTIME_IDLE_SECONDS = 300;
 
 export class ConfigError extends FnhostError {
   constructor(message: string) {
@@ -69,7 +74,6 @@ function intVar(env: Record<string, string | undefined>, name: string, fallback:
   return n;
 }
 
-/** `host:port` or `[v6]:port` (port 0: any free port). */
 function platformRanges(env: Record<string, string | undefined>): PlatformRanges | undefined {
   const raw = env.FNHOST_EGRESS_PLATFORM_CIDRS?.trim() ?? '';
   const cidrs = raw.split(',').map((c) => c.trim()).filter(Boolean);
@@ -82,6 +86,7 @@ function platformRanges(env: Record<string, string | undefined>): PlatformRanges
   }
 }
 
+/** `host:port` or `[v6]:port` (port 0: any free port). */
 function listenAddress(env: Record<string, string | undefined>, name: string): { host: string; port: number } | undefined {
   const raw = env[name]?.trim();
   if (raw === undefined || raw === '') return undefined;
@@ -132,6 +137,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     egressMaxConnections: intVar(env, 'FNHOST_EGRESS_MAX_CONNECTIONS', 64, 1, 10_000),
     egressIdleTimeoutMs: intVar(env, 'FNHOST_EGRESS_IDLE_TIMEOUT_MS', 300_000, 1_000, 86_400_000),
     egressPlatform: platformRanges(env),
+    runtimeIdleSeconds: intVar(env, 'FNHOST_RUNTIME_IDLE_SECONDS', DEFAULT_RUNTIME_IDLE_SECONDS, 0, 604_800),
   };
 }
 

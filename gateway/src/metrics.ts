@@ -13,6 +13,7 @@ export class Metrics {
   durationCount = 0;
   runtimeRestarts = 0;
   runtimeStarts = 0;
+  runtimeIdleStops = 0;
   timeouts = 0;
   clientAborts = 0;
 
@@ -55,6 +56,7 @@ export class Metrics {
       ['fnhost_log_write_failures_total', 'counter', 'Failed batch writes (retried).', gauges.logWriteFailures],
       ['fnhost_runtime_restarts_total', 'counter', 'Runtime processes replaced after a crash, timeout, out-of-memory or change.', this.runtimeRestarts],
       ['fnhost_runtime_starts_total', 'counter', 'Runtime processes started.', this.runtimeStarts],
+      ['fnhost_runtime_idle_stops_total', 'counter', 'Runtime processes stopped after FNHOST_RUNTIME_IDLE_SECONDS with no call.', this.runtimeIdleStops],
       ['fnhost_runtimes_running', 'gauge', 'Runtime processes running now.', gauges.runningRuntimes],
       ['fnhost_invocation_timeouts_total', 'counter', 'Executions the gateway ended at the time limit.', this.timeouts],
       ['fnhost_client_aborts_total', 'counter', 'Invocations whose caller disconnected before the response ended.', this.clientAborts],

@@ -12,6 +12,9 @@ import type { Metrics } from '../metrics.ts';
 import { CodeRefusedError, loadFailureText, type LoadFailureKind } from '../functions/code-check.ts';
 import { moduleExtension } from './module-file.ts';
 import { WarmPool, warmPoolSize, type GenericRuntime } from './pool.ts';
+import { IdleRuntimes } from './idle.ts';
+import type { Clock } from '@fnhost/core/clock.ts';
+import { systemClock } from '../scheduler/local.ts';
 import { RuntimeProcess, RuntimeUnavailableError, lastLine } from './process.ts';
 
 export { RuntimeUnavailableError, lastLine, moduleExtension };
@@ -23,7 +26,9 @@ export { RuntimeUnavailableError, lastLine, moduleExtension };
 // timeout or memory gives a new config hash and so a new process; the old
 // one is stopped once the new one is up. A start takes a generic runtime from
 // the warm pool when one waits (pool.ts) and specializes it with the very
-// environment it would have been started with; otherwise it spawns one.
+// environment it would have been started with; otherwise it spawns one. A
+// runtime with no call for FNHOST_RUNTIME_IDLE_SECONDS is stopped (idle.ts) and
+// started again, from the pool, by the next call.
 
 export const DEFAULT_RUNTIME_MAIN = fileURLToPath(new URL('../../../runtime-image/src/main.ts', import.meta.url));
 
@@ -96,6 +101,10 @@ export interface LocalExecutorOptions {
   warmPool?: number;
   /** Runs each runtime in a sandbox of its own (docs/sandbox.md); unsandboxed when undefined. */
   sandboxes?: Sandboxes;
+  /** A function's runtime with no call for this long is stopped (FNHOST_RUNTIME_IDLE_SECONDS; 0 or undefined: never). */
+  idleMs?: number;
+  /** The idle timer's clock (tests inject one). */
+  clock?: Clock;
 }
 
 /** A generic runtime waits with the default heap's memory; the specialization sets its function's. */
@@ -120,12 +129,33 @@ export class LocalExecutor implements Executor {
   /** A start that failed recently: calls fail fast with its error instead of spawning a process each. */
   readonly #failedStart = new Map<string, { hash: string; at: number; error: Error }>();
   readonly #pool: WarmPool | undefined;
+  readonly #idle: IdleRuntimes | undefined;
   #closed = false;
 
   constructor(options: LocalExecutorOptions) {
     this.#opts = options;
     const size = options.warmPool ?? warmPoolSize(process.env.FNHOST_WARM_POOL);
     this.#pool = size > 0 ? new WarmPool({ size, spawn: (token) => this.#spawnGeneric(token), logger: options.logger }) : undefined;
+    const idleMs = options.idleMs ?? 0;
+    this.#idle = idleMs > 0 ? new IdleRuntimes({ idleMs, clock: options.clock ?? systemClock, stop: (functionId) => this.#stopIdle(functionId) }) : undefined;
+  }
+
+  callStarted(functionId: string): void {
+    this.#idle?.callStarted(functionId);
+  }
+
+  callEnded(functionId: string): void {
+    this.#idle?.callEnded(functionId);
+  }
+
+  /** Idle for FNHOST_RUNTIME_IDLE_SECONDS with no call in flight: the normal stop (SIGTERM, drain), and the next call starts another. */
+  #stopIdle(functionId: string): void {
+    const current = this.#runtimes.get(functionId);
+    if (current === undefined || this.#closed) return;
+    this.#runtimes.delete(functionId);
+    this.#opts.metrics.runtimeIdleStops++;
+    this.#opts.logger.info('runtime stopped after idling', { function_id: functionId, pid: current.proc?.pid, idle_seconds: (this.#opts.idleMs ?? 0) / 1000 });
+    void this.#stop(current);
   }
 
   /**
@@ -290,6 +320,7 @@ export class LocalExecutor implements Executor {
         if (this.#closed || runtime.exitReason !== undefined) return;
         const previous = this.#runtimes.get(fn.function_id);
         this.#runtimes.set(fn.function_id, runtime);
+        this.#idle?.started(fn.function_id);
         this.#failedStart.delete(fn.function_id);
         if (previous !== undefined && previous !== runtime) {
           if (previous.proc?.exited !== true) this.#opts.metrics.runtimeRestarts++;
@@ -329,6 +360,7 @@ export class LocalExecutor implements Executor {
     this.#failedStart.delete(functionId);
     if (fn === null || !fn.active) {
       const current = this.#runtimes.get(functionId);
+      this.#idle?.forget(functionId);
       if (current !== undefined) {
         this.#runtimes.delete(functionId);
         await this.#stop(current);
@@ -351,6 +383,7 @@ export class LocalExecutor implements Executor {
     const runtime: Runtime = { functionId: fn.function_id, name: fn.name, hash, proc: undefined, ready: undefined as never, exitReason: undefined };
     runtime.ready = this.#run(fn, runtime);
     this.#runtimes.set(fn.function_id, runtime);
+    this.#idle?.started(fn.function_id);
     if (previous !== undefined) {
       if (previous.proc?.exited !== true) this.#opts.metrics.runtimeRestarts++;
       // Let calls already sent to the old process finish on it; new calls go to the new one.
@@ -551,6 +584,7 @@ export class LocalExecutor implements Executor {
 
   async close(): Promise<void> {
     this.#closed = true;
+    this.#idle?.close();
     const all = [...this.#runtimes.values()];
     this.#runtimes.clear();
     await Promise.all([this.#pool?.close(), ...all.map((r) => this.#stop(r))]);

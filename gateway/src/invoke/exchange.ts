@@ -36,7 +36,6 @@ export interface Exchange {
   logged: boolean;
   /** The thrown error's stack the runtime answered with (./error-stack.ts), for the record. */
   errorStack: string | undefined;
-  inflightDone: (() => void) | undefined;
 }
 
 /** The send path as ./run.ts uses it: begin an execution, send it, write its one record. */

@@ -190,7 +190,8 @@ export class Invoker {
 
   #begin(fn: FunctionRecord, trigger: Trigger, startedAt: number, executedAt: number): Exchange {
     this.#inflight++;
-    return { fn, trigger, logId: fastLogId(), startedAt, executedAt, deadline: 0, timedOut: false, origin: undefined, logged: false, errorStack: undefined, inflightDone: undefined };
+    this.#o.executor.callStarted?.(fn.function_id);
+    return { fn, trigger, logId: fastLogId(), startedAt, executedAt, deadline: 0, timedOut: false, origin: undefined, logged: false, errorStack: undefined };
   }
 
   #forward(ex: Exchange, req: IncomingMessage, res: ServerResponse, path: string, body: Buffer | null): void {
@@ -395,7 +396,7 @@ export class Invoker {
       const queued = this.#o.recorder.record(log, ex.fn.retention);
       if (queued !== undefined) queued.catch((err: unknown) => this.#o.logger.error('recording an execution failed', { error: (err as Error).message }));
     }
-    ex.inflightDone?.();
+    this.#o.executor.callEnded?.(ex.fn.function_id);
     if (--this.#inflight === 0 && this.#idleWaiters.length > 0) {
       const waiters = this.#idleWaiters;
       this.#idleWaiters = [];
