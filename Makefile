@@ -7,7 +7,7 @@ NPM   ?= npm
 BIN   := node_modules/.bin
 
 .PHONY: test-all test-local
-.PHONY: start test test-unit test-integration typecheck install admin system-deps start-deps lint-shell clean
+.PHONY: start test test-unit test-integration typecheck install admin cli-package system-deps start-deps lint-shell clean
 .PHONY: bench bench-cluster
 
 # node_modules is rebuilt when a manifest or the lock file changes.
@@ -22,6 +22,12 @@ install: node_modules/.installed
 # The admin panel's static build, served by the gateway's admin listener at /admin (FNHOST_ADMIN_PORT, default 8081).
 admin: install
 	@if [ -f admin/vite.config.ts ] || [ -f admin/vite.config.js ]; then $(NPM) run --silent build -w admin; fi
+
+# The CLI as an npm package, @fnhost/cli (cli/pack/build.ts): core and every
+# dependency bundled; prints the tarball, which installs with
+# `npm install -g <tarball>` on any machine with Node >= 20.16 and npm.
+cli-package: install
+	@$(BIN)/node cli/pack/build.ts
 
 start: install admin start-deps
 	$(NPM) run --silent start
@@ -72,7 +78,7 @@ bench-cluster: install cluster-up
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/node bench/all.ts --cluster $(BENCH_ARGS)
 
 clean:
-	rm -rf node_modules */node_modules .fnhost test-output admin/dist
+	rm -rf node_modules */node_modules .fnhost test-output admin/dist cli/.build
 
 # Area fragments (targets of the cluster harness and others) live beside their code.
 -include test/cluster/cluster.mk

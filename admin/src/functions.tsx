@@ -1,9 +1,10 @@
-import { useCallback, useEffect, useState } from 'react';
+import { useCallback, useEffect, useRef, useState } from 'react';
 import { api, ApiError, type ApiFunction, type LogPage, type LogRecord, type TestResult } from './api.ts';
 import { ExecutionsChart } from './chart.tsx';
-import type { Navigate } from './main.tsx';
+import { setQuery, type Navigate } from './navigation.ts';
 import { bucketLogs } from './stats.ts';
 import { formatTime } from './time.ts';
+import { ClampedText, ConfirmButton, useHiddenColumns } from './widgets.tsx';
 
 export function retentionText(r: ApiFunction['retention']): string {
   if (r.type === 'time') return `${r.days} day${r.days === 1 ? '' : 's'}`;
@@ -37,7 +38,7 @@ function ErrorNote(props: { error: unknown }) {
   const message = props.error instanceof ApiError ? `${props.error.message} (${props.error.code})` : String(props.error);
   return (
     <p role="alert" className="error-box">
-      {message}
+      <ClampedText text={message} />
     </p>
   );
 }
@@ -46,6 +47,8 @@ export function FunctionsPage(props: { navigate: Navigate }) {
   const [fns, setFns] = useState<ApiFunction[] | null>(null);
   const [last, setLast] = useState<Record<string, number | undefined>>({});
   const [error, setError] = useState<unknown>(null);
+  const wrap = useRef<HTMLDivElement>(null);
+  const hiddenColumns = useHiddenColumns(wrap, [fns]);
 
   useEffect(() => {
     let live = true;
@@ -72,7 +75,13 @@ export function FunctionsPage(props: { navigate: Navigate }) {
       {fns === null && !error && <p role="status">Loading functions…</p>}
       {fns !== null && fns.length === 0 && <p>No functions yet. Deploy one with <code>fnhost deploy</code>.</p>}
       {fns !== null && fns.length > 0 && (
-        <div className="table-wrap" tabIndex={0} role="region" aria-label="Functions table">
+        <>
+        {hiddenColumns > 0 && (
+          <p className="hint" id="functions-table-more">
+            {hiddenColumns} more column{hiddenColumns === 1 ? '' : 's'} to the right: scroll the table sideways →
+          </p>
+        )}
+        <div className="table-wrap" ref={wrap} tabIndex={0} role="region" aria-label="Functions table" aria-describedby={hiddenColumns > 0 ? 'functions-table-more' : undefined}>
           <table>
             <caption className="sr-only">All functions</caption>
             <thead>
@@ -115,20 +124,30 @@ export function FunctionsPage(props: { navigate: Navigate }) {
             </tbody>
           </table>
         </div>
+        </>
       )}
     </>
   );
 }
 
 const PAGE_SIZE = 20;
+const STATUSES = ['all', 'success', 'error'];
+
+/** The log filter and page from the URL (?status=error&page=2), so a reload or a shared link shows the same logs. */
+function logQuery(): { status: string; page: number } {
+  const q = new URLSearchParams(window.location.search);
+  const status = q.get('status') ?? 'all';
+  const page = Number(q.get('page') ?? '1');
+  return { status: STATUSES.includes(status) ? status : 'all', page: Number.isInteger(page) && page >= 1 ? page : 1 };
+}
 /** How many of the newest logs feed the chart. */
 const CHART_LOGS = 500;
 
 export function FunctionPage(props: { fnRef: string; navigate: Navigate }) {
   const [fn, setFn] = useState<ApiFunction | null>(null);
   const [error, setError] = useState<unknown>(null);
-  const [status, setStatus] = useState('all');
-  const [page, setPage] = useState(1);
+  const [status, setStatus] = useState(() => logQuery().status);
+  const [page, setPage] = useState(() => logQuery().page);
   const [logs, setLogs] = useState<LogPage | null>(null);
   const [chartLogs, setChartLogs] = useState<LogRecord[] | null>(null);
   const [busy, setBusy] = useState(false);
@@ -136,6 +155,10 @@ export function FunctionPage(props: { fnRef: string; navigate: Navigate }) {
   const [version, setVersion] = useState(0);
 
   const refresh = useCallback(() => setVersion((v) => v + 1), []);
+
+  useEffect(() => {
+    setQuery({ status, page: String(page) }, { status: 'all', page: '1' });
+  }, [status, page]);
 
   useEffect(() => {
     api.fn(props.fnRef).then(setFn, setError);
@@ -176,9 +199,24 @@ export function FunctionPage(props: { fnRef: string; navigate: Navigate }) {
     }
   };
 
+  const back = (
+    <p>
+      <a
+        href="/admin/"
+        onClick={(e) => {
+          e.preventDefault();
+          props.navigate('/');
+        }}
+      >
+        ← All functions
+      </a>
+    </p>
+  );
+
   if (fn === null)
     return (
       <>
+        {back}
         <h1>Function {props.fnRef}</h1>
         <ErrorNote error={error} />
         {!error && <p role="status">Loading…</p>}
@@ -187,17 +225,7 @@ export function FunctionPage(props: { fnRef: string; navigate: Navigate }) {
 
   return (
     <>
-      <p>
-        <a
-          href="/admin/"
-          onClick={(e) => {
-            e.preventDefault();
-            props.navigate('/');
-          }}
-        >
-          ← All functions
-        </a>
-      </p>
+      {back}
       <h1>
         {fn.name} <ActiveBadge active={fn.active} />
       </h1>
@@ -214,9 +242,13 @@ export function FunctionPage(props: { fnRef: string; navigate: Navigate }) {
           Run test
         </button>
         {fn.active ? (
-          <button type="button" className="secondary" disabled={busy} onClick={() => void act(() => api.setActive(fn.function_id, false))}>
-            Deactivate
-          </button>
+          <ConfirmButton
+            label="Deactivate"
+            question={<>Deactivate {fn.name}? Its calls will be refused with 403 and its schedule will not run until it is activated again.</>}
+            confirmLabel="Yes, deactivate"
+            disabled={busy}
+            onConfirm={() => void act(() => api.setActive(fn.function_id, false))}
+          />
         ) : (
           <button type="button" className="secondary" disabled={busy} onClick={() => void act(() => api.setActive(fn.function_id, true))}>
             Activate
@@ -230,7 +262,8 @@ export function FunctionPage(props: { fnRef: string; navigate: Navigate }) {
         <section aria-labelledby="test-h" className="card" aria-live="polite">
           <h2 id="test-h">Test run</h2>
           <p>
-            Status <StatusBadge code={test.status_code} /> in {test.execution_time_ms} ms{test.error_message ? `: ${test.error_message}` : ''}
+            Status <StatusBadge code={test.status_code} /> in {test.execution_time_ms} ms{test.error_message ? ': ' : ''}
+            {test.error_message ? <ClampedText text={test.error_message} /> : null}
           </p>
           <pre className="code">{typeof test.body === 'string' ? test.body : JSON.stringify(test.body, null, 2)}</pre>
         </section>
@@ -320,7 +353,7 @@ export function FunctionPage(props: { fnRef: string; navigate: Navigate }) {
                       </td>
                       <td data-label="Trigger">{l.trigger}</td>
                       <td data-label="Error" className="err">
-                        {l.error_message ?? ''}
+                        {l.error_message ? <ClampedText text={l.error_message} limit={160} /> : ''}
                         {l.error_stack && (
                           // The thrown error's frames in the owner's own files (source-mapped by the CLI's bundle).
                           <details className="stack">

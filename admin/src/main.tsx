@@ -1,5 +1,6 @@
 import { StrictMode, useCallback, useEffect, useState } from 'react';
 import { createRoot } from 'react-dom/client';
+import { NAVIGATED, confirmLeave, type Navigate } from './navigation.ts';
 import { api, currentSession, setSessionLostHandler, signOut, type SessionInfo } from './api.ts';
 import { FunctionPage, FunctionsPage } from './functions.tsx';
 import { PoliciesPage } from './policies.tsx';
@@ -10,7 +11,7 @@ import './styles.css';
 // path under /admin (history API; the gateway answers every page path with
 // index.html).
 
-export type Navigate = (path: string) => void;
+export type { Navigate };
 
 function currentPath(): string {
   const p = window.location.pathname.replace(/^\/admin/, '');
@@ -24,20 +25,39 @@ function App() {
   // One machine without a sandbox (docs/sandbox.md): said on every page, as at every start of the gateway.
   const [unsandboxed, setUnsandboxed] = useState<string | null>(null);
 
+  // `to` may carry a query string (a page's filters); the page reads it from the URL.
   const navigate: Navigate = useCallback((to: string) => {
+    if (!confirmLeave()) return;
     window.history.pushState(null, '', `/admin${to}`);
-    setPath(to);
+    window.dispatchEvent(new Event(NAVIGATED));
+    setPath(to.replace(/\?.*$/, ''));
   }, []);
 
   useEffect(() => {
-    const onPop = () => setPath(currentPath());
+    // The URL shown: back or forward with unsaved edits the user keeps puts it back.
+    let shown = window.location.href;
+    const onPop = () => {
+      if (!confirmLeave()) {
+        window.history.pushState(null, '', shown);
+        return;
+      }
+      shown = window.location.href;
+      setPath(currentPath());
+    };
+    const track = () => {
+      shown = window.location.href;
+    };
+    window.addEventListener(NAVIGATED, track);
     window.addEventListener('popstate', onPop);
     setSessionLostHandler(() => {
       setSession(null);
       setNotice('Your session has expired or was ended. Sign in again.');
     });
     currentSession().then(setSession, () => setSession(null));
-    return () => window.removeEventListener('popstate', onPop);
+    return () => {
+      window.removeEventListener('popstate', onPop);
+      window.removeEventListener(NAVIGATED, track);
+    };
   }, []);
 
   useEffect(() => {

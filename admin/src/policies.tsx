@@ -2,7 +2,9 @@ import { useEffect, useId, useState, type FormEvent } from 'react';
 import { hostPatternProblem, validateHostPattern } from '@fnhost/core/netpattern.ts';
 import type { NetworkPolicy } from '@fnhost/core/model.ts';
 import { api, ApiError, type ApiFunction, type PolicyChange } from './api.ts';
+import { confirmLeave, useUnsavedChanges } from './navigation.ts';
 import { formatTime } from './time.ts';
+import { ClampedText, ConfirmButton } from './widgets.tsx';
 
 // Network policies: the global policy and per-function overrides, each a
 // default (allow/deny) with allow and deny host patterns. Patterns are
@@ -70,8 +72,15 @@ function ScopeLabel(props: { scope: string; names: Map<string, string> }) {
   return <>function {props.names.get(props.scope) ?? props.scope}</>;
 }
 
-function policyText(p: NetworkPolicy | null): string {
-  if (p === null) return 'none (removed)';
+/**
+ * One side of a recorded change. No policy before means none had been set (the scope's first),
+ * no policy after means it was removed; what applied instead differs by scope.
+ */
+export function policyText(p: NetworkPolicy | null, side: 'before' | 'after', scope: string): string {
+  if (p === null) {
+    if (scope === 'global') return side === 'before' ? 'none set yet (the built-in default: allow)' : 'removed (the built-in default: allow)';
+    return side === 'before' ? 'no own policy (the global one applied)' : 'removed (the global policy applies)';
+  }
   return `default ${p.default}; allow [${p.allow.join(', ')}]; deny [${p.deny.join(', ')}]`;
 }
 
@@ -105,6 +114,7 @@ export function PoliciesPage() {
   }, [all, scope]);
 
   const names = new Map(fns.map((f) => [f.function_id, f.name]));
+  useUnsavedChanges(dirty ? 'The policy has unsaved changes. Leave and lose them?' : null);
   const change = (next: NetworkPolicy) => {
     setDraft(next);
     setDirty(true);
@@ -140,7 +150,7 @@ export function PoliciesPage() {
       </p>
       {message && (
         <p role={message.kind === 'error' ? 'alert' : 'status'} className={message.kind === 'error' ? 'error-box' : 'ok-box'}>
-          {message.text}
+          <ClampedText text={message.text} />
         </p>
       )}
       {all === null ? (
@@ -150,7 +160,14 @@ export function PoliciesPage() {
           <h2 id="edit-h">Edit a policy</h2>
           <div className="toolbar">
             <label htmlFor="scope">Scope</label>
-            <select id="scope" value={scope} onChange={(e) => setScope(e.target.value)}>
+            <select
+              id="scope"
+              value={scope}
+              onChange={(e) => {
+                // Another scope loads its own policy: unsaved edits of this one would be lost.
+                if (confirmLeave()) setScope(e.target.value);
+              }}
+            >
               <option value="global">Global (all functions)</option>
               {fns.map((f) => (
                 <option key={f.function_id} value={f.function_id}>
@@ -178,9 +195,12 @@ export function PoliciesPage() {
               Save policy
             </button>
             {scope !== 'global' && stored !== null && (
-              <button type="button" className="secondary" onClick={() => void removeOverride()}>
-                Remove function policy
-              </button>
+              <ConfirmButton
+                label="Remove function policy"
+                question={<>Remove the policy of {names.get(scope) ?? scope}? The global policy will apply to it from its next outbound fetch.</>}
+                confirmLabel="Yes, remove it"
+                onConfirm={() => void removeOverride()}
+              />
             )}
             {dirty && <span className="muted">Unsaved changes</span>}
           </div>
@@ -210,8 +230,8 @@ export function PoliciesPage() {
                     <td>
                       <ScopeLabel scope={c.scope} names={names} />
                     </td>
-                    <td>{policyText(c.before)}</td>
-                    <td>{policyText(c.after)}</td>
+                    <td>{policyText(c.before, 'before', c.scope)}</td>
+                    <td>{policyText(c.after, 'after', c.scope)}</td>
                   </tr>
                 ))}
               </tbody>

@@ -55,3 +55,24 @@ export function bucketLogs(logs: readonly { executed_at: string; status_code: nu
   });
   return buckets.slice(-target);
 }
+
+/** Tick values from 0 to max: 0, the middle and the top, whole numbers only. */
+export function ticks(max: number): number[] {
+  if (max <= 1) return [0, 1];
+  const mid = Math.round(max / 2);
+  return mid === 0 || mid === max ? [0, max] : [0, mid, max];
+}
+
+/** Runs of consecutive buckets that have a p95: the line breaks where a bucket is empty. */
+export function p95Runs(buckets: readonly Bucket[]): { index: number; p95: number }[][] {
+  const runs: { index: number; p95: number }[][] = [];
+  let run: { index: number; p95: number }[] = [];
+  buckets.forEach((b, index) => {
+    if (b.p95Ms === null) {
+      if (run.length > 0) runs.push(run);
+      run = [];
+    } else run.push({ index, p95: b.p95Ms });
+  });
+  if (run.length > 0) runs.push(run);
+  return runs;
+}

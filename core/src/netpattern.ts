@@ -59,10 +59,39 @@ export function normaliseHostText(host: string): string {
 }
 
 const FORMS = 'use a host (example.com), a wildcard (*.example.com), an IP or a CIDR (10.0.0.0/8)';
+const HOST_OR_CIDR = 'give a host name (example.com) or a CIDR (10.0.0.0/8)';
+/** Longer than any host name (253) with room for a CIDR: longer input is refused before it is looked at. */
+export const MAX_PATTERN_LENGTH = 300;
+/** How much of a refused pattern a message repeats. */
+const SHOWN = 60;
 
-/** The normalised pattern, or a ValidationError naming the pattern. */
+/** The pattern as a message quotes it: at most SHOWN characters, and its length when cut. */
+export function quotePattern(raw: string): string {
+  if (raw.length <= SHOWN) return JSON.stringify(raw);
+  return `${JSON.stringify(raw.slice(0, SHOWN))}… (${raw.length} characters)`;
+}
+
+function refuse(raw: string, why: string): never {
+  throw new ValidationError(`network policy pattern ${quotePattern(raw)} is invalid: ${why}`);
+}
+
+/** Why a pattern with a slash is no CIDR: a URL, a host with a path, or a bad prefix. */
+function cidrProblem(raw: string, addr: string, bits: string): string {
+  const family = ipFamily(addr);
+  if (family === 0) {
+    if (/^[\d.]+$/.test(addr)) return `not a valid CIDR: ${JSON.stringify(addr.slice(0, SHOWN))} is not an IP address`;
+    return `a host with a path; give the host alone (${addr.slice(0, SHOWN) || 'example.com'}) or a CIDR (10.0.0.0/8)`;
+  }
+  const max = family === 4 ? 32 : 128;
+  return `not a valid CIDR: the prefix length of an IPv${family} network is a number from 0 to ${max}, got ${JSON.stringify(bits.slice(0, SHOWN))}`;
+}
+
+/** The normalised pattern, or a ValidationError that says what the text is instead (a URL, a path, a port, markup). */
 export function validateHostPattern(raw: unknown): string {
   if (typeof raw !== 'string' || raw.trim() === '') throw new ValidationError(`network policy pattern ${JSON.stringify(raw)} is invalid: ${FORMS}`);
+  if (raw.length > MAX_PATTERN_LENGTH) refuse(raw, `longer than ${MAX_PATTERN_LENGTH} characters (a host name has at most 253); ${FORMS}`);
+  if (/^[a-z][a-z0-9+.-]*:\/\//i.test(raw.trim())) refuse(raw, `a URL; ${HOST_OR_CIDR}`);
+  if (/[<>"'`]/.test(raw)) refuse(raw, `markup or a script, not a host; ${FORMS}`);
   const p = normaliseHostText(raw);
   if (p === '*') return p;
   const slash = p.indexOf('/');
@@ -71,12 +100,16 @@ export function validateHostPattern(raw: unknown): string {
     const bits = p.slice(slash + 1);
     const family = ipFamily(addr);
     const max = family === 4 ? 32 : 128;
-    if (family === 0 || !/^\d{1,3}$/.test(bits) || Number(bits) > max) throw new ValidationError(`network policy pattern "${raw}" is not a valid CIDR such as 10.0.0.0/8 or fd00::/8`);
+    if (family === 0 || !/^\d{1,3}$/.test(bits) || Number(bits) > max) refuse(raw, cidrProblem(raw, addr, bits));
     return p;
   }
   if (ipFamily(p) !== 0) return p;
+  if (/^[^:]+:\d*$/.test(p)) refuse(raw, `a host with a port; give the host alone (${p.slice(0, p.indexOf(':')).slice(0, SHOWN)}): a pattern covers every port`);
   const name = p.startsWith('*.') ? p.slice(2) : p;
-  if (name.length > 253 || !name.split('.').every((label) => HOST_LABEL.test(label))) throw new ValidationError(`network policy pattern "${raw}" is invalid: ${FORMS}`);
+  if (name.includes('*')) refuse(raw, `a wildcard stands only for the first labels (*.example.com)`);
+  const odd = [...new Set(name.replace(/[a-z0-9.-]/g, ''))];
+  if (odd.length > 0) refuse(raw, `a host name has letters, digits, '-' and '.' only, not ${odd.slice(0, 5).map((c) => JSON.stringify(c)).join(', ')}; ${FORMS}`);
+  if (name.length > 253 || !name.split('.').every((label) => HOST_LABEL.test(label))) refuse(raw, FORMS);
   return p;
 }
 

@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { isIP } from 'node:net';
 import { ValidationError } from '@fnhost/core';
-import { hostPatternProblem, ipFamily, validateHostPattern, validateNetworkPolicy } from '@fnhost/core/netpattern.ts';
+import { hostPatternProblem, ipFamily, quotePattern, validateHostPattern, validateNetworkPolicy } from '@fnhost/core/netpattern.ts';
 import type { SessionStore } from '@fnhost/core';
 import { openSqliteStores } from '@fnhost/core/store/sqlite/index.ts';
 import {
@@ -9,7 +9,7 @@ import {
   sessionIdHash, shouldTouch, touchIntervalMs,
 } from '../../gateway/src/admin/session.ts';
 import { CONTENT_SECURITY_POLICY, sessionTimesFromEnv } from '../../gateway/src/admin/router.ts';
-import { bucketLogs, bucketWidth, percentile } from '../../admin/src/stats.ts';
+import { bucketLogs, bucketWidth, p95Runs, percentile, ticks } from '../../admin/src/stats.ts';
 
 // Pure parts of the admin panel: session expiry and touch rules (and the
 // sessions over an in-memory SQLite store, counting its writes), cookie, Origin check, the pattern
@@ -44,14 +44,38 @@ describe('admin: shared network-policy pattern validator (core/src/netpattern.ts
     for (const [raw, normalised] of accepted) expect(validateHostPattern(raw), raw).to.equal(normalised);
   });
 
-  it('refuses anything else with a message that names the pattern and the accepted forms', () => {
+  it('refuses anything else with a message that names the pattern', () => {
     const refused: unknown[] = ['*.*.com', 'ex_ample.com', '-bad.com', 'bad-.com', 'a'.repeat(64) + '.com', 'bad host!', ' ', '', 42, null];
     for (const p of refused) {
       const result = outcome(() => validateHostPattern(p));
       expect(result, String(p)).to.have.property('error');
-      expect((result as { error: string }).error, String(p)).to.contain(typeof p === 'string' && p.trim() !== '' ? `"${p}"` : JSON.stringify(p)).and.contain('use a host (example.com)');
+      expect((result as { error: string }).error, String(p)).to.contain(typeof p === 'string' && p.trim() !== '' ? quotePattern(p) : JSON.stringify(p)).and.match(/is invalid: /);
     }
-    for (const p of ['10.0.0.0/33', '10.0.0.0/x', 'fd00::/129', 'example.com/8']) expect(outcome(() => validateHostPattern(p))).to.deep.equal({ error: `network policy pattern "${p}" is not a valid CIDR such as 10.0.0.0/8 or fd00::/8` });
+    for (const p of ['ex_ample.com', '-bad.com', 'bad host!', '', 42]) expect((outcome(() => validateHostPattern(p)) as { error: string }).error, String(p)).to.contain('use a host (example.com)');
+  });
+
+  it('says what a refused pattern is instead: a URL, a host with a path or a port, markup, a bad CIDR', () => {
+    const said: [string, string][] = [
+      ['http://example.com', 'is invalid: a URL; give a host name (example.com) or a CIDR (10.0.0.0/8)'],
+      ['https://example.com/path', 'is invalid: a URL; give a host name'],
+      ['example.com/x', 'is invalid: a host with a path; give the host alone (example.com) or a CIDR (10.0.0.0/8)'],
+      ['<script>alert(1)</script>', 'is invalid: markup or a script, not a host'],
+      ['10.0.0.0/33', 'is invalid: not a valid CIDR: the prefix length of an IPv4 network is a number from 0 to 32, got "33"'],
+      ['10.0.0.0/x', 'is invalid: not a valid CIDR: the prefix length of an IPv4 network is a number from 0 to 32, got "x"'],
+      ['fd00::/129', 'is invalid: not a valid CIDR: the prefix length of an IPv6 network is a number from 0 to 128, got "129"'],
+      ['10.0.0.300/8', 'is invalid: not a valid CIDR: "10.0.0.300" is not an IP address'],
+      ['example.com:443', 'is invalid: a host with a port; give the host alone (example.com)'],
+      ['a.*.com', 'is invalid: a wildcard stands only for the first labels (*.example.com)'],
+      ['bad host!', `is invalid: a host name has letters, digits, '-' and '.' only, not " ", "!"`],
+    ];
+    for (const [raw, message] of said) expect((outcome(() => validateHostPattern(raw)) as { error: string }).error, raw).to.contain(`network policy pattern ${JSON.stringify(raw)} ${message}`);
+  });
+
+  it('repeats at most 60 characters of a long pattern, and its length', () => {
+    const long = 'a'.repeat(5000);
+    const { error } = outcome(() => validateHostPattern(long)) as { error: string };
+    expect(error).to.equal(`network policy pattern "${'a'.repeat(60)}"… (5000 characters) is invalid: longer than 300 characters (a host name has at most 253); use a host (example.com), a wildcard (*.example.com), an IP or a CIDR (10.0.0.0/8)`);
+    expect(hostPatternProblem(`http://${long}`)!.length).to.be.below(300);
   });
 
   it('validates whole policies: default, allow and deny lists, unknown fields, the size cap', () => {
@@ -285,5 +309,21 @@ describe('admin: chart statistics', () => {
       [2, 1, 7],
     ]);
     expect(bucketLogs([])).to.deep.equal([]);
+  });
+
+  it('breaks the p95 line where a bucket is empty: one run per stretch of buckets with a p95', () => {
+    const b = (p95Ms: number | null) => ({ start: 0, executions: p95Ms === null ? 0 : 1, errors: 0, p95Ms });
+    expect(p95Runs([b(30), b(null), b(null), b(7)])).to.deep.equal([[{ index: 0, p95: 30 }], [{ index: 3, p95: 7 }]]);
+    expect(p95Runs([b(1), b(2), b(null), b(3), b(4)])).to.deep.equal([
+      [{ index: 0, p95: 1 }, { index: 1, p95: 2 }],
+      [{ index: 3, p95: 3 }, { index: 4, p95: 4 }],
+    ]);
+    expect(p95Runs([b(null)])).to.deep.equal([]);
+  });
+
+  it('marks 0, the middle and the top of an axis in whole numbers', () => {
+    expect(ticks(1)).to.deep.equal([0, 1]);
+    expect(ticks(2)).to.deep.equal([0, 1, 2]);
+    expect(ticks(45)).to.deep.equal([0, 23, 45]);
   });
 });

@@ -155,6 +155,7 @@ describe('the admin panel has an origin of its own (one machine)', function () {
     // A state change through the panel still works: the session is intact.
     await page.getByRole('link', { name: 'victim', exact: true }).click();
     await page.getByRole('button', { name: 'Deactivate', exact: true }).click();
+    await page.getByRole('button', { name: 'Yes, deactivate' }).click();
     await page.getByRole('button', { name: 'Activate', exact: true }).waitFor();
     expect((await api('GET', '/api/v1/functions/victim')).body.active).to.equal(false);
     await page.getByRole('button', { name: 'Activate', exact: true }).click();

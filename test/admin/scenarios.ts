@@ -345,6 +345,10 @@ export function definePanelScenarios(setup: () => ScenarioSetup, options: Scenar
     expect(await page.getByRole('region', { name: 'Test run' }).innerText()).to.match(/200[\s\S]*"on": true/);
     await page.getByRole('button', { name: 'Deactivate', exact: true }).focus();
     await page.keyboard.press('Enter');
+    // It asks first, and the keyboard's focus moves to the confirming button.
+    await page.getByRole('group', { name: /^Deactivate toggle\?/ }).waitFor();
+    expect(await page.evaluate(() => document.activeElement?.textContent)).to.equal('Yes, deactivate');
+    await page.keyboard.press('Enter');
     await page.getByRole('button', { name: 'Activate', exact: true }).waitFor();
     const refused = await invoke('toggle');
     expect(refused.status).to.equal(403);

@@ -3,6 +3,7 @@ import type Router from '@koa/router';
 import { NotFoundError } from '@fnhost/core';
 import { UnauthorizedError } from '../auth.ts';
 import { newApp, type AppBase } from '../http/errors.ts';
+import { mountRouter } from '../http/methods.ts';
 import { setSecurityHeaders, type AdminPanel } from './router.ts';
 
 // The admin listener (FNHOST_ADMIN_PORT): the panel on an origin of its own.
@@ -37,7 +38,7 @@ export function adminApp(options: AdminAppOptions): Koa {
     if (ctx.path === '/api' || ctx.path.startsWith('/api/')) throw new NotFoundError(`no route ${ctx.method} ${ctx.path}: the bearer-token API is on the main listener (PORT); the panel's is ${PANEL_API_PREFIX}`);
     return next();
   });
-  for (const r of options.api) app.use(r.routes()).use(r.allowedMethods());
-  app.use(options.panel.router.routes());
+  for (const r of options.api) mountRouter(app, r);
+  mountRouter(app, options.panel.router);
   return app;
 }

@@ -3,6 +3,7 @@ import type Router from '@koa/router';
 import { NotFoundError } from '@fnhost/core';
 import { adminAuth, type AdminToken } from '../auth.ts';
 import { newApp, type AppBase } from './errors.ts';
+import { mountRouter } from './methods.ts';
 
 // The main listener's Koa part (PORT): health and metrics, the management API
 // /api/v1 for the bearer token only, and the runtimes' /internal/v1. /invoke
@@ -20,14 +21,14 @@ export interface MainAppOptions extends AppBase {
 
 export function mainApp(options: MainAppOptions): Koa {
   const app = newApp(options);
-  app.use(options.health.routes());
+  mountRouter(app, options.health);
   const auth = adminAuth(options.adminToken);
   app.use(async (ctx: Context, next: Next) => {
     if (ctx.path === '/api/v1' || ctx.path.startsWith('/api/v1/')) return auth(ctx, next);
     if (ctx.path === '/admin' || ctx.path.startsWith('/admin/')) throw new NotFoundError('the admin panel is not on this listener: it has its own (FNHOST_ADMIN_PORT, by default the port after PORT; in the chart ingress.adminHost)');
     return next();
   });
-  for (const r of options.api) app.use(r.routes()).use(r.allowedMethods());
-  app.use(options.internal.routes());
+  for (const r of options.api) mountRouter(app, r);
+  mountRouter(app, options.internal);
   return app;
 }

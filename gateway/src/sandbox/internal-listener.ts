@@ -2,6 +2,7 @@ import { chmod, rm } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
 import Koa from 'koa';
 import type Router from '@koa/router';
+import { mountRouter } from '../http/methods.ts';
 
 // The gateway's internal API (/internal/v1: KV, policy check) on a Unix socket, for sandboxed
 // runtimes, which have no network: the socket's folder is bound read-only into every sandbox.
@@ -17,7 +18,7 @@ export async function listenInternal(socketPath: string, internal: Router, error
   const app = new Koa();
   app.silent = true;
   app.use(errorMiddleware);
-  app.use(internal.routes());
+  mountRouter(app, internal);
   const server = createServer({ keepAliveTimeout: 65_000 }, app.callback());
   await rm(socketPath, { force: true });
   await new Promise<void>((resolve, reject) => {
