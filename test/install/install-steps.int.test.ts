@@ -19,7 +19,7 @@ const REPO = fileURLToPath(new URL('../../', import.meta.url));
 const STAND_INS = fileURLToPath(new URL('./stand-ins/', import.meta.url));
 const IS_ROOT = process.getuid?.() === 0;
 
-const CLUSTER_PACKAGES = ['containerd', 'runc', 'containernetworking-plugins', 'buildah', 'iptables', 'debootstrap', 'gcc', 'libc6-dev', 'kmod', 'iproute2', 'procps', 'util-linux'];
+const CLUSTER_PACKAGES = ['containerd', 'runc', 'containernetworking-plugins', 'buildah', 'iptables', 'debootstrap', 'gcc', 'libc6-dev', 'kmod', 'iproute2', 'procps', 'util-linux', 'ipset'];
 const START_PACKAGES = ['bubblewrap'];
 const TEST_PACKAGES = ['tmux', 'chromium', 'shellcheck', 'python3-venv'];
 
@@ -107,7 +107,7 @@ describe('install steps on a fresh machine (empty caches, stand-in package manag
         expect(r.output).to.match(/apt-get install bubblewrap failed[\s\S]*warning: without bubblewrap, functions run WITHOUT a sandbox/);
       });
 
-      it("the test cluster's packages (test/cluster/system-deps.sh): all twelve asked for, exit 0, apt.log in the empty cache", () => {
+      it("the test cluster's packages (test/cluster/system-deps.sh): all thirteen asked for, exit 0, apt.log in the empty cache", () => {
         const s = fresh();
         const r = run(s, 'test/cluster/system-deps.sh', []);
         expect(r.status, r.output).to.equal(0);
@@ -134,7 +134,7 @@ describe('install steps on a fresh machine (empty caches, stand-in package manag
   });
 
   describe('Go-built tools and the node base (the cluster harness)', () => {
-    it('build-bins.sh all asks the Go module proxy for Kubernetes v1.37.2, etcd, helm v3.22.0 and CoreDNS v1.15.0 and caches every binary', () => {
+    it('build-bins.sh all asks the Go module proxy for Kubernetes v1.37.2, etcd, helm v3.22.0, CoreDNS v1.15.0 and kube-router v2.1.0 and caches every binary', () => {
       const s = fresh();
       const r = run(s, 'test/cluster/build-bins.sh', ['all']);
       expect(r.status, r.output).to.equal(0);
@@ -147,11 +147,13 @@ describe('install steps on a fresh machine (empty caches, stand-in package manag
       expect(build).to.include('-X k8s.io/component-base/version.gitVersion=v1.37.2');
       expect(go.some((l) => /^go install .* helm\.sh\/helm\/v3\/cmd\/helm@v3\.22\.0$/.test(l)), go.join('\n')).to.equal(true);
       expect(go.some((l) => /^go install .* github\.com\/coredns\/coredns@v1\.15\.0$/.test(l)), go.join('\n')).to.equal(true);
+      expect(go.some((l) => /^go install .* github\.com\/cloudnativelabs\/kube-router\/v2\/cmd\/kube-router@v2\.1\.0$/.test(l)), go.join('\n')).to.equal(true);
       // The go.mod it wrote pins kubernetes' staging modules to the published ones.
       const mod = readFileSync(join(s.cache, 'kubernetes', 'v1.37.2', 'mod', 'go.mod'), 'utf8');
       expect(mod).to.match(/k8s\.io\/client-go => k8s\.io\/client-go v0\.37\.2/);
       for (const b of ['kube-apiserver', 'kubelet', 'kubectl', 'etcd']) expect(existsSync(join(s.cache, 'kubernetes', 'v1.37.2', 'bin', b)), b).to.equal(true);
       expect(existsSync(join(s.cache, 'tools', 'helm-v3.22.0-coredns-v1.15.0', 'bin', 'helm'))).to.equal(true);
+      expect(existsSync(join(s.cache, 'tools', 'kube-router-v2.1.0', 'bin', 'kube-router'))).to.equal(true);
       // Cached now: a second run builds nothing.
       const again = run(s, 'test/cluster/build-bins.sh', ['all']);
       expect(again.status, again.output).to.equal(0);
