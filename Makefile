@@ -17,7 +17,15 @@ node_modules/.installed: package.json package-lock.json core/package.json runtim
 	flock .npm-install.lock $(NPM) ci --no-audit --no-fund --loglevel=error
 	@touch $@
 
-install: node_modules/.installed
+# The runtime's libraries (the packages Express builds req/res on), bundled into
+# runtime-image/vendor/ (runtime-image/tools/bundle-libraries.mjs). A make step and not
+# npm's postinstall: `npx fnhost` installs the checkout as a package, where it has no
+# business building the runtime.
+runtime-image/vendor/.built: node_modules/.installed runtime-image/tools/bundle-libraries.mjs runtime-image/package.json
+	$(BIN)/node runtime-image/tools/bundle-libraries.mjs
+	@touch $@
+
+install: node_modules/.installed runtime-image/vendor/.built
 
 # The admin panel's static build, served by the gateway's admin listener at /admin (FNHOST_ADMIN_PORT, default 8081).
 admin: install

@@ -1,5 +1,6 @@
 import { build } from 'esbuild';
 import { spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { copyFile, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -9,8 +10,8 @@ import { fileURLToPath } from 'node:url';
 // cli/.build/fnhost-cli-<version>.tgz. esbuild bundles the CLI, @fnhost/core
 // (private, never published) and every dependency (Ink, React, js-yaml,
 // cron-parser) into dist/, split at the CLI's lazy imports so a command
-// still loads only its own code; the package has no dependencies, so
-// `npm install -g <tarball>` needs nothing but the registry-free tarball.
+// still loads only its own code. Its one dependency is esbuild, the bundler
+// of function:create/deploy, whose native binary cannot be bundled.
 // The package is scoped (@fnhost/cli) so no one else can publish under its
 // name; its command is `fnhost`.
 
@@ -19,6 +20,9 @@ const OUT = join(CLI, '.build');
 const PKG = join(OUT, 'package');
 /** The oldest Node the package runs on (the launcher and engines say so; test/cli/package.int.test.ts runs it on the machine's Node 20). */
 export const MIN_NODE = '20.16.0';
+
+/** The esbuild the CLI is developed with (cli/package.json), pinned in the package. */
+const ESBUILD_VERSION = (JSON.parse(readFileSync(join(CLI, 'package.json'), 'utf8')) as { dependencies: Record<string, string> }).dependencies.esbuild!;
 
 export async function buildPackage(): Promise<{ dir: string; tarball: string; version: string }> {
   const cli = JSON.parse(await readFile(join(CLI, 'package.json'), 'utf8')) as { version: string; description: string; license?: string };
@@ -33,8 +37,10 @@ export async function buildPackage(): Promise<{ dir: string; tarball: string; ve
     format: 'esm',
     platform: 'node',
     target: 'node20',
-    // Ink loads react-devtools-core only when DEV=true; it is not shipped.
-    external: ['react-devtools-core'],
+    // Ink loads react-devtools-core only when DEV=true; it is not shipped. esbuild (the
+    // bundler of function:create/deploy) finds its native binary beside its own files, so it
+    // cannot be bundled: it is the package's one dependency, installed with it.
+    external: ['react-devtools-core', 'esbuild'],
     define: { 'process.env.NODE_ENV': '"production"' },
     // Bundled CommonJS (js-yaml's, React's) may call require(): give ESM one.
     banner: { js: "import { createRequire as __fnhostRequire } from 'node:module'; const require = __fnhostRequire(import.meta.url);" },
@@ -51,6 +57,7 @@ export async function buildPackage(): Promise<{ dir: string; tarball: string; ve
     type: 'module',
     bin: { fnhost: 'bin/fnhost.js' },
     engines: { node: `>=${MIN_NODE}` },
+    dependencies: { esbuild: ESBUILD_VERSION },
     files: ['bin', 'dist'],
   };
   await writeFile(join(PKG, 'package.json'), JSON.stringify(manifest, null, 2) + '\n');

@@ -1,5 +1,5 @@
 // Bundles the small packages Express 5 builds req/res on into two CommonJS files of vendor/:
-//   node runtime-image/tools/bundle-libraries.mjs        (run by `npm ci`/`make install`: the root postinstall)
+//   node runtime-image/tools/bundle-libraries.mjs        (run by `make install`)
 //
 // Why bundled: the runtime installs nothing. Its folder is what the sandbox binds into every runtime
 // (node_modules excluded) and what the image copies, so the libraries travel inside it as files.
