@@ -30,7 +30,7 @@ import { parseArgs } from 'node:util';
 import { derivedFunctionId } from '../gateway/src/cluster/resource.ts';
 import { startMongoServer } from '../test/helpers/mongo-server.ts';
 import { getCluster, makeKubectl, uniqueName } from '../test/operator/harness.ts';
-import { ROOT, buildPlatformImage, buildRuntimeImage, run, startRelay, waitFor } from '../test/e2e/helpers.ts';
+import { ROOT, buildPlatformImage, buildRuntimeImage, run, startRelay, testClusterPlatformNetworkPolicy, waitFor } from '../test/e2e/helpers.ts';
 import { machineDescription, percentile } from './lib/stats.ts';
 import { paced } from './lib/paced.ts';
 import { reportFigure } from './lib/summary.ts';
@@ -98,6 +98,7 @@ await writeFile(valuesFile, JSON.stringify({
   gateway: { replicas: 1, defaultNamespace: fnNs, resources: { requests: { cpu: '100m', memory: '256Mi' }, limits: { memory: '1Gi' } } },
   operator: { workers: 4, maxInFlight: 20, resources: { requests: { cpu: '50m', memory: '128Mi' }, limits: { memory: '1Gi' } }, functionCpuRequest: '10m' },
   networkPolicy: { platformCIDRs: ['10.244.0.0/24', '10.96.0.0/16'] },
+  platformNetworkPolicy: testClusterPlatformNetworkPolicy(cluster.hostIp ?? '10.244.0.1', relay.port),
   // Only the bench's namespace: the cluster is shared with other test runs.
   functions: { watchNamespace: fnNs },
 }));

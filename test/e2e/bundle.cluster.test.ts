@@ -6,7 +6,7 @@ import { derivedFunctionId } from '../../gateway/src/cluster/resource.ts';
 import { installFixtureProject, type FixtureProject } from '../helpers/fixture-project.ts';
 import { startMongoServer, type MongoTestServer } from '../helpers/mongo-server.ts';
 import { getCluster, makeKubectl, uniqueName, type ClusterAccess } from '../operator/harness.ts';
-import { NODE, ROOT, buildPlatformImage, buildRuntimeImage, run, startRelay, waitFor } from './helpers.ts';
+import { NODE, ROOT, buildPlatformImage, buildRuntimeImage, run, startRelay, testClusterPlatformNetworkPolicy, waitFor } from './helpers.ts';
 
 // Issue 19 in cluster mode, on the test cluster, the way a user runs it: the chart installed with
 // helm, the fixture project (real registry packages, a TypeScript handler) created with the CLI
@@ -73,6 +73,7 @@ describe('fnhost on Kubernetes: handlers that import packages (issue 19)', funct
         gateway: { replicas: 1, defaultNamespace: ns, resources: { requests: { cpu: '50m', memory: '128Mi' }, limits: { memory: '512Mi' } } },
         operator: { resources: { requests: { cpu: '20m', memory: '96Mi' }, limits: { memory: '512Mi' } }, functionCpuRequest: '10m' },
         networkPolicy: { platformCIDRs: ['10.244.0.0/24', '10.96.0.0/16'] },
+        platformNetworkPolicy: testClusterPlatformNetworkPolicy(cluster.hostIp ?? '10.244.0.1', relay.port),
       }),
     );
     const installed = await helmRun(['install', release, `${ROOT}charts/fnhost`, '-n', relNs, '--create-namespace', '-f', valuesFile, '--wait', '--timeout', '8m']);
