@@ -9,13 +9,13 @@
 // The bundle is generated: a package of many small functions, all reachable from the handler
 // (so esbuild keeps them), grown until the bundle with its map is --kib KiB.
 
-import { spawnSync } from 'node:child_process';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { bundleHandler } from '../cli/src/bundle/bundle.ts';
 import { startGateway } from '../test/helpers/platform.ts';
+import { nodeStartMs, poolReady } from './lib/pool.ts';
 import { machineDescription } from './lib/stats.ts';
 
 const { values } = parseArgs({ options: { rounds: { type: 'string', default: '9' }, kib: { type: 'string', default: '300' } } });
@@ -77,14 +77,15 @@ async function createToFirst200(gw: Gateway, name: string, code: string): Promis
   return ms;
 }
 
-function nodeStartMs(): number {
-  const t0 = performance.now();
-  spawnSync(process.execPath, ['-e', '0']);
-  return performance.now() - t0;
-}
-
 const dir = await mkdtemp(join(tmpdir(), 'fnhost-bench-bundle-'));
-const gw = await startGateway({ env: { FNHOST_QUIET: '1' } });
+const gw = await startGateway({ env: { FNHOST_QUIET: '1', FNHOST_WARM_POOL: '1' } });
+/** Creates so far: each takes the pool's runtime, so the next waits for the refill. */
+let takes = 0;
+const measured = async (name: string, code: string) => {
+  await poolReady(gw, takes + 1);
+  takes++;
+  return createToFirst200(gw, name, code);
+};
 try {
   const { code: mapped, bundleMs } = await makeBundle(dir);
   const bare = mapped.replace(/\n\/\/# sourceMappingURL=data:[^\n]*\n?$/, '\n');
@@ -93,8 +94,8 @@ try {
   console.log(`bundle: ${(Buffer.byteLength(mapped) / 1024).toFixed(0)} KiB with its inline source map, ${(Buffer.byteLength(bare) / 1024).toFixed(0)} KiB without; bundled by the CLI's bundler in ${bundleMs.toFixed(0)} ms`);
   const load0 = loadavg();
   for (let i = 0; i < 2; i++) {
-    await createToFirst200(gw, `warm-h${i}`, HELLO);
-    await createToFirst200(gw, `warm-m${i}`, mapped);
+    await measured(`warm-h${i}`, HELLO);
+    await measured(`warm-m${i}`, mapped);
   }
   const node: number[] = [];
   const hello: number[] = [];
@@ -102,9 +103,9 @@ try {
   const bigBare: number[] = [];
   for (let round = 0; round < ROUNDS; round++) {
     node.push(nodeStartMs());
-    hello.push(await createToFirst200(gw, `hello-${round}`, HELLO));
-    big.push(await createToFirst200(gw, `mapped-${round}`, mapped));
-    bigBare.push(await createToFirst200(gw, `bare-${round}`, bare));
+    hello.push(await measured(`hello-${round}`, HELLO));
+    big.push(await measured(`mapped-${round}`, mapped));
+    bigBare.push(await measured(`bare-${round}`, bare));
   }
   const load1 = loadavg();
   const n = median(node);

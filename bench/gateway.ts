@@ -15,7 +15,7 @@
 // function create → first 200 through a gateway with the warm pool (FNHOST_WARM_POOL=1, the
 // default) and through one without it (0), vs `node -e 0`, in interleaved rounds.
 
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -24,6 +24,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { startGateway } from '../test/helpers/platform.ts';
 import { paced, type PacedResult } from './lib/paced.ts';
+import { count, nodeStartMs, poolReady } from './lib/pool.ts';
 import { reportFigure, type Figure } from './lib/summary.ts';
 
 const { values } = parseArgs({
@@ -142,25 +143,6 @@ async function createToFirst200(gw: Gateway, name: string): Promise<number> {
   const ms = performance.now() - t0;
   await deleteFunction(gw, fn.function_id);
   return ms;
-}
-
-function count(text: string, needle: string): number {
-  return text.split(needle).length - 1;
-}
-
-/** Waits until the gateway's log shows `n` warm-pool runtimes ready (it logs each one). */
-async function poolReady(gw: Gateway, n: number): Promise<void> {
-  const until = Date.now() + 30_000;
-  while (count(gw.output(), '"msg":"warm-pool runtime ready"') < n) {
-    if (Date.now() > until) throw new Error('the warm pool did not refill within 30 s');
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
-
-function nodeStartMs(): number {
-  const t0 = performance.now();
-  spawnSync(process.execPath, ['-e', '0']);
-  return performance.now() - t0;
 }
 
 /** P5 in interleaved rounds: node -e 0, a create on the pooled gateway (pool refilled first), a create on the pool-less one. */
