@@ -44,6 +44,12 @@ export interface Executor {
   callEnded?(functionId: string): void;
   /** A call found the runtime stuck or dead: replace it. */
   recycle(functionId: string, reason: RecycleReason): void;
+  /**
+   * Cluster mode: a connection to `origin` was refused, so the call never reached it (a pod
+   * stopping while its EndpointSlice still lists it as ready). The call is sent again; the
+   * executor passes that origin over for a while, so it goes to another pod or is held for one.
+   */
+  unreachable?(fn: FunctionRecord, origin: string): void;
   /** Converge on the current record: start, restart on change, or stop (inactive, or null when deleted). */
   sync(functionId: string, fn: FunctionRecord | null): Promise<void>;
   close(): Promise<void>;

@@ -147,6 +147,7 @@ export function loadSettings(env: NodeJS.ProcessEnv = process.env, defaults: { n
     gatewayHostAliases: [],
     maxTimeoutSeconds: int(env, 'FNHOST_MAX_TIMEOUT_SECONDS', limits.MAX_TIMEOUT_SECONDS, 1, limits.MAX_TIMEOUT_SECONDS),
     runtimeOverheadMiB: int(env, 'FNHOST_RUNTIME_OVERHEAD_MIB', 96, 16, 4096),
+    runtimeStopDelaySeconds: int(env, 'FNHOST_RUNTIME_STOP_DELAY_SECONDS', 2, 0, 30),
     tokenKey,
     runAsUser: int(env, 'FNHOST_RUN_AS_USER', 10001, 1, 2147483647),
     cpuRequest,

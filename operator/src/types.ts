@@ -41,6 +41,12 @@ export interface Settings {
   maxTimeoutSeconds: number;
   /** Memory the runtime's supervisor and Node itself need beyond the handler's heap. */
   runtimeOverheadMiB: number;
+  /**
+   * Seconds a stopping runtime pod keeps serving before it is signalled (a preStop sleep):
+   * the gateway learns from the EndpointSlice that the pod is terminating and stops sending
+   * it calls, instead of finding its port closed. 0: no preStop.
+   */
+  runtimeStopDelaySeconds: number;
   /** Key the per-function runtime and schedule tokens are derived from (HMAC-SHA256). */
   tokenKey: string;
   /** The uid the runtime and the schedule job run as (10001: the runtime image's USER, above host accounts). */

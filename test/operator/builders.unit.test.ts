@@ -59,6 +59,16 @@ describe('operator builders', () => {
     expect(dep.spec.selector.matchLabels).to.deep.equal({ 'app.kubernetes.io/managed-by': 'fnhost-operator', 'fnhost.dev/function': 'hello' });
   });
 
+  it('stopping: a preStop sleep keeps the runtime listening while the gateway learns the pod is terminating (0 turns it off)', () => {
+    const dep: any = deploymentFor(fnResource({ timeoutSeconds: 30 }), settings);
+    expect(dep.spec.template.spec.containers[0].lifecycle).to.deep.equal({ preStop: { sleep: { seconds: 2 } } });
+    expect(dep.spec.template.spec.terminationGracePeriodSeconds, 'the timeout, 5 s and the pause').to.equal(37);
+    const off: any = deploymentFor(fnResource({ timeoutSeconds: 30 }), testSettings({ FNHOST_RUNTIME_STOP_DELAY_SECONDS: '0' }));
+    expect(off.spec.template.spec.containers[0]).not.to.have.property('lifecycle');
+    expect(off.spec.template.spec.terminationGracePeriodSeconds).to.equal(35);
+    expect(() => testSettings({ FNHOST_RUNTIME_STOP_DELAY_SECONDS: '31' })).to.throw(/FNHOST_RUNTIME_STOP_DELAY_SECONDS/);
+  });
+
   it('memory: the container limit is memoryMiB plus the runtime overhead; the V8 heap gets memoryMiB', () => {
     const dep: any = deploymentFor(fnResource({ memoryMiB: 256 }), testSettings({ FNHOST_RUNTIME_OVERHEAD_MIB: '64' }));
     const c = dep.spec.template.spec.containers[0];

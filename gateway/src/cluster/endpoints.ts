@@ -140,13 +140,21 @@ export class EndpointIndex {
     return this.#starting.get(service) ?? [];
   }
 
-  /** The next ready origin of the Service, round robin; undefined when it has none. */
-  pick(service: string): string | undefined {
+  /**
+   * The next ready origin of the Service, round robin, passing over those
+   * `skip` names (the executor's refused origins); undefined when none is left.
+   */
+  pick(service: string, skip?: (origin: string) => boolean): string | undefined {
     const all = this.#origins.get(service);
     if (all === undefined || all.length === 0) return undefined;
-    const i = (this.#next.get(service) ?? 0) % all.length;
-    this.#next.set(service, i + 1);
-    return all[i];
+    const start = this.#next.get(service) ?? 0;
+    for (let k = 0; k < all.length; k++) {
+      const i = (start + k) % all.length;
+      if (skip?.(all[i]!) === true) continue;
+      this.#next.set(service, i + 1);
+      return all[i];
+    }
+    return undefined;
   }
 
   /** Calls `wake` once the Service has a ready origin; returns how to stop waiting. */

@@ -43,6 +43,15 @@ export const MAX_PROBES_PER_INTERVAL = 64;
  * ready pod, or the slice drops the pod or marks it terminating.
  */
 export const PROBED_POD_TTL_MS = 5000;
+/**
+ * How long a pod whose runtime port refused a connection is passed over while
+ * its slice still lists it as ready. The slice says a stopping pod is
+ * terminating a moment after its runtime stops listening (an endpoint update
+ * and a watch away); until then calls go to the function's other pods, or are
+ * held for a new one. Forgiven earlier when the slice drops it from the ready
+ * ones; after the TTL it is tried again (a container restarted in place).
+ */
+export const REFUSED_ORIGIN_TTL_MS = 5000;
 
 /**
  * GET `<origin>/healthz` of a runtime pod: true only on 200. The runtime
@@ -130,6 +139,10 @@ export class ClusterExecutor implements Executor {
   readonly #probers = new Map<string, Prober>();
   /** service → a pod that answered the probe, used until its slice catches up (PROBED_POD_TTL_MS at most) */
   readonly #probed = new Map<string, { origin: string; until: number }>();
+  /** service → origin that refused a connection → the timer that forgives it (REFUSED_ORIGIN_TTL_MS) */
+  readonly #refused = new Map<string, Map<string, unknown>>();
+  /** service → the held calls' checks for a usable pod, run on every change of its pods */
+  readonly #waiting = new Map<string, Set<() => void>>();
   #tick: unknown;
   #budget = 0;
   #budgetResetAt = Number.NEGATIVE_INFINITY;
@@ -146,10 +159,12 @@ export class ClusterExecutor implements Executor {
   releasedBySlice = 0;
   /** Health probes started. */
   probes = 0;
+  /** Pods passed over because their runtime port refused a connection. */
+  refusals = 0;
 
   constructor(options: ClusterExecutorOptions) {
     this.#o = options;
-    this.#unsubscribe = options.probe === undefined ? () => undefined : options.endpoints.subscribe((service) => this.#endpointsChanged(service));
+    this.#unsubscribe = options.endpoints.subscribe((service) => this.#endpointsChanged(service));
   }
 
   get held(): number {
@@ -168,9 +183,48 @@ export class ClusterExecutor implements Executor {
 
   acquire(fn: FunctionRecord): Promise<Upstream> {
     const service = keyOf(fn.namespace, serviceNameOf(fn.name));
-    const origin = this.#o.endpoints.pick(service) ?? this.#probedOrigin(service);
+    const origin = this.#usable(service);
     if (origin !== undefined) return Promise.resolve({ origin });
     return this.#hold(fn, service);
+  }
+
+  /** A ready pod (round robin), else a pod that answered the probe; never one that refused a connection lately. */
+  #usable(service: string): string | undefined {
+    const refused = this.#refused.get(service);
+    const skip = refused === undefined ? undefined : (origin: string) => refused.has(origin);
+    const origin = this.#o.endpoints.pick(service, skip) ?? this.#probedOrigin(service);
+    return origin !== undefined && skip?.(origin) === true ? undefined : origin;
+  }
+
+  /**
+   * A connection to `origin` was refused: the call never reached the pod (its
+   * runtime stopped listening: the pod is stopping, while its slice still says
+   * ready). The proxy sends the call again; this pod is passed over until its
+   * slice drops it or REFUSED_ORIGIN_TTL_MS pass, so the call goes to another
+   * pod or is held for one.
+   */
+  unreachable(fn: FunctionRecord, origin: string): void {
+    const service = keyOf(fn.namespace, serviceNameOf(fn.name));
+    let refused = this.#refused.get(service);
+    if (refused === undefined) this.#refused.set(service, (refused = new Map()));
+    this.#o.clock.clearTimeout(refused.get(origin));
+    refused.set(origin, this.#o.clock.setTimeout(() => this.#forgive(service, origin), REFUSED_ORIGIN_TTL_MS));
+    if (this.#probed.get(service)?.origin === origin) this.#probed.delete(service);
+    this.refusals++;
+  }
+
+  #forgive(service: string, origin: string): void {
+    const refused = this.#refused.get(service);
+    if (refused === undefined || !refused.has(origin)) return;
+    this.#o.clock.clearTimeout(refused.get(origin));
+    refused.delete(origin);
+    if (refused.size === 0) this.#refused.delete(service);
+    this.#recheck(service);
+  }
+
+  /** Held calls of the Service look again for a usable pod. */
+  #recheck(service: string): void {
+    for (const check of [...(this.#waiting.get(service) ?? [])]) check();
   }
 
   /** The pod that answered the probe, while still starting in its slice and within PROBED_POD_TTL_MS. */
@@ -213,18 +267,28 @@ export class ClusterExecutor implements Executor {
           leave();
           resolve(result);
         };
-        stopWaiting = this.#o.endpoints.whenReady(service, () => {
-          const origin = this.#o.endpoints.pick(service);
-          finish(origin === undefined ? undefined : { origin, by: 'slice' });
-        });
+        // Every change of the Service's pods (and a refused pod forgiven) looks again.
+        const check = (): void => {
+          const origin = this.#usable(service);
+          if (origin !== undefined) finish({ origin, by: 'slice' });
+        };
+        let waiting = this.#waiting.get(service);
+        if (waiting === undefined) this.#waiting.set(service, (waiting = new Set()));
+        waiting.add(check);
+        stopWaiting = () => {
+          const set = this.#waiting.get(service);
+          set?.delete(check);
+          if (set !== undefined && set.size === 0) this.#waiting.delete(service);
+        };
         timer = this.#o.clock.setTimeout(() => finish(undefined), bound);
         if (this.#o.probe !== undefined && !this.#closed) leave = this.#join(service, (origin) => finish({ origin, by: 'probe' }));
       });
       if (released === undefined) {
         this.holdTimeouts++;
-        throw new FunctionUnavailableError(
-          `function ${fn.name} (namespace ${fn.namespace}) has no ready pod after ${Math.round(bound / 1000)} s: it is scaling up from zero or cannot start (kubectl describe function ${fn.name} -n ${fn.namespace})`,
-        );
+        const why = this.#o.endpoints.origins(service).length > 0
+          ? `its ready pods refused connections for ${Math.round(bound / 1000)} s`
+          : `it has no ready pod after ${Math.round(bound / 1000)} s: it is scaling up from zero or cannot start`;
+        throw new FunctionUnavailableError(`function ${fn.name} (namespace ${fn.namespace}) is unavailable: ${why} (kubectl describe function ${fn.name} -n ${fn.namespace})`);
       }
       if (released.by === 'probe') this.releasedByProbe++;
       else this.releasedBySlice++;
@@ -351,11 +415,16 @@ export class ClusterExecutor implements Executor {
     for (const release of [...p.held]) release(origin);
   }
 
-  /** A Service's slices changed: drop what they no longer allow, and probe a newly starting pod at once. */
+  /** A Service's slices changed: drop what they no longer allow, wake held calls a pod can take, and probe a newly starting pod at once. */
   #endpointsChanged(service: string): void {
     const starting = this.#o.endpoints.starting(service);
+    const ready = this.#o.endpoints.origins(service);
     const entry = this.#probed.get(service);
-    if (entry !== undefined && (this.#o.endpoints.origins(service).length > 0 || !starting.includes(entry.origin))) this.#probed.delete(service);
+    if (entry !== undefined && (ready.length > 0 || !starting.includes(entry.origin))) this.#probed.delete(service);
+    // A refused pod the slice no longer lists as ready has left: when it is ready again, it is a pod that listens.
+    const refused = this.#refused.get(service);
+    for (const origin of [...(refused?.keys() ?? [])]) if (!ready.includes(origin)) this.#forgive(service, origin);
+    this.#recheck(service);
     const p = this.#probers.get(service);
     if (p === undefined) return;
     for (const [origin, probe] of p.inflight) if (!starting.includes(origin)) this.#cancel(p, origin, probe);
@@ -399,5 +468,7 @@ export class ClusterExecutor implements Executor {
     this.#unsubscribe();
     for (const p of [...this.#probers.values()]) this.#stop(p);
     this.#probed.clear();
+    for (const refused of this.#refused.values()) for (const timer of refused.values()) this.#o.clock.clearTimeout(timer);
+    this.#refused.clear();
   }
 }

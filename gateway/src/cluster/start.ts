@@ -150,6 +150,7 @@ export async function startCluster(options: ClusterStartOptions): Promise<Starte
         ['fnhost_cluster_hold_timeouts_total', 'counter', 'Held calls that got no pod within their bound (503).', executor.holdTimeouts],
         ['fnhost_cluster_hold_rejections_total', 'counter', 'Calls refused because too many were held (503).', executor.holdRejections],
         ['fnhost_cluster_pod_probes_total', 'counter', 'Health probes of starting pods while calls were held.', executor.probes],
+        ['fnhost_cluster_refused_pods_total', 'counter', 'Calls refused by a pod its slice still listed as ready (the call went to another pod or was held).', executor.refusals],
         ['fnhost_cluster_status_writes_total', 'counter', 'Function status writes (invocation feedback).', feedback.writes],
         ['fnhost_cluster_api_requests_total', 'counter', 'Kubernetes API requests (not watches).', client.requests],
         ['fnhost_cluster_api_throttled_total', 'counter', 'API requests answered 429 and retried.', client.throttled],

@@ -38,6 +38,13 @@ export const BUFFER_LIMIT = 64 * 1024;
 export const TIMEOUT_GRACE_MS = 1000;
 /** How often armed deadlines are checked. */
 const DEADLINE_CHECK_MS = 100;
+/**
+ * How many times a call whose connection was refused is sent again. One
+ * machine: the runtime died between calls and a new one starts. Cluster: each
+ * refusing pod is passed over, so two retries cover a stopping pod and a second
+ * one stopping in the same rollout; past them the caller gets 502.
+ */
+export const UNREACHED_RUNTIME_RETRIES = 2;
 
 export interface FunctionLookup {
   /** The cached record (no store query), or undefined. */
@@ -236,8 +243,10 @@ export class Invoker {
         const malformed = malformedAnswer(err);
         if (malformed !== undefined) throw new InvalidResponseError(malformed, { cause: err });
         const code = (err as { code?: string }).code;
-        // Never reached the runtime (it died between calls): start another and send once more.
-        if (attempt === 0 && (code === 'ECONNREFUSED' || (socketPath !== undefined && code === 'ENOENT'))) {
+        // Never reached the runtime (it died between calls, or its pod is stopping): send it again,
+        // to a new runtime or another pod (the executor passes this one over), a bounded number of times.
+        if (attempt < UNREACHED_RUNTIME_RETRIES && (code === 'ECONNREFUSED' || (socketPath !== undefined && code === 'ENOENT'))) {
+          this.#o.executor.unreachable?.(fn, origin);
           this.#o.executor.recycle(fn.function_id, 'crash');
           this.originGone(origin);
           continue;

@@ -69,8 +69,8 @@ export function deploymentFor(fn: FunctionResource, settings: Settings, options:
           enableServiceLinks: false,
           ...hostAliasesOf(settings),
           securityContext: podSecurityContext(settings),
-          // Let an invocation that is running finish before the pod goes.
-          terminationGracePeriodSeconds: e.timeoutSeconds + 5,
+          // Let an invocation that is running finish before the pod goes (after the preStop pause).
+          terminationGracePeriodSeconds: e.timeoutSeconds + 5 + settings.runtimeStopDelaySeconds,
           containers: [
             {
               name: 'runtime',
@@ -83,6 +83,11 @@ export function deploymentFor(fn: FunctionResource, settings: Settings, options:
                 limits: { cpu: settings.cpuLimit, memory: limit },
               },
               securityContext: containerSecurityContext(),
+              // A stopping pod keeps listening a moment (the kubelet's own sleep: the image needs no
+              // binary): the EndpointSlice says it is terminating and the gateway stops sending it
+              // calls before its runtime closes the port. Without it, a call in that window was
+              // refused (the gateway now passes such a pod over, but a pooled connection can still break).
+              ...(settings.runtimeStopDelaySeconds > 0 ? { lifecycle: { preStop: { sleep: { seconds: settings.runtimeStopDelaySeconds } } } } : {}),
               // Readiness follows /healthz, which answers 503 while the module
               // cannot load. Liveness only checks that the server accepts
               // connections: restarting cannot fix user code, and would turn a

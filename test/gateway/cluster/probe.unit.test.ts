@@ -3,7 +3,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { EndpointIndex, type EndpointSlice } from '../../../gateway/src/cluster/endpoints.ts';
 import {
-  ClusterExecutor, FunctionUnavailableError, MAX_PROBES_PER_FUNCTION, MAX_PROBES_PER_INTERVAL, PROBE_INTERVAL_MS, PROBE_TIMEOUT_MS, PROBED_POD_TTL_MS,
+  ClusterExecutor, FunctionUnavailableError, MAX_PROBES_PER_FUNCTION, MAX_PROBES_PER_INTERVAL, PROBE_INTERVAL_MS, PROBE_TIMEOUT_MS, PROBED_POD_TTL_MS, REFUSED_ORIGIN_TTL_MS,
 } from '../../../gateway/src/cluster/executor.ts';
 import { httpHealthProbe } from '../../../gateway/src/cluster/probe.ts';
 import { API_VERSION, KIND } from '@fnhost/core/function-resource.ts';
@@ -294,6 +294,103 @@ describe('cluster mode: probing starting pods while calls are held', () => {
     await clock.advance(1000);
     expect(await held).to.be.instanceOf(FunctionUnavailableError);
     expect(probed).to.be.greaterThan(10);
+    await ex.close();
+  });
+});
+
+describe('cluster mode: a pod that refuses the connection while its slice says ready', () => {
+  const fn = fnNamed('a');
+  const B = 'http://10.0.0.8:8080';
+
+  it('is passed over: calls go to the other ready pod, and come back to it once the TTL has passed', async () => {
+    const idx = new EndpointIndex();
+    const clock = new FakeClock();
+    const ex = new ClusterExecutor({ endpoints: idx, clock, wake: () => undefined });
+    idx.apply({ key: 'ns/s', object: slice('s', 'fn-a', [ready('10.0.0.7'), ready('10.0.0.8')]) });
+    ex.unreachable(fn, A);
+    const picked = [];
+    for (let i = 0; i < 4; i++) picked.push((await ex.acquire(fn)).origin);
+    expect(picked).to.deep.equal([B, B, B, B]);
+    expect(ex.refusals).to.equal(1);
+    await clock.advance(REFUSED_ORIGIN_TTL_MS);
+    const after = [];
+    for (let i = 0; i < 2; i++) after.push((await ex.acquire(fn)).origin);
+    expect(after).to.have.members([A, B]);
+    await ex.close();
+  });
+
+  it('holds the call when the refusing pod was the only ready one, and sends it to the new pod the probe finds (the deactivate / activate race)', async () => {
+    const idx = new EndpointIndex();
+    const clock = new FakeClock();
+    const fake = new FakeProbe();
+    const woken: string[] = [];
+    const ex = new ClusterExecutor({ endpoints: idx, clock, probe: fake.probe, wake: (f) => woken.push(f.name) });
+    // The old pod is stopping (its port closed), its slice still says ready; the new pod has an address.
+    idx.apply({ key: 'ns/s', object: slice('s', 'fn-a', [ready('10.0.0.7'), starting('10.0.0.8')]) });
+    expect((await ex.acquire(fn)).origin).to.equal(A);
+    ex.unreachable(fn, A);
+    let answered: string | undefined;
+    const pending = ex.acquire(fn).then((u) => (answered = u.origin));
+    await settle();
+    expect(answered, 'never the refusing pod again').to.equal(undefined);
+    expect(woken).to.deep.equal(['a']);
+    expect(fake.to(B)).to.equal(1);
+    expect(fake.to(A), 'a ready pod is not probed').to.equal(0);
+    fake.open(B)[0]!.answer(true);
+    await pending;
+    expect(answered).to.equal(B);
+    expect(ex.releasedByProbe).to.equal(1);
+    await ex.close();
+  });
+
+  it('releases a held call when the slice says another pod is ready, and forgives the refusing pod once its slice drops it', async () => {
+    const idx = new EndpointIndex();
+    const clock = new FakeClock();
+    const ex = new ClusterExecutor({ endpoints: idx, clock, wake: () => undefined });
+    idx.apply({ key: 'ns/s', object: slice('s', 'fn-a', [ready('10.0.0.7')]) });
+    ex.unreachable(fn, A);
+    let answered: string | undefined;
+    const pending = ex.acquire(fn).then((u) => (answered = u.origin));
+    await settle();
+    expect(answered).to.equal(undefined);
+    // The slice marks the old pod terminating and lists the new one ready.
+    idx.apply({ key: 'ns/s', object: slice('s', 'fn-a', [terminating('10.0.0.7'), ready('10.0.0.8')]) });
+    await pending;
+    expect(answered).to.equal(B);
+    expect(ex.releasedBySlice).to.equal(1);
+    // The old address comes back ready (a container restarted in place): it listens again, and is used at once.
+    idx.apply({ key: 'ns/s', object: slice('s', 'fn-a', [ready('10.0.0.7')]) });
+    expect((await ex.acquire(fn)).origin).to.equal(A);
+    await ex.close();
+  });
+
+  it('releases a held call to the refusing pod itself when the TTL passes and the slice still lists it (no endless hold)', async () => {
+    const idx = new EndpointIndex();
+    const clock = new FakeClock();
+    const ex = new ClusterExecutor({ endpoints: idx, clock, wake: () => undefined, holdMs: 30_000 });
+    idx.apply({ key: 'ns/s', object: slice('s', 'fn-a', [ready('10.0.0.7')]) });
+    ex.unreachable(fn, A);
+    let answered: string | undefined;
+    const pending = ex.acquire(fn).then((u) => (answered = u.origin));
+    await clock.advance(REFUSED_ORIGIN_TTL_MS - 1);
+    expect(answered).to.equal(undefined);
+    await clock.advance(1);
+    await pending;
+    expect(answered).to.equal(A);
+    await ex.close();
+  });
+
+  it('says in the 503 that the ready pods refused, when the hold bound passes first', async () => {
+    const idx = new EndpointIndex();
+    const clock = new FakeClock();
+    const ex = new ClusterExecutor({ endpoints: idx, clock, wake: () => undefined, holdMs: 2000 });
+    idx.apply({ key: 'ns/s', object: slice('s', 'fn-a', [ready('10.0.0.7')]) });
+    ex.unreachable(fn, A);
+    const held = ex.acquire(fn).then(() => null, (e: unknown) => e as Error);
+    await clock.advance(2000);
+    const err = await held;
+    expect(err).to.be.instanceOf(FunctionUnavailableError);
+    expect(err!.message).to.equal('function a (namespace ns) is unavailable: its ready pods refused connections for 2 s (kubectl describe function a -n ns)');
     await ex.close();
   });
 });
