@@ -16,7 +16,8 @@ import {
   sameSecret,
   type GenericConfig,
 } from './specialize.ts';
-import { Supervisor, answerError, log } from './supervisor.ts';
+import { HEARTBEAT_MS, Supervisor, answerError, log } from './supervisor.ts';
+import { startSpareWorker } from './spare-worker.ts';
 
 export { answerError, type ErrorKind } from './supervisor.ts';
 
@@ -205,11 +206,12 @@ export async function startGenericRuntime(generic: GenericConfig): Promise<Runni
       // worker: it takes its env, its heap limit and the process's time zone when it is created.
       replaceEnv(spec.env);
       config = spec.config;
-      sup = new Supervisor(config);
+      sup = new Supervisor(config, spare);
+      spare = undefined;
       sup.start();
       calls = callHandler(sup, false);
       state = 'specialized';
-      log('info', 'specialized', { function_id: config.functionId, function_name: config.functionName, file: config.functionFile });
+      log('info', 'specialized', { function_id: config.functionId, function_name: config.functionName, file: config.functionFile, warm_worker: sup.usedSpare });
       answerJson(res, 200, { status: 'specialized', function_id: config.functionId, pid: process.pid });
     });
   };
@@ -224,6 +226,8 @@ export async function startGenericRuntime(generic: GenericConfig): Promise<Runni
   // Loads node:crypto now, while there is nothing to do, not on the specialization's path (≈ 5 ms).
   sameSecret(generic.token, generic.token);
   const port = await listen(server, generic.port, generic.host, generic.socket);
+  // After listening: the pool counts this runtime as ready while its worker starts beside it.
+  let spare = generic.warmWorkerMemoryMiB === undefined ? undefined : startSpareWorker(generic.warmWorkerMemoryMiB, HEARTBEAT_MS);
   return {
     port,
     socket: generic.socket,
@@ -231,6 +235,7 @@ export async function startGenericRuntime(generic: GenericConfig): Promise<Runni
     close: async () => {
       server.close();
       if (sup !== undefined) await sup.close(config!.timeoutMs);
+      await spare?.worker.terminate();
       server.closeAllConnections();
     },
   };

@@ -6,6 +6,8 @@
 /** main → worker */
 export const M_REQUEST = 0;
 export const M_ABORT = 1;
+/** A spare worker (./spare-worker.ts) learns its function: configuration and environment. */
+export const M_CONFIGURE = 2;
 /** worker → main */
 export const W_READY = 10;
 export const W_LOAD_ERROR = 11;
@@ -14,6 +16,8 @@ export const W_HEAD = 13;
 export const W_CHUNK = 14;
 export const W_END = 15;
 export const W_ERROR = 16;
+/** A spare worker found its clock in another time zone than the function's: it must not be used. */
+export const W_SPARE_STALE = 17;
 
 export type Body = string | Uint8Array | undefined;
 
@@ -27,7 +31,24 @@ export interface RequestMsg {
   a: string;
 }
 export interface AbortMsg { t: typeof M_ABORT; i: number }
-export type ToWorker = RequestMsg | AbortMsg;
+/**
+ * d: the worker's configuration (its heartbeat excepted, which it has), env: the function's
+ * environment, tz: the time-zone offsets (minutes) the main thread sees at ./spare-worker.ts
+ * TZ_PROBES, which the worker's own clock must match.
+ */
+export interface ConfigureMsg { t: typeof M_CONFIGURE; d: FunctionWorkerData; env: Record<string, string>; tz: number[] }
+export type ToWorker = RequestMsg | AbortMsg | ConfigureMsg;
+
+/** What the worker needs to know of its function (WorkerData in ./worker.ts, minus its heartbeat). */
+export interface FunctionWorkerData {
+  file: string;
+  functionName: string;
+  routes: string[];
+  gatewayUrl: string | undefined;
+  runtimeToken: string | undefined;
+  /** FNHOST_EGRESS_PROXY (docs/egress.md); undefined: fetch asks the internal policy check instead. */
+  egressProxy: string | undefined;
+}
 
 export interface ReadyMsg { t: typeof W_READY }
 /** k: why (loader.ts LoadErrorKind), e: the text, which names no path. */
@@ -40,4 +61,5 @@ export interface EndMsg { t: typeof W_END; i: number; b: Body }
 /** The runtime produced the outcome: s is the status, k the x-fnhost-error-kind (empty for none), e the text. */
 /** `st`: the thrown error's frames in the function's files (./error-stack.ts), when it has any. */
 export interface ErrorMsg { t: typeof W_ERROR; i: number; s: number; k: string; e: string; st?: string; body: string }
-export type FromWorker = ReadyMsg | LoadErrorMsg | FullMsg | HeadMsg | ChunkMsg | EndMsg | ErrorMsg;
+export interface SpareStaleMsg { t: typeof W_SPARE_STALE; e: string }
+export type FromWorker = ReadyMsg | LoadErrorMsg | FullMsg | HeadMsg | ChunkMsg | EndMsg | ErrorMsg | SpareStaleMsg;

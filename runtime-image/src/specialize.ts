@@ -4,6 +4,7 @@
 // the same variables, the same process environment, the same working directory, and the worker
 // thread (with the function's heap limit, which is fixed when a worker is created) created only then.
 import { ConfigError, intVar, loadConfig, socketVar, type RuntimeConfig } from './config.ts';
+import * as limits from './limits.ts';
 
 export const SPECIALIZE_PATH = '/_fnhost/specialize';
 /** The credential travels in an x-fnhost-* header: the gateway never forwards those from callers. */
@@ -13,13 +14,18 @@ export const MAX_SPECIALIZE_BODY_BYTES = 16 * 1024 * 1024;
 const MIN_TOKEN_LENGTH = 32;
 
 /** Variables that belong to the generic runtime itself and are fixed when it starts. */
-const OWN_VARS = ['PORT', 'HOST', 'FNHOST_HEALTH_PORT', 'FNHOST_SPECIALIZE_TOKEN', 'FNHOST_RUNTIME_SOCKET', 'FNHOST_PARENT_PIPE'];
+const OWN_VARS = ['PORT', 'HOST', 'FNHOST_HEALTH_PORT', 'FNHOST_SPECIALIZE_TOKEN', 'FNHOST_RUNTIME_SOCKET', 'FNHOST_PARENT_PIPE', 'FNHOST_WARM_WORKER_MEMORY_MIB'];
 
 export interface GenericConfig {
   port: number;
   host: string;
   socket: string | undefined;
   token: string;
+  /**
+   * FNHOST_WARM_WORKER_MEMORY_MIB: start the function's worker thread ahead with this heap limit
+   * (./spare-worker.ts); a function with another memory size gets a new one. Unset: none.
+   */
+  warmWorkerMemoryMiB: number | undefined;
 }
 
 export function isLoopbackAddress(address: string | undefined): boolean {
@@ -38,7 +44,8 @@ export function loadGenericConfig(env: NodeJS.ProcessEnv): GenericConfig | undef
   if (env.FNHOST_HEALTH_PORT !== undefined) throw new ConfigError('FNHOST_HEALTH_PORT is not supported by a generic runtime (health is served on PORT)');
   const host = env.HOST?.trim() || '127.0.0.1';
   if (host !== 'localhost' && !isLoopbackAddress(host)) throw new ConfigError(`HOST="${host}": a generic runtime listens on loopback only`);
-  return { port: intVar(env, 'PORT', 8080, 0, 65535), host, socket: socketVar(env), token };
+  const warmWorkerMemoryMiB = env.FNHOST_WARM_WORKER_MEMORY_MIB === undefined ? undefined : intVar(env, 'FNHOST_WARM_WORKER_MEMORY_MIB', 0, limits.MIN_MEMORY_MIB, limits.MAX_MEMORY_MIB);
+  return { port: intVar(env, 'PORT', 8080, 0, 65535), host, socket: socketVar(env), token, warmWorkerMemoryMiB };
 }
 
 export class SpecializeError extends Error {

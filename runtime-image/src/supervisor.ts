@@ -6,6 +6,7 @@ import { Worker } from 'node:worker_threads';
 import type { RuntimeConfig } from './config.ts';
 import {
   M_ABORT,
+  M_CONFIGURE,
   M_REQUEST,
   W_CHUNK,
   W_END,
@@ -14,14 +15,16 @@ import {
   W_HEAD,
   W_LOAD_ERROR,
   W_READY,
+  W_SPARE_STALE,
   type FromWorker,
   type FullMsg,
   type RequestMsg,
 } from './protocol.ts';
 import { ResponseFramingError, checkFinalStatus, declaredLength, framedHeaders } from './framing.ts';
 import type { WorkerData } from './worker.ts';
+import { timeZoneOffsets, type SpareWorker } from './spare-worker.ts';
 
-const HEARTBEAT_MS = 50;
+export const HEARTBEAT_MS = 50;
 /** At a call's deadline, a worker whose loop has not turned for this long is blocked: end it. */
 const BLOCKED_AFTER_MS = 250;
 /** How long the worker may take to load the runtime's own modules before the function's load clock starts (they always finish; a machine under load makes them slow). */
@@ -124,10 +127,15 @@ export class Supervisor {
   #ending: ErrorKind | undefined;
   #endingMessage = '';
   readonly #watch: NodeJS.Timeout;
+  /** A worker started ahead by the generic runtime this one was (./spare-worker.ts); used once, by the first start. */
+  #spare: SpareWorker | undefined;
+  /** Whether the worker running now is the spare (tests, the specialization's log line). */
+  usedSpare = false;
   restarts = 0;
 
-  constructor(config: RuntimeConfig) {
+  constructor(config: RuntimeConfig, spare?: SpareWorker) {
     this.#config = config;
+    this.#spare = spare;
     this.settled = new Promise((resolve) => (this.#settle = resolve));
     this.#watch = setInterval(() => this.#check(), HEARTBEAT_MS);
     this.#watch.unref();
@@ -151,22 +159,34 @@ export class Supervisor {
     this.#lastBeat = -1;
     this.#ownModulesLoaded = false;
     this.#startedAt = this.#lastBeatAt = performance.now();
-    const data: WorkerData = {
+    const fn = {
       file: this.#config.functionFile,
       functionName: this.#config.functionName,
       routes: this.#config.routes,
       gatewayUrl: this.#config.gatewayUrl,
       runtimeToken: this.#config.runtimeToken,
       egressProxy: this.#config.egressProxy,
-      heartbeat: this.#heartbeat,
-      heartbeatMs: HEARTBEAT_MS,
     };
-    const worker = new Worker(new URL('./worker.ts', import.meta.url), {
-      workerData: data,
-      env: { ...this.#config.functionEnv },
-      resourceLimits: { maxOldGenerationSizeMb: this.#config.memoryMiB },
-      name: `fnhost:${this.#config.functionName}`,
-    });
+    const spare = this.#takeSpare();
+    let worker: Worker;
+    if (spare !== undefined) {
+      // Its own heartbeat, beating since it started: the function's load clock starts at its next beat (#check).
+      this.#heartbeat = spare.heartbeat;
+      this.#beats = new Int32Array(this.#heartbeat);
+      this.#lastBeat = Atomics.load(this.#beats, 0);
+      worker = spare.worker;
+      worker.removeAllListeners('error');
+      worker.postMessage({ t: M_CONFIGURE, d: fn, env: { ...this.#config.functionEnv }, tz: timeZoneOffsets() });
+    } else {
+      const data: WorkerData = { ...fn, heartbeat: this.#heartbeat, heartbeatMs: HEARTBEAT_MS };
+      worker = new Worker(new URL('./worker.ts', import.meta.url), {
+        workerData: data,
+        env: { ...this.#config.functionEnv },
+        resourceLimits: { maxOldGenerationSizeMb: this.#config.memoryMiB },
+        name: `fnhost:${this.#config.functionName}`,
+      });
+    }
+    this.usedSpare = spare !== undefined;
     this.#worker = worker;
     worker.on('message', (msg: FromWorker) => {
       try {
@@ -190,6 +210,16 @@ export class Supervisor {
       this.#worker = undefined;
       this.#onWorkerGone(code);
     });
+  }
+
+  /** The spare, once, when it is alive and has the function's heap limit; otherwise it is ended. */
+  #takeSpare(): SpareWorker | undefined {
+    const spare = this.#spare;
+    this.#spare = undefined;
+    if (spare === undefined || spare.exited) return undefined;
+    if (spare.memoryMiB === this.#config.memoryMiB) return spare;
+    void spare.worker.terminate();
+    return undefined;
   }
 
   #onWorkerGone(code: number): void {
@@ -351,6 +381,16 @@ export class Supervisor {
         this.#settle();
         for (const m of this.#queue) this.#send(m);
         this.#queue.length = 0;
+        return;
+      }
+      case W_SPARE_STALE: {
+        // The spare's clock is in another time zone than the function's: a new worker instead,
+        // before it loaded anything of the function.
+        log('warn', 'the spare worker cannot be used; starting a new one', { reason: msg.e });
+        const stale = this.#worker;
+        this.#worker = undefined;
+        void stale?.terminate();
+        this.start();
         return;
       }
       case W_LOAD_ERROR: {

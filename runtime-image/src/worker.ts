@@ -12,28 +12,50 @@ import { directOf, installEgress, parseEgressProxy } from './egress.ts';
 import { internalClient, invocationContext, makeConsole, makeKv, policedFetch, policyCheck } from './globals.ts';
 import { ownerStack } from './error-stack.ts';
 import { LoadError, loadHandler, type Handler } from './loader.ts';
-import { M_ABORT, M_REQUEST, W_ERROR, W_LOAD_ERROR, W_READY, type FromWorker, type RequestMsg, type ToWorker } from './protocol.ts';
+import {
+  M_ABORT, M_CONFIGURE, M_REQUEST, W_ERROR, W_LOAD_ERROR, W_READY, W_SPARE_STALE, type ConfigureMsg, type FromWorker, type FunctionWorkerData, type RequestMsg, type ToWorker,
+} from './protocol.ts';
+import { timeZoneOffsets, type SpareWorkerData } from './spare-worker.ts';
 
-export interface WorkerData {
-  file: string;
-  functionName: string;
-  routes: string[];
-  gatewayUrl: string | undefined;
-  runtimeToken: string | undefined;
-  /** FNHOST_EGRESS_PROXY (docs/egress.md); undefined: fetch asks the internal policy check instead. */
-  egressProxy: string | undefined;
+export interface WorkerData extends FunctionWorkerData {
   heartbeat: SharedArrayBuffer;
   heartbeatMs: number;
 }
 
-const data = workerData as WorkerData;
+const initial = workerData as WorkerData | SpareWorkerData;
 const port = parentPort!;
 
 // The event loop turning is what the watchdog watches: a blocked loop stops counting.
-const beat = new Int32Array(data.heartbeat);
+const beat = new Int32Array(initial.heartbeat);
 // The first beat, now: the runtime's own modules are loaded, and the function's load time limit starts (supervisor.ts).
 Atomics.add(beat, 0, 1);
-setInterval(() => Atomics.add(beat, 0, 1), data.heartbeatMs).unref();
+setInterval(() => Atomics.add(beat, 0, 1), initial.heartbeatMs).unref();
+
+/**
+ * A spare worker (./spare-worker.ts) waits here, its modules loaded, for its function. Nothing
+ * before this point reads the local time: the time zone is known only now.
+ */
+function configured(spare: SpareWorkerData): Promise<WorkerData> {
+  return new Promise((resolve) => {
+    const onMessage = (msg: ToWorker): void => {
+      if (msg.t !== M_CONFIGURE) return;
+      port.off('message', onMessage);
+      const { d, env, tz } = msg as ConfigureMsg;
+      for (const name of Object.keys(process.env)) if (!Object.hasOwn(env, name)) delete process.env[name];
+      for (const [name, value] of Object.entries(env)) process.env[name] = value;
+      const own = timeZoneOffsets();
+      if (own.some((offset, i) => offset !== tz[i])) {
+        // The supervisor ends this worker and starts one that reads the process's TZ afresh.
+        port.postMessage({ t: W_SPARE_STALE, e: `time-zone offsets ${own.join(',')} where the runtime has ${tz.join(',')}` } satisfies FromWorker);
+        return;
+      }
+      resolve({ ...d, heartbeat: spare.heartbeat, heartbeatMs: spare.heartbeatMs });
+    };
+    port.on('message', onMessage);
+  });
+}
+
+const data: WorkerData = 'spare' in initial ? await configured(initial) : initial;
 
 const rawFetch = globalThis.fetch;
 const client = internalClient(data.gatewayUrl, data.runtimeToken, rawFetch, () => 'the internal API');

@@ -150,7 +150,8 @@ describe('gateway local executor: the warm pool (real runtime processes)', funct
     await waitFor(() => !isAlive(second), 'deactivation to stop the pooled runtime');
     const third = await nextGeneric(pooled);
     await pooled.api('POST', '/api/v1/functions/cycle/activate');
-    expect((await (await pooled.invoke(fn.function_id)).json()).pid).to.equal(third);
+    const reactivated = await (await pooled.invoke(fn.function_id)).text();
+    expect(JSON.parse(reactivated).pid, reactivated).to.equal(third);
     expect((await pooled.api('DELETE', '/api/v1/functions/cycle')).status).to.equal(204);
     await waitFor(() => !isAlive(third), 'deletion to stop the pooled runtime');
   });

@@ -126,6 +126,34 @@ describe('runtime: a generic runtime of the warm pool', function () {
     expect((await fetch(`${g.url}/?mib=4`)).status).to.equal(200);
   });
 
+  it('with a spare worker (FNHOST_WARM_WORKER_MEMORY_MIB): the same function runtime, its worker started ahead; another memory size or time zone gets a new worker', async () => {
+    const work = await mkdtemp(join(tmpdir(), 'fnhost-spec-spare-'));
+    const env = { ...functionVars(file, { memoryMiB: 64, routes: ['/users/:id'], name: 'probe' }), GREETING: 'hi', TZ: 'Asia/Tokyo', HOME: dir };
+    // The generic runtime starts in another time zone than its function's: the spare must not keep it.
+    const g = await generic({ FNHOST_WARM_WORKER_MEMORY_MIB: '64', TZ: 'America/New_York' });
+    expect((await g.specialize({ env, cwd: work })).status).to.equal(200);
+    expect(await g.waitForLine(/"msg":"specialized"/)).to.match(/"warm_worker":true/);
+    const cold: RunningRuntime = await spawnRuntime({ PORT: '0', HOST: '127.0.0.1', ...env }, work);
+    started.push(cold);
+    const fromSpare = await (await fetch(`${g.url}/users/7`)).json();
+    const fromStart = await (await fetch(`${cold.url}/users/7`)).json();
+    delete fromSpare.pid;
+    delete fromStart.pid;
+    expect(fromSpare).to.deep.equal(fromStart);
+    expect(fromSpare).to.deep.include({ env: { GREETING: 'hi', TZ: 'Asia/Tokyo', HOME: dir }, cwd: work, tzOffset: -540, params: { id: '7' } });
+    expect(g.lines.some((l) => l.includes('the spare worker cannot be used'))).to.equal(false);
+
+    // Another heap limit: the spare is ended and a worker with the function's limit started.
+    const hogFile = join(dir, 'hog-spare.mjs');
+    await writeFile(hogFile, `export default (req, res) => { const keep = []; for (let i = 0; i < Number(req.query.mib); i++) keep.push(new Array(128 * 1024).fill(i)); res.json({ kept: keep.length }); }`);
+    const other = await generic({ FNHOST_WARM_WORKER_MEMORY_MIB: '256' });
+    expect((await other.specialize({ env: functionVars(hogFile, { memoryMiB: 32 }) })).status).to.equal(200);
+    expect(await other.waitForLine(/"msg":"specialized"/)).to.match(/"warm_worker":false/);
+    expect((await fetch(`${other.url}/?mib=96`)).headers.get('x-fnhost-error-kind')).to.equal('out_of_memory');
+    expect((await fetch(`${other.url}/?mib=4`)).status).to.equal(200);
+    await rm(work, { recursive: true, force: true });
+  });
+
   it('listens on loopback only: HOST=0.0.0.0 stops it at start naming HOST; FNHOST_FUNCTION_FILE with the token too', async () => {
     const cases: Array<[Record<string, string>, RegExp]> = [
       [{ HOST: '0.0.0.0' }, /HOST="0\.0\.0\.0": a generic runtime listens on loopback only/],

@@ -14,6 +14,7 @@ import { moduleExtension } from './module-file.ts';
 import { WarmPool, warmPoolSize, type GenericRuntime } from './pool.ts';
 import { IdleRuntimes } from './idle.ts';
 import type { Clock } from '@fnhost/core/clock.ts';
+import { DEFAULT_MEMORY_MIB } from '@fnhost/core/limits.ts';
 import { systemClock } from '../scheduler/local.ts';
 import { RuntimeProcess, RuntimeUnavailableError, lastLine } from './process.ts';
 
@@ -107,8 +108,8 @@ export interface LocalExecutorOptions {
   clock?: Clock;
 }
 
-/** A generic runtime waits with the default heap's memory; the specialization sets its function's. */
-const GENERIC_MEMORY_MIB = 128;
+/** A generic runtime waits with the default heap's memory (its spare worker's heap limit); the specialization sets its function's. */
+const GENERIC_MEMORY_MIB = DEFAULT_MEMORY_MIB;
 const MIB = 1024 * 1024;
 
 interface Runtime {
@@ -463,7 +464,9 @@ export class LocalExecutor implements Executor {
   }
 
   #spawnGeneric(token: string): RuntimeProcess {
-    const env = this.#withProcessDefaults({ PORT: '0', HOST: '127.0.0.1', FNHOST_SPECIALIZE_TOKEN: token });
+    // Its function's worker thread starts ahead too, with the heap most functions have (the default):
+    // a specialization then only loads the function's module (runtime-image/src/spare-worker.ts).
+    const env = this.#withProcessDefaults({ PORT: '0', HOST: '127.0.0.1', FNHOST_SPECIALIZE_TOKEN: token, FNHOST_WARM_WORKER_MEMORY_MIB: String(GENERIC_MEMORY_MIB) });
     const sandbox = this.#sandbox(GENERIC_MEMORY_MIB);
     if (sandbox !== undefined) return this.#spawn(env, '/', 'pool', 'a warm-pool runtime', sandbox);
     // Its working directory until the specialization moves it to the function's folder.
