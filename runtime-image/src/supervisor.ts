@@ -410,6 +410,7 @@ export class Supervisor {
     const p = this.#pending.get(m.i);
     if (p === undefined) return;
     p.sent = true;
+    p.deadline = Math.min(p.deadline, performance.now() + this.#config.timeoutMs);
     this.#worker!.postMessage(m, m.b === undefined ? undefined : [m.b.buffer as ArrayBuffer]);
   }
 
@@ -419,7 +420,11 @@ export class Supervisor {
       return;
     }
     const id = this.#nextId++;
-    const pending: Pending = { res, deadline: performance.now() + this.#config.timeoutMs, sent: false };
+    // A call that waits for the worker to (re)start is not charged for the start: its time limit
+    // runs from when the worker gets it (#send), within OWN_START_GRACE_MS of waiting. On a loaded
+    // machine a worker's start takes a second or more, which a 1 s function would answer 504 for.
+    const deadline = performance.now() + this.#config.timeoutMs + (this.#ready ? 0 : OWN_START_GRACE_MS);
+    const pending: Pending = { res, deadline, sent: false };
     this.#pending.set(id, pending);
     res.once('close', () => {
       if (this.#pending.get(id) !== pending) return;

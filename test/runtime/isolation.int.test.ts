@@ -151,3 +151,19 @@ describe('runtime: module that never finishes loading', function () {
     expect(rt.process.exitCode).to.equal(null);
   });
 });
+
+describe('runtime: a call that waits for the worker to start', function () {
+  let rt: RunningRuntime;
+  after(async () => rt?.stop());
+
+  it('has its whole time limit once the worker gets it: the worker start is not charged to the function', async () => {
+    // The module takes 1.2 s to load (inside its 2 s load limit) and the handler 1.2 s to answer:
+    // charged from its arrival the call would be over its 2 s limit; from the moment the worker has it, it is not.
+    const code = `const t = Date.now(); while (Date.now() - t < 1200) {}
+export default async (req, res) => { await new Promise((r) => setTimeout(r, 1200)); res.json({ waited: true }); };`;
+    rt = await startRuntime({ code, timeoutMs: 2000 });
+    const res = await fetch(`${rt.url}/`);
+    expect(res.status, decodeURIComponent(res.headers.get('x-fnhost-error') ?? '')).to.equal(200);
+    expect(await res.json()).to.deep.equal({ waited: true });
+  });
+});
