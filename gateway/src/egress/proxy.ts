@@ -46,6 +46,29 @@ interface Tunnel {
   port: number;
   address: string;
   end(): void;
+  /** Chunks copied either way (the idle sweep compares it between sweeps). */
+  moved: number;
+  /** `moved` at the last sweep, and how many sweeps in a row saw no change. */
+  movedAtSweep: number;
+  quietSweeps: number;
+}
+
+/**
+ * Idle tunnels are found by one sweep every IDLE_SWEEPS-th of the idle timeout, not by a timer per
+ * socket re-armed on every chunk (two timer re-arms per request and answer on a kept-alive tunnel,
+ * measurable next to the copy itself): a tunnel with no chunk either way for IDLE_SWEEPS + 1
+ * sweeps in a row, between the idle timeout and 1.25 times it, is closed.
+ */
+const IDLE_SWEEPS = 4;
+
+/** Copies `from` to `to` with backpressure, counting chunks for the idle sweep; `from`'s end half-closes `to`. */
+function forward(from: Socket, to: Socket, tunnel: Tunnel): void {
+  from.on('data', (chunk: Buffer) => {
+    tunnel.moved++;
+    if (!to.write(chunk)) from.pause();
+  });
+  to.on('drain', () => from.resume());
+  from.once('end', () => to.end());
 }
 
 /** An answer that ends a request before any connection: status, machine-readable code, message. */
@@ -108,6 +131,8 @@ export class EgressProxy {
   readonly #counts = { tunnelled: 0, denied: 0, refused: 0, failed: 0, dns: 0, closedByPolicy: 0 };
   /** Established tunnels by function, so a policy change can end the ones it now denies. */
   readonly #established = new Map<string, Set<Tunnel>>();
+  /** The idle sweep, running while any tunnel is established. */
+  #sweeper: NodeJS.Timeout | undefined;
 
   constructor(options: EgressProxyOptions) {
     this.#o = {
@@ -189,6 +214,8 @@ export class EgressProxy {
   }
 
   async close(): Promise<void> {
+    clearInterval(this.#sweeper);
+    this.#sweeper = undefined;
     for (const stream of this.#open) stream.destroy();
     await Promise.all(this.#servers.map((s) => new Promise<void>((resolve) => s.close(() => resolve()))));
     await Promise.all(this.#unixPaths.map((p) => rm(p, { force: true })));
@@ -299,7 +326,7 @@ export class EgressProxy {
 
   #tunnel(functionId: string, target: ConnectTarget, client: Socket, upstream: Socket, head: Buffer): void {
     this.#open.add(upstream);
-    const record: Tunnel = { host: target.host, port: target.port, address: upstream.remoteAddress ?? target.host, end: () => end() };
+    const record: Tunnel = { host: target.host, port: target.port, address: upstream.remoteAddress ?? target.host, end: () => end(), moved: 0, movedAtSweep: 0, quietSweeps: 0 };
     let mine = this.#established.get(functionId);
     if (mine === undefined) this.#established.set(functionId, (mine = new Set()));
     mine.add(record);
@@ -318,19 +345,30 @@ export class EgressProxy {
     client.on('error', end);
     upstream.setNoDelay(true);
     client.setNoDelay?.(true);
-    // Idle in both directions: an active download keeps the upload side quiet, so each side's
-    // timer restarts on either side's traffic.
-    client.setTimeout(this.#o.idleTimeoutMs);
-    upstream.setTimeout(this.#o.idleTimeoutMs);
-    client.on('data', () => upstream.setTimeout(this.#o.idleTimeoutMs));
-    upstream.on('data', () => client.setTimeout(this.#o.idleTimeoutMs));
-    client.once('timeout', end);
-    upstream.once('timeout', end);
     this.#counts.tunnelled++;
     client.write('HTTP/1.1 200 Connection Established\r\n\r\n');
     if (head.length > 0) upstream.write(head);
-    client.pipe(upstream);
-    upstream.pipe(client);
+    // Idle in both directions: traffic either way keeps the tunnel (#sweep).
+    forward(client, upstream, record);
+    forward(upstream, client, record);
+    this.#sweeper ??= setInterval(() => this.#sweep(), Math.max(10, this.#o.idleTimeoutMs / IDLE_SWEEPS)).unref();
+  }
+
+  /** Ends the tunnels that moved nothing either way for IDLE_SWEEPS + 1 sweeps; stops when none is left. */
+  #sweep(): void {
+    if (this.#established.size === 0) {
+      clearInterval(this.#sweeper);
+      this.#sweeper = undefined;
+      return;
+    }
+    for (const tunnels of this.#established.values()) {
+      for (const tunnel of [...tunnels]) {
+        if (tunnel.moved !== tunnel.movedAtSweep) {
+          tunnel.movedAtSweep = tunnel.moved;
+          tunnel.quietSweeps = 0;
+        } else if (++tunnel.quietSweeps > IDLE_SWEEPS) tunnel.end();
+      }
+    }
   }
 
   /**
