@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { derivedFunctionId } from '../../gateway/src/cluster/resource.ts';
 import { startMongoServer, type MongoTestServer } from '../helpers/mongo-server.ts';
 import { getCluster, makeKubectl, uniqueName, type ClusterAccess } from '../operator/harness.ts';
-import { NODE, ROOT, buildPlatformImage, buildRuntimeImage, run, startRelay, testClusterPlatformNetworkPolicy, waitFor, type Run } from './helpers.ts';
+import { NODE, ROOT, buildPlatformImage, buildRuntimeImage, installTestRelease, run, startRelay, waitFor, type Run } from './helpers.ts';
 
 // Issue 22, access through Kubernetes' own RBAC, on the test cluster: the chart installed with
 // helm (functions.namespaces naming the test's namespace), three ServiceAccounts whose tokens come
@@ -76,26 +76,21 @@ describe('fnhost on Kubernetes: access through Kubernetes RBAC (issue 22)', func
     mongo = await startMongoServer({ useEnv: false });
     relay = await startRelay(cluster.hostIp ?? '10.244.0.1', mongo.port!);
     for (const name of [ns, other]) expect((await kubectl(['create', 'namespace', name])).code).to.equal(0);
-    const valuesFile = join(tmp, 'values.json');
-    await writeFile(
-      valuesFile,
-      JSON.stringify({
-        image: { repository: 'localhost/fnhost-platform', tag: 'e2e', pullPolicy: 'Never' },
-        runtimeImage: { repository: 'localhost/fnhost-runtime', tag: 'e2e', pullPolicy: 'Never' },
-        mongodb: { url: `mongodb://${cluster.hostIp ?? '10.244.0.1'}:${relay.port}/${dbName}` },
+    const hostIp = cluster.hostIp ?? '10.244.0.1';
+    ({ gatewayUrl, adminToken } = await installTestRelease({
+      helm: helmRun,
+      kubectl,
+      release,
+      namespace: relNs,
+      hostIp,
+      mongoUrl: `mongodb://${hostIp}:${relay.port}/${dbName}`,
+      mongoPort: relay.port,
+      valuesFile: join(tmp, 'values.json'),
+      values: {
         gateway: { replicas: 1, defaultNamespace: ns, resources: { requests: { cpu: '50m', memory: '128Mi' }, limits: { memory: '512Mi' } } },
-        operator: { resources: { requests: { cpu: '20m', memory: '96Mi' }, limits: { memory: '512Mi' } }, functionCpuRequest: '10m' },
         functions: { namespaces: [ns] },
-        networkPolicy: { platformCIDRs: ['10.244.0.0/24', '10.96.0.0/16'] },
-        platformNetworkPolicy: testClusterPlatformNetworkPolicy(cluster.hostIp ?? '10.244.0.1', relay.port),
-      }),
-    );
-    const installed = await helmRun(['install', release, `${ROOT}charts/fnhost`, '-n', relNs, '--create-namespace', '-f', valuesFile, '--wait', '--timeout', '8m']);
-    expect(installed.code, installed.stderr + installed.stdout).to.equal(0);
-    const svc = JSON.parse((await kubectl(['get', 'svc', `${release}-fnhost-gateway`, '-n', relNs, '-o', 'json'])).stdout);
-    gatewayUrl = `http://${svc.spec.clusterIP}:8080`;
-    const secret = JSON.parse((await kubectl(['get', 'secret', `${release}-fnhost-admin`, '-n', relNs, '-o', 'json'])).stdout);
-    adminToken = Buffer.from(secret.data.token, 'base64').toString('utf8');
+      },
+    }));
 
     // Three identities: view across the cluster, edit in the namespace, nothing.
     for (const who of identities) expect((await kubectl(['create', 'serviceaccount', who, '-n', ns])).code).to.equal(0);
