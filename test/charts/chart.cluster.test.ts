@@ -98,7 +98,9 @@ describe('chart: charts/fnhost with helm and the API server', function () {
     expect(namespaces.stdout).to.contain('{ name: FNHOST_FUNCTION_NAMESPACES, value: "team-a,team-b" }').and.to.contain('{ name: FNHOST_FUNCTION_NAMESPACE_SELECTOR, value: "fnhost.dev/functions=allowed" }');
     expect(namespaces.stdout).to.match(/name: \S+-fnhost-operator-namespaces/);
     const noKube = await template([...base(), '--set', 'rbac.kubernetesTokens=false', '--set', 'rbac.aggregatedRoles=false']);
-    expect(noKube.stdout).not.to.contain('tokenreviews').and.not.to.contain('fnhost-view').and.to.contain('{ name: FNHOST_KUBE_TOKENS, value: "false" }');
+    expect(noKube.stdout).not.to.contain('tokenreviews');
+    expect(noKube.stdout).not.to.contain('fnhost-view');
+    expect(noKube.stdout).to.contain('{ name: FNHOST_KUBE_TOKENS, value: "false" }');
     expect(watched.stdout).to.contain(`namespace: ${fnNs}`);
     const internal = await template(['--set', 'mongodb.internal.enabled=true']);
     expect(internal.stdout).to.contain('kind: StatefulSet').and.to.contain('volumeClaimTemplates');
