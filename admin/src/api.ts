@@ -101,7 +101,7 @@ const fnPath = (ref: string) => `${API}/functions/${encodeURIComponent(ref)}`;
 
 export const api = {
   info: () => request<ApiServerInfo>('GET', `${API}/info`),
-  functions: () => request<{ functions: ApiFunction[] }>('GET', `${API}/functions`).then((r) => r.functions),
+  functions: () => request<{ functions: ApiFunction[] }>('GET', `${API}/functions?all_namespaces=true`).then((r) => r.functions),
   fn: (ref: string) => request<ApiFunction>('GET', fnPath(ref)),
   logs: (ref: string, q: { status: string; page: number; limit: number }) =>
     request<LogPage>('GET', `${fnPath(ref)}/logs?status=${encodeURIComponent(q.status)}&page=${q.page}&limit=${q.limit}`),

@@ -56,3 +56,14 @@ export class BundleError extends CliError {
     super(message, { ...options, exitCode: EXIT_FAILURE });
   }
 }
+
+/**
+ * function:deploy waited for the new code to serve on a cluster and it did not: the operator
+ * refused the new spec (its reason), or the rollout did not finish within --wait-timeout.
+ * The change itself is stored either way (kubectl describe function shows the rest).
+ */
+export class RolloutError extends CliError {
+  constructor(message: string, options: { hint?: string; cause?: unknown } = {}) {
+    super(message, { ...options, exitCode: EXIT_FAILURE });
+  }
+}

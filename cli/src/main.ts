@@ -84,16 +84,16 @@ async function dispatch(argv: string[], io: Terminal): Promise<number> {
           env: io.env,
           cwd: io.cwd,
           // Asked only when no namespace is named and a kubeconfig exists: the kube context counts in cluster mode only.
-          gatewayMode: async (server) => (await new ApiClient({ url: server.url, token: server.token, tokenSource: server.tokenSource }).serverInfo()).mode,
+          gatewayMode: async (server) => (await new ApiClient({ url: server.url, token: server.token, tokenSource: server.tokenDescription ?? server.tokenSource }).serverInfo()).mode,
         });
         const namespaceSource = describeNamespaceSource(connection.namespaceSource);
         if (debugEnabled(io.env)) {
           io.stderr.write(
-            `debug: server ${connection.url} (from ${connection.urlSource}), token from ${connection.tokenSource ?? 'nowhere'}, ` +
+            `debug: server ${connection.url} (from ${connection.urlSource}), token from ${connection.tokenDescription ?? connection.tokenSource ?? 'nowhere'}, ` +
               `namespace ${connection.namespace ?? '(none sent)'} (from ${namespaceSource})\n`,
           );
         }
-        return new ApiClient({ url: connection.url, urlSource: connection.urlSource, token: connection.token, tokenSource: connection.tokenSource, timeoutMs, namespace: connection.namespace, namespaceSource });
+        return new ApiClient({ url: connection.url, urlSource: connection.urlSource, token: connection.token, tokenSource: connection.tokenDescription ?? connection.tokenSource, timeoutMs, namespace: connection.namespace, namespaceSource });
       })();
       return client;
     },

@@ -28,7 +28,22 @@ export interface ApiFunction {
   total_executions: number;
   invocation_url: string;
   created_at: string;
+  /** When the function last changed, by the API or (cluster mode) by any writer of its spec, kubectl included. */
   updated_at: string;
+  /** Cluster mode: how far the operator has rolled out the current spec (absent on one machine, where a write returns once the new code serves). */
+  rollout?: ApiRollout;
+}
+
+/** The Function's Ready condition against its generation (cluster mode). */
+export interface ApiRollout {
+  /** The spec's generation (metadata.generation). */
+  generation: number;
+  /** The generation the Ready condition speaks of; below `generation`, the operator has not acted on the last change yet. */
+  observed_generation: number;
+  ready: 'True' | 'False' | 'Unknown';
+  /** The operator's reason: Available, Idle, Inactive, ScaledToZero (serving or ready to), Progressing, CodeDoesNotParse, NamespaceNotAllowed, ... */
+  reason: string;
+  message: string;
 }
 
 /** `POST /api/v1/functions/{ref}/test`. */

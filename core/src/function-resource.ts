@@ -35,6 +35,18 @@ export interface ObjectMeta {
   annotations?: Record<string, string>;
   finalizers?: string[];
   ownerReferences?: OwnerReference[];
+  /** Who set which fields, and when (server-side field management). */
+  managedFields?: ManagedFieldsEntry[];
+}
+
+export interface ManagedFieldsEntry {
+  manager?: string;
+  operation?: string;
+  /** RFC 3339, seconds: when this manager last changed one of its fields. */
+  time?: string;
+  /** `status` for writes through the status subresource. */
+  subresource?: string;
+  fieldsV1?: Record<string, unknown>;
 }
 
 export interface OwnerReference {

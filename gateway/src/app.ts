@@ -4,6 +4,8 @@ import type Koa from 'koa';
 import type Router from '@koa/router';
 import type { Executor, FunctionStore, Stores } from '@fnhost/core';
 import type { AdminToken } from './auth.ts';
+import { AccessControl, type NamespaceGate } from './access/control.ts';
+import type { KubeAccess } from './access/kube-access.ts';
 import { ConfigError, type GatewayConfig } from './config.ts';
 import { LocalExecutor } from './executor/local.ts';
 import { FunctionService, type FunctionIndex, type ScheduleSink } from './functions/service.ts';
@@ -54,6 +56,10 @@ export interface ClusterParts {
   scheduleToken(functionId: string, token: string): boolean;
   newFunctionId(namespace: string, name: string): string;
   defaultNamespace: string;
+  /** Kubernetes tokens on the management API (TokenReview, SubjectAccessReview); undefined: admin token only. */
+  kubeAccess?: KubeAccess;
+  /** The namespaces where functions may live. */
+  namespaceGate: NamespaceGate;
   /** Every finished execution (status feedback). */
   onExecution(functionId: string, statusCode: number): void;
   /** Extra Prometheus lines (watches, held calls, status writes). */
@@ -206,13 +212,15 @@ export async function startPlatform(options: PlatformOptions): Promise<Platform<
         lostRecords: instances.totals,
       }) + (cluster?.metricsText() ?? '') + (egress?.proxy.metricsText() ?? ''),
   });
+  // Who may do what: one machine, the admin token only; cluster mode, the namespace rule and Kubernetes RBAC too.
+  const access = new AccessControl({ kube: cluster?.kubeAccess, gate: cluster?.namespaceGate });
   const api = [
-    functionRoutes({ functions, invoker, writer, stores, now }),
-    policyRoutes({ policies, functions, now }),
+    functionRoutes({ functions, invoker, writer, stores, now, access }),
+    policyRoutes({ policies, functions, now, access }),
     infoRoutes({ mode: cluster === undefined ? 'local' : 'cluster', default_namespace: functions.defaultNamespace, sandbox: sandbox === undefined ? undefined : { enabled: sandbox.enabled, warning: sandbox.warning } }),
   ];
   const internal = internalRoutes({ tokens: cluster?.runtimeTokens ?? tokens, functions, kv: stores.kv, policies, platform: config.egressPlatform, now });
-  const app = mainApp({ health, api, internal, adminToken: options.adminToken, trustProxy: config.trustProxy, logger });
+  const app = mainApp({ health, api, internal, adminToken: options.adminToken, kubeAccess: cluster?.kubeAccess, trustProxy: config.trustProxy, logger });
   // The admin panel: its page, sign-in and session-authenticated API, on its own listener.
   const admin = adminPanel({ token: options.adminToken, now, sessionStore: stores.sessions, logger });
   const adminServer = createServer({ keepAliveTimeout: 65_000 }, adminApp({ panel: admin, api, trustProxy: config.trustProxy, logger }).callback());

@@ -1,15 +1,14 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { Context, Next } from 'koa';
 import { FnhostError } from '@fnhost/core';
 
 // The admin token guards /api/v1. It comes from FNHOST_TOKEN, or from
 // FNHOST_DATA_DIR/token (generated at first start, mode 0600). Comparison is
 // on SHA-256 digests with timingSafeEqual, so neither the length nor the
 // content of the token leaks through timing. The token is never logged.
-// Only the main listener takes it; the admin listener takes the panel
-// session instead (docs/security.md).
+// Only the main listener takes it (access/authenticate.ts); the admin
+// listener takes the panel session instead (docs/security.md).
 
 export class UnauthorizedError extends FnhostError {
   constructor(message: string) {
@@ -58,14 +57,4 @@ export async function loadAdminToken(dataDir: string, fromEnv: string | undefine
     }
   }
   return { digest: digest(token), source: 'file', file };
-}
-
-/** The main listener's /api/v1 guard: the bearer token, and nothing else (no panel cookie). */
-export function adminAuth(token: AdminToken) {
-  return async (ctx: Context, next: Next) => {
-    const presented = bearerToken(ctx.get('authorization') || undefined);
-    if (presented === undefined) throw new UnauthorizedError('the management API needs Authorization: Bearer <token>');
-    if (!sameSecret(presented, token.digest)) throw new UnauthorizedError('the token is wrong');
-    await next();
-  };
 }

@@ -201,6 +201,7 @@ export const paths = {
   deployments: (ns?: string) => (ns ? `/apis/apps/v1/namespaces/${ns}/deployments` : '/apis/apps/v1/deployments'),
   cronJobs: (ns?: string) => (ns ? `/apis/batch/v1/namespaces/${ns}/cronjobs` : '/apis/batch/v1/cronjobs'),
   pods: (ns: string) => `/api/v1/namespaces/${ns}/pods`,
+  namespace: (ns: string) => `/api/v1/namespaces/${ns}`,
   lease: (ns: string, name?: string) => `/apis/coordination.k8s.io/v1/namespaces/${ns}/leases${name ? `/${name}` : ''}`,
 };
 

@@ -11,6 +11,7 @@ import type { KubeObject, Settings } from './types.ts';
 import { idleDecision } from './idle.ts';
 import type { IdleDecision } from './idle.ts';
 import { checkSpec } from './validate.ts';
+import { namespaceProblem } from './namespaces.ts';
 import type { CodeChecker, SpecProblem } from './validate.ts';
 
 // reconcile(namespace/name) reads the Function as it is now and converges the
@@ -63,6 +64,16 @@ export class Reconciler {
     if (!fn) return { outcome: 'gone' };
 
     if (fn.metadata.deletionTimestamp) return this.#finalize(fn);
+
+    // Before anything is made for it (its finalizer included: a refused Function deletes at once).
+    const refused = await namespaceProblem(this.#d.settings.functionNamespaces, namespace, async (ns) => {
+      const found = await client.getOrNull<{ metadata?: { labels?: Record<string, string> } }>(paths.namespace(ns));
+      return found === null ? undefined : (found.metadata?.labels ?? {});
+    });
+    if (refused) {
+      await this.#writeStatus(fn, functionIdOf(fn), { status: 'False', reason: refused.reason, message: refused.message });
+      return { outcome: `invalid:${refused.reason}` };
+    }
 
     if (!(fn.metadata.finalizers ?? []).includes(FINALIZER)) {
       // resourceVersion in the patch makes it conditional: a concurrent change gives 409 and a retry.

@@ -1,6 +1,7 @@
 import { hostname } from 'node:os';
 import { readFileSync } from 'node:fs';
 import { limits } from '@fnhost/core';
+import { NAMESPACES_VARIABLE, PLATFORM_NAMESPACE_VARIABLE, SELECTOR_VARIABLE, parseFunctionNamespaces, type FunctionNamespaces } from '@fnhost/core/function-namespaces.ts';
 import type { NetworkPolicySettings, Settings } from './types.ts';
 
 // Settings come only from environment variables (documented in
@@ -110,6 +111,14 @@ function networkPolicySettings(env: NodeJS.ProcessEnv, defaultNamespace: string)
   };
 }
 
+function functionNamespaces(env: NodeJS.ProcessEnv, platformNamespace: string | undefined): FunctionNamespaces {
+  try {
+    return parseFunctionNamespaces({ names: env[NAMESPACES_VARIABLE], selector: env[SELECTOR_VARIABLE], platformNamespace: env[PLATFORM_NAMESPACE_VARIABLE]?.trim() || platformNamespace });
+  } catch (err) {
+    throw new SettingsError((err as Error).message);
+  }
+}
+
 export function loadSettings(env: NodeJS.ProcessEnv = process.env, defaults: { namespace?: string; host?: string } = {}): Settings {
   const tokenKey = env.FNHOST_TOKEN_KEY ?? '';
   if (Buffer.byteLength(tokenKey) < 32) {
@@ -156,6 +165,7 @@ export function loadSettings(env: NodeJS.ProcessEnv = process.env, defaults: { n
     maxInFlight: int(env, 'FNHOST_MAX_INFLIGHT', 10, 1, 1000),
     port: int(env, 'FNHOST_OPERATOR_PORT', 8081, 0, 65535),
     watchNamespace: env.FNHOST_WATCH_NAMESPACE ?? '',
+    functionNamespaces: functionNamespaces(env, defaults.namespace || podNamespace()),
     leaderElection: bool(env, 'FNHOST_LEADER_ELECTION', true),
     leaseNamespace,
     leaseName: env.FNHOST_LEASE_NAME || 'fnhost-operator',

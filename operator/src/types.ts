@@ -3,6 +3,7 @@
 // settings. The Function resource itself, shared with the cluster-mode
 // gateway, is core/src/function-resource.ts.
 import type { ObjectMeta } from '@fnhost/core/function-resource.ts';
+import type { FunctionNamespaces } from '@fnhost/core/function-namespaces.ts';
 
 export interface KubeObject {
   apiVersion: string;
@@ -59,6 +60,8 @@ export interface Settings {
   port: number;
   /** Empty: every namespace. */
   watchNamespace: string;
+  /** Namespaces where Functions may live (FNHOST_FUNCTION_NAMESPACES, FNHOST_FUNCTION_NAMESPACE_SELECTOR; never kube-system nor the platform's). */
+  functionNamespaces: FunctionNamespaces;
   leaderElection: boolean;
   leaseNamespace: string;
   leaseName: string;

@@ -63,6 +63,7 @@ describe('chart: charts/fnhost with helm and the API server', function () {
     ['NetworkPolicies off, pull secrets, labels, no preStop pause', ['--set', 'networkPolicy.enabled=false', '--set', 'imagePullSecrets={regcred}', '--set', 'commonLabels.team=platform', '--set', 'gateway.preStopSleepSeconds=0']],
     ['the platform NetworkPolicies with the addresses of the API server, DNS and MongoDB, extra rules, and image digests', ['--set-json', 'platformNetworkPolicy={"apiServer":{"cidrs":["10.244.0.1/32"],"ports":[6443]},"dns":{"cidrs":["10.244.0.1/32"]},"mongodb":{"cidrs":["10.244.0.1/32","fd00::/64"],"ports":[27017,27018]},"gatewayExtraEgress":[{"to":[{"ipBlock":{"cidr":"0.0.0.0/0"}}],"ports":[{"port":443,"protocol":"TCP"}]}],"gatewayExtraIngress":[{"ports":[{"port":3128,"protocol":"TCP"}]}]}', '--set', `image.digest=sha256:${'a'.repeat(64)}`, '--set', `runtimeImage.digest=sha256:${'b'.repeat(64)}`]],
     ['the platform NetworkPolicies off', ['--set', 'platformNetworkPolicy.enabled=false']],
+    ['namespaces where functions may live, by name and by label', ['--set', 'functions.namespaces={team-a,team-b}', '--set', 'functions.namespaceSelector=fnhost.dev/functions=allowed']],
     ['image overrides and a public URL', ['--set', 'image.repository=registry.example.com/fnhost/platform', '--set', 'image.tag=1.2.3', '--set', 'runtimeImage.repository=registry.example.com/fnhost/runtime', '--set', 'gateway.publicUrl=https://fn.example.org']],
   ];
 
@@ -90,7 +91,16 @@ describe('chart: charts/fnhost with helm and the API server', function () {
     expect(withAdmin.stdout).to.contain('- host: "admin.fn.example.com"').and.to.contain('port: { name: admin }');
     expect(withAdmin.stdout).to.contain('hosts: ["fn.example.com", "admin.fn.example.com"]');
     const watched = await template([...base(), '--set', `functions.watchNamespace=${fnNs}`]);
-    expect(watched.stdout).to.not.contain('kind: ClusterRole');
+    // Only the cluster-scope rights every install needs stay ClusterRoles: the gateway's reviews and the aggregated roles.
+    expect(watched.stdout).to.not.match(/kind: ClusterRole\nmetadata:\n  name: \S+-fnhost-(gateway|operator)\n/);
+    expect(watched.stdout).to.contain('name: fnhost-view');
+    const namespaces = await template([...base(), '--set', 'functions.namespaces={team-a,team-b}', '--set', 'functions.namespaceSelector=fnhost.dev/functions=allowed']);
+    expect(namespaces.stdout).to.contain('{ name: FNHOST_FUNCTION_NAMESPACES, value: "team-a,team-b" }').and.to.contain('{ name: FNHOST_FUNCTION_NAMESPACE_SELECTOR, value: "fnhost.dev/functions=allowed" }');
+    expect(namespaces.stdout).to.match(/name: \S+-fnhost-operator-namespaces/);
+    const noKube = await template([...base(), '--set', 'rbac.kubernetesTokens=false', '--set', 'rbac.aggregatedRoles=false']);
+    expect(noKube.stdout).not.to.contain('tokenreviews');
+    expect(noKube.stdout).not.to.contain('fnhost-view');
+    expect(noKube.stdout).to.contain('{ name: FNHOST_KUBE_TOKENS, value: "false" }');
     expect(watched.stdout).to.contain(`namespace: ${fnNs}`);
     const internal = await template(['--set', 'mongodb.internal.enabled=true']);
     expect(internal.stdout).to.contain('kind: StatefulSet').and.to.contain('volumeClaimTemplates');
@@ -164,6 +174,11 @@ describe('chart: charts/fnhost with helm and the API server', function () {
       ['gateway', ['create', 'configmaps', '-n', fnNs], 'no'],
       ['gateway', ['delete', 'endpointslices.discovery.k8s.io', '-n', fnNs], 'no'],
       ['gateway', ['update', 'functions.fnhost.dev', '--subresource=finalizers', '-n', fnNs], 'no'],
+      // Kubernetes tokens on the management API: it asks the API server, and may do nothing else with them.
+      ['gateway', ['create', 'tokenreviews.authentication.k8s.io'], 'yes'],
+      ['gateway', ['create', 'subjectaccessreviews.authorization.k8s.io'], 'yes'],
+      ['gateway', ['create', 'serviceaccounts/token', '-n', fnNs], 'no'],
+      ['gateway', ['get', 'namespaces'], 'no'],
       // operator: only what it owns.
       ['operator', ['create', 'deployments.apps', '-n', fnNs], 'yes'],
       ['operator', ['patch', 'services', '-n', fnNs], 'yes'],

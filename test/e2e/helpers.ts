@@ -140,3 +140,43 @@ export async function startCountingServer(host: string, kind: 'greet' | 'http', 
     close: () => new Promise<void>((resolve) => { for (const s of sockets) s.destroy(); server.close(() => resolve()); }),
   };
 }
+
+/** What an installed test release gives a test: the gateway's in-cluster URL (the host routes to Service IPs) and the admin token. */
+export interface TestRelease {
+  gatewayUrl: string;
+  adminToken: string;
+}
+
+/**
+ * Installs the chart on the test cluster the way the e2e suites do: the images built as
+ * `localhost/fnhost-{platform,runtime}:e2e`, MongoDB behind a relay on the bridge address, one
+ * gateway, small requests, the test cluster's platform NetworkPolicy addresses, plus `values`.
+ */
+export async function installTestRelease(options: {
+  helm: (args: string[], timeoutMs?: number) => Promise<Run>;
+  kubectl: (args: string[]) => Promise<Run>;
+  release: string;
+  namespace: string;
+  hostIp: string;
+  mongoUrl: string;
+  mongoPort: number;
+  valuesFile: string;
+  values: Record<string, unknown>;
+}): Promise<TestRelease> {
+  const { writeFile } = await import('node:fs/promises');
+  const values = {
+    image: { repository: 'localhost/fnhost-platform', tag: 'e2e', pullPolicy: 'Never' },
+    runtimeImage: { repository: 'localhost/fnhost-runtime', tag: 'e2e', pullPolicy: 'Never' },
+    mongodb: { url: options.mongoUrl },
+    operator: { resources: { requests: { cpu: '20m', memory: '96Mi' }, limits: { memory: '512Mi' } }, functionCpuRequest: '10m' },
+    networkPolicy: { platformCIDRs: ['10.244.0.0/24', '10.96.0.0/16'] },
+    platformNetworkPolicy: testClusterPlatformNetworkPolicy(options.hostIp, options.mongoPort),
+    ...options.values,
+  };
+  await writeFile(options.valuesFile, JSON.stringify(values));
+  const installed = await options.helm(['install', options.release, `${ROOT}charts/fnhost`, '-n', options.namespace, '--create-namespace', '-f', options.valuesFile, '--wait', '--timeout', '8m']);
+  if (installed.code !== 0) throw new Error(`helm install failed: ${installed.stderr}${installed.stdout}`);
+  const svc = JSON.parse((await options.kubectl(['get', 'svc', `${options.release}-fnhost-gateway`, '-n', options.namespace, '-o', 'json'])).stdout);
+  const secret = JSON.parse((await options.kubectl(['get', 'secret', `${options.release}-fnhost-admin`, '-n', options.namespace, '-o', 'json'])).stdout);
+  return { gatewayUrl: `http://${svc.spec.clusterIP}:8080`, adminToken: Buffer.from(secret.data.token, 'base64').toString('utf8') };
+}

@@ -28,6 +28,20 @@ describe('gateway: ?namespace= on one machine', () => {
     expect((await h.api('GET', `/api/v1/functions/${created.body.function_id}`)).status).to.equal(200);
   });
 
+  it('lists with all_namespaces=true (the CLI\'s -A) as well, every function carrying its namespace; not with a namespace too', async () => {
+    const all = await h.api('GET', '/api/v1/functions?all_namespaces=true');
+    expect(all.status).to.equal(200);
+    expect(all.body.functions.find((f: { name: string }) => f.name === 'ns-one')).to.include({ namespace: 'default' });
+    const both = await h.api('GET', '/api/v1/functions?all_namespaces=true&namespace=default');
+    expect(both.status).to.equal(400);
+    expect(both.body.message).to.equal('all_namespaces=true and namespace exclude each other');
+    expect((await h.api('GET', '/api/v1/functions?all_namespaces=yes')).status).to.equal(400);
+    // The 401 names the kinds of token this gateway takes: one machine, the admin token only.
+    const res = await fetch(`${h.url}/api/v1/functions`);
+    expect(res.status).to.equal(401);
+    expect(res.headers.get('fnhost-token-kinds')).to.equal('admin');
+  });
+
   it('GET /api/v1/info says one machine and its namespace, behind the admin token', async () => {
     const info = await h.api('GET', '/api/v1/info');
     expect(info.status).to.equal(200);

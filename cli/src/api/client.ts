@@ -46,6 +46,8 @@ export interface ClientOptions {
 interface RawResponse {
   status: number;
   body: string;
+  /** Fnhost-Token-Kinds of a 401: which tokens the gateway takes (`admin`, `admin, kubernetes`). */
+  tokenKinds?: string;
 }
 
 /** What the server says inside `{ error, message }`, if it said it. */
@@ -99,8 +101,9 @@ export class ApiClient {
     return out;
   }
 
-  listFunctions(): Promise<{ functions: ApiFunction[] }> {
-    return this.#json('GET', '/api/v1/functions');
+  /** The namespace's functions, or with `allNamespaces` every namespace's (`?all_namespaces=true`, the -A of function:list). */
+  listFunctions(options: { allNamespaces?: boolean } = {}): Promise<{ functions: ApiFunction[] }> {
+    return this.#json('GET', options.allNamespaces ? '/api/v1/functions?all_namespaces=true' : '/api/v1/functions');
   }
 
   getFunction(ref: string): Promise<ApiFunction> {
@@ -167,7 +170,7 @@ export class ApiClient {
     let target: URL;
     try {
       target = new URL(this.url + path);
-      if (this.#namespace !== undefined && /^\/api\/v1\/(functions|network-policy\/functions)(\/|$)/.test(target.pathname)) target.searchParams.set('namespace', this.#namespace);
+      if (this.#namespace !== undefined && !target.searchParams.has('all_namespaces') && /^\/api\/v1\/(functions|network-policy\/functions)(\/|$)/.test(target.pathname)) target.searchParams.set('namespace', this.#namespace);
     } catch (cause) {
       throw new ApiConnectionError(`the server URL "${this.url}" is not a valid URL`, { url: this.url, cause });
     }
@@ -219,7 +222,8 @@ export class ApiClient {
           }
           chunks.push(chunk);
         });
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') }));
+        const kinds = res.headers['fnhost-token-kinds'];
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8'), ...(typeof kinds === 'string' ? { tokenKinds: kinds } : {}) }));
         res.on('error', fail);
       });
       req.on('timeout', () => {
@@ -239,15 +243,24 @@ export class ApiClient {
       const hint = code === 'function_inactive' && ref !== undefined ? `run fnhost function:activate ${ref} first` : undefined;
       return new ApiConflictError(said, { ...details, hint });
     }
+    // A Kubernetes identity the gateway knows, without the permission: RBAC's answer, not a bad token.
+    if (response.status === 403 && code === 'forbidden') {
+      return new ApiAuthError(`the server at ${this.url} refused: ${said}`, {
+        ...details,
+        hint: 'ask for a RoleBinding to the view, edit or admin ClusterRole (they include fnhost-view, fnhost-edit, fnhost-admin) in that namespace; kubectl auth can-i shows what you may do',
+      });
+    }
     switch (response.status) {
       case 401:
-      case 403:
+      case 403: {
+        const kube = response.tokenKinds !== undefined && /\bkubernetes\b/.test(response.tokenKinds);
         return new ApiAuthError(
           this.#token === undefined
             ? `the server at ${this.url} needs a token and none was found`
             : `the server at ${this.url} rejected the token${this.#tokenSource ? ` from ${this.#tokenSource}` : ''} (${said})`,
-          { ...details, hint: 'run fnhost login, or pass --token or set FNHOST_TOKEN' },
+          { ...details, hint: kube ? `run fnhost login --url ${this.url} --kube to use your kube context's credentials (this gateway takes Kubernetes tokens), or fnhost login with the admin token` : 'run fnhost login, or pass --token or set FNHOST_TOKEN' },
         );
+      }
       case 404:
         if (ref !== undefined && code === 'not_found') {
           const where = this.#namespace === undefined ? '' : ` in namespace ${this.#namespace}`;

@@ -4,6 +4,7 @@ import { ApiClient } from '../api/client.ts';
 import { ApiAuthError } from '../api/errors.ts';
 import { normaliseUrl } from '../config/connection.ts';
 import { kubeconfigPaths, readKubeconfigFiles } from '../config/kubeconfig.ts';
+import { kubeCredential } from '../config/kube-credentials.ts';
 import { writeLogin } from '../config/login-file.ts';
 import { describeNamespaceSource, resolveNamespace, type ResolvedNamespace } from '../config/namespace.ts';
 import { LOCAL_DEFAULT_URL, loginFilePath } from '../config/paths.ts';
@@ -55,18 +56,20 @@ export function namespaceLine(resolved: ResolvedNamespace, gatewayDefault: strin
  * The token being checked is the one login was given: "run fnhost login", the
  * hint every other command gives for a rejected token, would send the user in a circle.
  */
-async function refusedTokenSaysSo<T>(url: string, call: () => Promise<T>): Promise<T> {
+async function refusedTokenSaysSo<T>(url: string, call: () => Promise<T>, kube = false): Promise<T> {
   try {
     return await call();
   } catch (err) {
-    if (!(err instanceof ApiAuthError)) throw err;
+    if (!(err instanceof ApiAuthError) || err.code === 'forbidden') throw err;
     const said = err.code === undefined ? `HTTP ${err.status}` : `${err.status} ${err.code}`;
     throw new ApiAuthError(`the gateway at ${url} refused the token (${said}); nothing was saved`, {
       url,
       status: err.status,
       code: err.code,
       cause: err,
-      hint: "check the token: the gateway's admin token (on one machine its FNHOST_TOKEN, else FNHOST_DATA_DIR/token, ./.fnhost/token by default)",
+      hint: kube
+        ? 'this gateway does not take Kubernetes tokens (the chart\'s rbac.kubernetesTokens), or the API server did not accept the kube context\'s token (kubectl auth whoami)'
+        : "check the token: the gateway's admin token (on one machine its FNHOST_TOKEN, else FNHOST_DATA_DIR/token, ./.fnhost/token by default)",
     });
   }
 }
@@ -75,10 +78,15 @@ export async function run(ctx: CommandContext): Promise<number> {
   const rawUrl = stringOption(ctx, 'url') ?? ctx.io.env.FNHOST_URL ?? LOCAL_DEFAULT_URL;
   const urlSource = stringOption(ctx, 'url') !== undefined ? '--url' : ctx.io.env.FNHOST_URL ? 'FNHOST_URL' : 'the local default';
   const url = normaliseUrl(rawUrl, urlSource === 'the local default' ? 'URL' : urlSource);
-  const token = (stringOption(ctx, 'token') ?? ctx.io.env.FNHOST_TOKEN ?? (await readTokenFromStdin(ctx))).trim();
-  if (token === '') throw new UsageError('login needs a token: pass --token, set FNHOST_TOKEN, or give it on stdin');
+  const kube = ctx.options.kube === true;
+  if (kube && stringOption(ctx, 'token') !== undefined) throw new UsageError('--kube and --token exclude each other: --kube presents the kube context\'s credential instead of a token');
+  // --kube: the kube context's credential now, and at each later command (nothing secret is saved).
+  const credential = kube ? await kubeCredential(ctx.io.env, ctx.io.cwd) : undefined;
+  const token = credential?.token ?? (stringOption(ctx, 'token') ?? ctx.io.env.FNHOST_TOKEN ?? (await readTokenFromStdin(ctx))).trim();
+  if (token === '') throw new UsageError('login needs a token: pass --token, set FNHOST_TOKEN, or give it on stdin (or --kube for the kube context\'s credentials)');
+  const tokenSource = credential?.source ?? 'login';
   // The gateway's mode decides whether the kube context counts (and this first request checks the token).
-  const info = await refusedTokenSaysSo(url, () => new ApiClient({ url, urlSource, token, tokenSource: 'login' }).serverInfo());
+  const info = await refusedTokenSaysSo(url, () => new ApiClient({ url, urlSource, token, tokenSource }).serverInfo(), kube);
   // Only a namespace named here (--namespace, FNHOST_NAMESPACE) is saved; the kube context's is read again by each command.
   const resolved = await resolveNamespace({
     flag: stringOption(ctx, 'namespace'),
@@ -89,11 +97,20 @@ export async function run(ctx: CommandContext): Promise<number> {
   const { namespace } = resolved;
   const saved = resolved.source.kind === 'flag' || resolved.source.kind === 'env' ? namespace : undefined;
   // Verified before it is saved, so a typo is caught now rather than at the next command
-  // (with a namespace: that the server knows it, through a listing in it).
-  await refusedTokenSaysSo(url, () => new ApiClient({ url, urlSource, token, tokenSource: 'login', namespace }).listFunctions());
+  // (with a namespace: that the server knows it, through a listing in it). A Kubernetes
+  // identity may lack the right to list there: that is RBAC's answer, said, not a failed login.
+  let listing = '';
+  try {
+    await refusedTokenSaysSo(url, () => new ApiClient({ url, urlSource, token, tokenSource, namespace }).listFunctions(), kube);
+  } catch (err) {
+    if (!(kube && err instanceof ApiAuthError && err.code === 'forbidden')) throw err;
+    listing = `Note: RBAC does not let you list functions in namespace ${namespace ?? info.default_namespace ?? 'default'} (${err.message})`;
+  }
   const path = loginFilePath(ctx.io.env);
-  await writeLogin(path, saved === undefined ? { url, token } : { url, token, namespace: saved });
-  const lines = [`${createPainter(ctx.color).green('✓')} Logged in to ${url}${saved === undefined ? '' : ` (namespace ${saved})`}; saved to ${path}`];
+  const ns = saved === undefined ? {} : { namespace: saved };
+  await writeLogin(path, kube ? { url, kube: true, ...ns } : { url, token, ...ns });
+  const lines = [`${createPainter(ctx.color).green('✓')} Logged in to ${url}${saved === undefined ? '' : ` (namespace ${saved})`}${kube ? ` with ${credential!.source}; each command presents it again` : ''}; saved to ${path}`];
+  if (listing !== '') lines.push(listing);
   if (info.mode === 'cluster') lines.push(namespaceLine(resolved, info.default_namespace));
   printLines(ctx, lines);
   return 0;

@@ -3,6 +3,7 @@ import { homedir } from 'node:os';
 import { UsageError, LocalIoError } from '../errors.ts';
 import { kubeconfigPaths, readKubeconfigFiles, type YamlParser } from './kubeconfig.ts';
 import { readLogin, type SavedLogin } from './login-file.ts';
+import { kubeCredential } from './kube-credentials.ts';
 import { resolveNamespace, type GatewayMode, type NamespaceSource } from './namespace.ts';
 import { LOCAL_DEFAULT_URL, localTokenPath, loginFilePath } from './paths.ts';
 
@@ -13,6 +14,8 @@ export { validateNamespace } from './namespace.ts';
 // comes from --token, FNHOST_TOKEN, then (only for the URL it was saved or made
 // for, so a token never travels to another server) the saved login's token or
 // the local platform's token file ($FNHOST_DATA_DIR/token or ./.fnhost/token).
+// A login saved with --kube gives, for its URL only, the current kube
+// context's credential (config/kube-credentials.ts), read at each command.
 // The namespace (functions on a cluster) comes from --namespace, FNHOST_NAMESPACE,
 // the saved login's (for its URL only), then the current kube context's when
 // the gateway runs in cluster mode; none means the gateway's default
@@ -23,12 +26,14 @@ export interface Connection {
   urlSource: string;
   token: string | undefined;
   tokenSource: string | undefined;
+  /** Where the token came from in words, when tokenSource alone would mislead (a kube context's credential). */
+  tokenDescription?: string;
   namespace?: string;
   /** Where the namespace (or its absence) came from. */
   namespaceSource: NamespaceSource;
 }
 
-export type Server = Pick<Connection, 'url' | 'urlSource' | 'token' | 'tokenSource'>;
+export type Server = Pick<Connection, 'url' | 'urlSource' | 'token' | 'tokenSource' | 'tokenDescription'>;
 
 export interface ConnectionInputs {
   flags: { url?: string; token?: string; namespace?: string };
@@ -123,6 +128,10 @@ async function resolveServer(inputs: ConnectionInputs): Promise<Server> {
   if (envToken !== undefined) return { url, urlSource, token: envToken, tokenSource: 'FNHOST_TOKEN' };
   login ??= await readLogin(loginPath);
   if (login !== undefined && normaliseUrl(login.url, loginPath) === url) {
+    if (login.kube) {
+      const credential = await kubeCredential(env, inputs.cwd, inputs.home);
+      return { url, urlSource, token: credential.token, tokenSource: loginPath, tokenDescription: `${credential.source}, as ${loginPath} says (fnhost login --kube)` };
+    }
     return { url, urlSource, token: login.token, tokenSource: loginPath };
   }
   if (isLoopback(url)) {

@@ -31,6 +31,13 @@ export function scheduleText(schedule: ApiSchedule | null): string {
   return schedule.next_run_at ? `${base}, next run ${formatDateTimeInZone(schedule.next_run_at, schedule.timezone)}` : base;
 }
 
+/** `Available (generation 4)`, or what is still pending: the operator's own words. */
+export function rolloutText(r: NonNullable<ApiFunction['rollout']>): string {
+  if (r.observed_generation < r.generation) return `pending: the operator has not acted on generation ${r.generation} yet`;
+  const state = r.ready === 'True' ? 'ready' : r.ready === 'False' ? 'not ready' : 'unknown';
+  return `${state}, ${r.reason || 'no reason'} (generation ${r.generation})${r.ready === 'True' ? '' : `: ${oneLine(r.message)}`}`;
+}
+
 export function invocationUrl(fn: ApiFunction, serverUrl: string): string {
   return fn.invocation_url || `${serverUrl}/invoke/${fn.function_id}`;
 }
@@ -49,6 +56,7 @@ export function functionDetails(fn: ApiFunction, serverUrl: string, paint: Paint
     ['Memory', `${fn.memory_mib} MiB`],
     ['Routes', fn.routes.length > 0 ? fn.routes.join(', ') : '-'],
     ['Env', Object.keys(fn.env).length > 0 ? Object.keys(fn.env).sort().join(', ') : '-'],
+    ...(fn.rollout === undefined ? [] : [['Namespace', oneLine(fn.namespace)] as [string, string], ['Rollout', rolloutText(fn.rollout)] as [string, string]]),
     ['Created', formatLocalDateTimeWithZone(fn.created_at)],
     ['Updated', formatLocalDateTimeWithZone(fn.updated_at)],
   ];
@@ -56,11 +64,14 @@ export function functionDetails(fn: ApiFunction, serverUrl: string, paint: Paint
   return fields.map(([label, value]) => `${paint.bold(padEnd(label + ':', width))} ${value}`);
 }
 
-/** function:list: a table of name, id, state, schedule and executions. */
-export function functionList(functions: readonly ApiFunction[], paint: Painter): string[] {
-  if (functions.length === 0) return [paint.dim('(no functions; create one with fnhost function:create <name> --file <path>)')];
-  const header = ['Name', 'ID', 'Active', 'Executions', 'Schedule'];
-  const rows = functions.map((fn) => [
+/** function:list: a table of name, id, state, schedule and executions; with `allNamespaces` (-A) a Namespace column first, sorted by namespace then name. */
+export function functionList(functions: readonly ApiFunction[], paint: Painter, options: { allNamespaces?: boolean } = {}): string[] {
+  if (functions.length === 0) return [paint.dim(options.allNamespaces ? '(no functions in any namespace you may list)' : '(no functions; create one with fnhost function:create <name> --file <path>)')];
+  const all = options.allNamespaces === true;
+  const sorted = all ? [...functions].sort((a, b) => (a.namespace === b.namespace ? (a.name < b.name ? -1 : a.name > b.name ? 1 : 0) : a.namespace < b.namespace ? -1 : 1)) : functions;
+  const header = [...(all ? ['Namespace'] : []), 'Name', 'ID', 'Active', 'Executions', 'Schedule'];
+  const rows = sorted.map((fn) => [
+    ...(all ? [oneLine(fn.namespace)] : []),
     oneLine(fn.name),
     fn.function_id,
     fn.active ? 'yes' : 'no',

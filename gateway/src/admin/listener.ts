@@ -2,6 +2,7 @@ import type { default as Koa, Context, Next } from 'koa';
 import type Router from '@koa/router';
 import { NotFoundError } from '@fnhost/core';
 import { UnauthorizedError } from '../auth.ts';
+import { ADMIN_CALLER, setCaller } from '../access/caller.ts';
 import { newApp, type AppBase } from '../http/errors.ts';
 import { mountRouter } from '../http/methods.ts';
 import { setSecurityHeaders, type AdminPanel } from './router.ts';
@@ -31,6 +32,8 @@ export function adminApp(options: AdminAppOptions): Koa {
     if (ctx.path === PANEL_API_PREFIX || ctx.path.startsWith(PANEL_API_PREFIX + '/')) {
       ctx.set('cache-control', 'no-store');
       if (!(await options.panel.authenticate(ctx))) throw new UnauthorizedError('the panel API needs a panel session: sign in at /admin/');
+      // A session is opened with the admin token: the panel acts as its holder.
+      setCaller(ctx, ADMIN_CALLER);
       // The API's routers know their paths as /api/v1/...
       ctx.path = ctx.path.slice('/admin'.length);
       return next();

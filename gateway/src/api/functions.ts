@@ -1,11 +1,18 @@
 import Router from '@koa/router';
-import { ValidationError, limits, parseLogQuery, type Stores } from '@fnhost/core';
+import type { Context } from 'koa';
+import { NotFoundError, ValidationError, limits, parseLogQuery, type FunctionRecord, type Stores } from '@fnhost/core';
+import { isUuid } from '@fnhost/core/ids.ts';
+import type { AccessAttributes, Verb } from '../access/attributes.ts';
+import { ForbiddenError } from '../access/caller.ts';
+import type { AccessControl } from '../access/control.ts';
 import type { FunctionService } from '../functions/service.ts';
 import type { Invoker } from '../invoke/proxy.ts';
 import type { LogWriter } from '../logs/writer.ts';
 import { readJson } from './body.ts';
 
-// /api/v1/functions: the function resource, its logs and its test run.
+// /api/v1/functions: the function resource, its logs and its test run. Every
+// route asks the access control first (access/control.ts: the namespace rule,
+// then RBAC for a Kubernetes identity) with the verb of access/attributes.ts.
 
 export interface FunctionRoutesDeps {
   functions: FunctionService;
@@ -13,6 +20,7 @@ export interface FunctionRoutesDeps {
   writer: LogWriter;
   stores: Stores;
   now: () => number;
+  access: AccessControl;
 }
 
 const TEST_FIELDS = new Set(['method', 'path', 'query', 'headers', 'body']);
@@ -72,18 +80,75 @@ export function namespaceParam(ctx: { query: Record<string, string | string[] | 
   return raw;
 }
 
+/** `?all_namespaces=true`: a listing of every namespace (the CLI's -A). */
+export function allNamespacesParam(ctx: { query: Record<string, string | string[] | undefined> }): boolean {
+  const raw = ctx.query.all_namespaces;
+  if (raw === undefined || raw === 'false') return false;
+  if (raw === 'true') {
+    if (ctx.query.namespace !== undefined) throw new ValidationError('all_namespaces=true and namespace exclude each other');
+    return true;
+  }
+  throw new ValidationError(`all_namespaces must be true or false, got ${JSON.stringify(Array.isArray(raw) ? raw : String(raw).slice(0, 40))}`);
+}
+
 const ns = namespaceParam;
 
+/**
+ * The function a `{ref}` route acts on, once the caller may do `verb` on it.
+ * The check is made in the function's own namespace (a UUID ref finds a
+ * function in any namespace). A caller refused there while naming another
+ * namespace learns nothing about it: the answer is the not-found one. A ref
+ * that finds nothing is checked in the namespace asked for, so a caller
+ * without rights there gets 403 whether or not the function exists.
+ */
+export async function authorizedFunction(
+  ctx: Pick<Context, 'state' | 'query'> & { params: Record<string, string | undefined> },
+  functions: FunctionService,
+  access: AccessControl,
+  verb: Verb,
+  subresource?: AccessAttributes['subresource'],
+): Promise<FunctionRecord> {
+  const ref = ctx.params.ref!;
+  const requested = functions.namespace(ns(ctx));
+  let fn: FunctionRecord;
+  try {
+    fn = functions.resolve(ref, requested);
+  } catch (err) {
+    if (err instanceof NotFoundError) await access.check(ctx, { verb, resource: 'functions', subresource, namespace: requested, ...(isUuid(ref) ? {} : { name: ref }) });
+    throw err;
+  }
+  try {
+    await access.check(ctx, { verb, resource: 'functions', subresource, namespace: fn.namespace, name: fn.name });
+  } catch (err) {
+    if (err instanceof ForbiddenError && fn.namespace !== requested) throw new NotFoundError(`function "${ref}" not found in namespace "${requested}"`);
+    throw err;
+  }
+  return fn;
+}
+
 export function functionRoutes(deps: FunctionRoutesDeps): Router {
-  const { functions, invoker, writer, stores } = deps;
+  const { functions, invoker, writer, stores, access } = deps;
   const router = new Router({ prefix: '/api/v1/functions' });
+  const target = (ctx: Context & { params: Record<string, string | undefined> }, verb: Verb, subresource?: AccessAttributes['subresource']) => authorizedFunction(ctx, functions, access, verb, subresource);
 
   router.get('/', async (ctx) => {
-    // One machine: the default namespace is the only one, so this lists everything, as before namespaces.
-    ctx.body = { functions: await Promise.all(functions.all(ns(ctx)).map((fn) => functions.toApi(fn, false))) };
+    let listed: FunctionRecord[];
+    if (allNamespacesParam(ctx)) {
+      // As kubectl's -A: a list across namespaces is a cluster-scope permission.
+      await access.check(ctx, { verb: 'list', resource: 'functions', namespace: '' });
+      listed = [];
+      for (const fn of functions.all()) if (await access.namespaceAllowed(fn.namespace)) listed.push(fn);
+    } else {
+      // No ?namespace=: the default one (on one machine the only one).
+      const namespace = functions.namespace(ns(ctx));
+      await access.check(ctx, { verb: 'list', resource: 'functions', namespace });
+      listed = functions.all(namespace);
+    }
+    ctx.body = { functions: await Promise.all(listed.map((fn) => functions.toApi(fn, false))) };
   });
 
   router.post('/', async (ctx) => {
+    await access.check(ctx, { verb: 'create', resource: 'functions', namespace: functions.namespace(ns(ctx)) });
     const fn = await functions.create(await readJson(ctx, limits.MAX_API_BODY_BYTES), ns(ctx));
     ctx.status = 201;
     ctx.set('location', `/api/v1/functions/${fn.function_id}`);
@@ -91,40 +156,47 @@ export function functionRoutes(deps: FunctionRoutesDeps): Router {
   });
 
   router.get('/:ref', async (ctx) => {
-    ctx.body = await functions.toApi(functions.resolve(ctx.params.ref!, ns(ctx)), true);
+    ctx.body = await functions.toApi(await target(ctx, 'get'), true);
   });
 
   router.patch('/:ref', async (ctx) => {
+    await target(ctx, 'patch');
     ctx.body = await functions.toApi(await functions.update(ctx.params.ref!, await readJson(ctx, limits.MAX_API_BODY_BYTES), ns(ctx)), true);
   });
 
   router.delete('/:ref', async (ctx) => {
+    await target(ctx, 'delete');
     await functions.delete(ctx.params.ref!, ns(ctx));
     ctx.status = 204;
   });
 
   router.post('/:ref/activate', async (ctx) => {
+    await target(ctx, 'patch');
     ctx.body = await functions.toApi(await functions.setActive(ctx.params.ref!, true, ns(ctx)), true);
   });
 
   router.post('/:ref/deactivate', async (ctx) => {
+    await target(ctx, 'patch');
     ctx.body = await functions.toApi(await functions.setActive(ctx.params.ref!, false, ns(ctx)), true);
   });
 
   router.put('/:ref/retention', async (ctx) => {
+    await target(ctx, 'update');
     ctx.body = await functions.toApi(await functions.setRetention(ctx.params.ref!, await readJson(ctx, limits.MAX_API_BODY_BYTES), ns(ctx)), true);
   });
 
   router.put('/:ref/schedule', async (ctx) => {
+    await target(ctx, 'update');
     ctx.body = await functions.toApi(await functions.setSchedule(ctx.params.ref!, await readJson(ctx, limits.MAX_API_BODY_BYTES), ns(ctx)), true);
   });
 
   router.delete('/:ref/schedule', async (ctx) => {
+    await target(ctx, 'patch');
     ctx.body = await functions.toApi(await functions.disableSchedule(ctx.params.ref!, ns(ctx)), true);
   });
 
   router.post('/:ref/test', async (ctx) => {
-    const fn = functions.resolve(ctx.params.ref!, ns(ctx));
+    const fn = await target(ctx, 'create', 'test');
     const request = parseTestRequest(await readJson(ctx, limits.MAX_API_BODY_BYTES));
     const result = await invoker.run(fn, 'test', request);
     const type = result.headers['content-type'];
@@ -148,7 +220,7 @@ export function functionRoutes(deps: FunctionRoutesDeps): Router {
   });
 
   router.get('/:ref/logs', async (ctx) => {
-    const fn = functions.resolve(ctx.params.ref!, ns(ctx));
+    const fn = await target(ctx, 'get', 'logs');
     const query = parseLogQuery({ status: ctx.query.status, limit: ctx.query.limit, page: ctx.query.page });
     // Read your own writes: what ran before this request is listed.
     await writer.flush();

@@ -3,7 +3,8 @@ import { limits, parsePositiveInt, type NetworkPolicy, type PolicyStore } from '
 import type { FunctionService } from '../functions/service.ts';
 import { validatePolicy } from '../policy/match.ts';
 import { readJson } from './body.ts';
-import { namespaceParam } from './functions.ts';
+import type { AccessControl } from '../access/control.ts';
+import { authorizedFunction } from './functions.ts';
 
 // /api/v1/network-policy: administrator-set outbound rules, global and per function.
 
@@ -47,13 +48,16 @@ export class PolicyCache {
   }
 }
 
-export function policyRoutes(deps: { policies: PolicyCache; functions: FunctionService; now: () => number }): Router {
-  const { policies, functions } = deps;
+export function policyRoutes(deps: { policies: PolicyCache; functions: FunctionService; now: () => number; access: AccessControl }): Router {
+  const { policies, functions, access } = deps;
+  // The global rules and the listing of every function's are cluster-scope; a function's rules are a subresource of it.
+  const cluster = (verb: 'get' | 'update') => ({ verb, resource: 'networkpolicies' as const, namespace: '' });
   const router = new Router({ prefix: '/api/v1/network-policy' });
   // Who made a change: the panel session's label, or the bearer token's holder.
   const actor = (ctx: { state: { actor?: string } }) => ctx.state.actor ?? 'admin';
 
   router.get('/', async (ctx) => {
+    await access.check(ctx, cluster('get'));
     const byFunction: Record<string, NetworkPolicy> = {};
     for (const fn of functions.all()) {
       const policy = await policies.get(fn.function_id);
@@ -63,25 +67,27 @@ export function policyRoutes(deps: { policies: PolicyCache; functions: FunctionS
   });
 
   router.put('/global', async (ctx) => {
+    await access.check(ctx, cluster('update'));
     const policy = validatePolicy(await readJson(ctx, limits.MAX_API_BODY_BYTES));
     await policies.set('global', policy, actor(ctx), deps.now());
     ctx.body = policy;
   });
 
   router.put('/functions/:ref', async (ctx) => {
-    const fn = functions.resolve(ctx.params.ref!, namespaceParam(ctx));
+    const fn = await authorizedFunction(ctx, functions, access, 'update', 'networkpolicy');
     const policy = validatePolicy(await readJson(ctx, limits.MAX_API_BODY_BYTES));
     await policies.set(fn.function_id, policy, actor(ctx), deps.now());
     ctx.body = policy;
   });
 
   router.delete('/functions/:ref', async (ctx) => {
-    const fn = functions.resolve(ctx.params.ref!, namespaceParam(ctx));
+    const fn = await authorizedFunction(ctx, functions, access, 'update', 'networkpolicy');
     await policies.set(fn.function_id, null, actor(ctx), deps.now());
     ctx.status = 204;
   });
 
   router.get('/changes', async (ctx) => {
+    await access.check(ctx, cluster('get'));
     const limit = ctx.query.limit === undefined ? 50 : parsePositiveInt(ctx.query.limit, 'limit', 1000);
     ctx.body = { changes: await policies.changes(limit) };
   });

@@ -3,7 +3,8 @@ import type { FunctionIndex } from '../functions/service.ts';
 import { KubeApiError, paths, type KubeClient } from './kube.ts';
 import type { Change } from './reflector.ts';
 import type { FunctionResource } from '@fnhost/core/function-resource.ts';
-import { keyOf, recordFromResource, resourceForCreate, specPatch } from './resource.ts';
+import { keyOf, recordFromResource, resourceForCreate, rolloutOf, specPatch } from './resource.ts';
+import type { ApiRollout } from '@fnhost/core/api.ts';
 
 // Functions in cluster mode. The truth is the Function resources in the API
 // server; the gateway holds them in a cache fed by a watch (Reflector), so an
@@ -77,6 +78,12 @@ export class FunctionCache implements FunctionIndex {
   get(functionId: string): FunctionRecord | undefined {
     const key = this.#idToKey.get(functionId);
     return key === undefined ? undefined : (this.#byKey.get(key)?.record ?? undefined);
+  }
+
+  rollout(functionId: string): ApiRollout | undefined {
+    const key = this.#idToKey.get(functionId);
+    const held = key === undefined ? undefined : this.#byKey.get(key);
+    return held?.record == null ? undefined : rolloutOf(held.resource);
   }
 
   getByName(namespace: string, name: string): FunctionRecord | undefined {

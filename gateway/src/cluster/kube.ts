@@ -202,4 +202,5 @@ export const paths = {
   functionStatus: functionPaths.status,
   endpointSlices: (ns?: string) => (ns ? `/apis/discovery.k8s.io/v1/namespaces/${ns}/endpointslices` : '/apis/discovery.k8s.io/v1/endpointslices'),
   pods: (ns: string) => `/api/v1/namespaces/${ns}/pods`,
+  namespace: (ns: string) => `/api/v1/namespaces/${ns}`,
 };

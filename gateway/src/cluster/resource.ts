@@ -1,6 +1,7 @@
 import { functionIdOf } from '@fnhost/core/function-identity.ts';
 import { API_VERSION, KIND, type FunctionEnvVar, type FunctionResource, type FunctionSpec } from '@fnhost/core/function-resource.ts';
 import { limits, isoTimestamp, type FunctionRecord, type RetentionPolicy, type Schedule } from '@fnhost/core';
+import type { ApiRollout } from '@fnhost/core/api.ts';
 
 // The pure mapping between the Function custom resource (its shape, shared
 // with the operator, is core/src/function-resource.ts) and core's
@@ -45,6 +46,37 @@ function timestamp(raw: string | undefined, fallback: string): string {
 }
 
 /**
+ * When the Function's spec last changed, whoever changed it: the newest of the
+ * gateway's annotation (milliseconds) and the times of the managedFields
+ * entries that own spec fields (seconds; kubectl edit, apply, a GitOps
+ * controller), never status writes nor metadata-only ones (the operator's
+ * finalizer). Falls back to the creation time.
+ */
+export function updatedAt(res: FunctionResource, created: string): string {
+  let newest = Date.parse(timestamp(res.metadata.annotations?.[ANNOTATION_UPDATED_AT], created));
+  for (const entry of res.metadata.managedFields ?? []) {
+    if (entry.subresource === 'status' || entry.time === undefined || entry.fieldsV1 === undefined || !Object.hasOwn(entry.fieldsV1, 'f:spec')) continue;
+    const at = Date.parse(entry.time);
+    // A spec change in the same second as the annotation's millisecond time is that write.
+    if (Number.isFinite(at) && at > newest && Math.floor(at / 1000) !== Math.floor(newest / 1000)) newest = at;
+  }
+  return isoTimestamp(newest);
+}
+
+/** Rollout of the Function's current spec as the operator reports it (status); the CLI's deploy waits on it. */
+export function rolloutOf(res: FunctionResource): ApiRollout {
+  const condition = res.status?.conditions?.find((c) => c.type === 'Ready');
+  return {
+    generation: res.metadata.generation ?? 0,
+    // The condition's own observedGeneration: the Ready verdict is about that spec.
+    observed_generation: condition?.observedGeneration ?? 0,
+    ready: condition?.status ?? 'Unknown',
+    reason: condition?.reason ?? '',
+    message: condition?.message ?? '',
+  };
+}
+
+/**
  * The record the management API and the invocation path see. A Function being
  * deleted (deletionTimestamp set, the operator's finalizer still on it) is no
  * function any more: null. Env entries taken from Secrets or ConfigMaps
@@ -71,7 +103,7 @@ export function recordFromResource(res: FunctionResource): FunctionRecord | null
     retention: retentionOf(spec),
     schedule: scheduleOf(spec),
     created_at: created,
-    updated_at: timestamp(res.metadata.annotations?.[ANNOTATION_UPDATED_AT], created),
+    updated_at: updatedAt(res, created),
   };
 }
 

@@ -1,3 +1,5 @@
+import { readFileSync } from 'node:fs';
+import { parseFunctionNamespaces, PLATFORM_NAMESPACE_VARIABLE, NAMESPACES_VARIABLE, SELECTOR_VARIABLE, type FunctionNamespaces } from '@fnhost/core/function-namespaces.ts';
 import { ConfigError } from '../config.ts';
 import { DEFAULT_HOLD_MS, DEFAULT_MAX_HELD, DEFAULT_MAX_HELD_PER_FUNCTION } from './executor.ts';
 import { DEFAULT_STATUS_INTERVAL_MS } from './status.ts';
@@ -19,6 +21,40 @@ export interface ClusterSettings {
   statusIntervalMs: number;
   /** API requests in flight at most (watches not counted). */
   maxInFlight: number;
+  /** Namespaces where functions may live (every management call is checked against it). */
+  functionNamespaces: FunctionNamespaces;
+  /** Accept Kubernetes bearer tokens on /api/v1 (TokenReview, SubjectAccessReview). */
+  kubeTokens: boolean;
+}
+
+const SERVICE_ACCOUNT_NAMESPACE = '/var/run/secrets/kubernetes.io/serviceaccount/namespace';
+
+/** The platform's own namespace: FNHOST_PLATFORM_NAMESPACE, else the pod's (its service account's). */
+function platformNamespace(env: Record<string, string | undefined>): string | undefined {
+  const named = env[PLATFORM_NAMESPACE_VARIABLE]?.trim();
+  if (named !== undefined && named !== '') return named;
+  try {
+    return readFileSync(SERVICE_ACCOUNT_NAMESPACE, 'utf8').trim() || undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function bool(env: Record<string, string | undefined>, name: string, fallback: boolean): boolean {
+  const raw = env[name]?.trim();
+  if (raw === undefined || raw === '') return fallback;
+  if (raw === 'true' || raw === '1') return true;
+  if (raw === 'false' || raw === '0') return false;
+  throw new ConfigError(`${name}="${raw.slice(0, 40)}" must be true or false`);
+}
+
+/** The namespace rule from FNHOST_FUNCTION_NAMESPACES, FNHOST_FUNCTION_NAMESPACE_SELECTOR and the platform's namespace. */
+export function loadFunctionNamespaces(env: Record<string, string | undefined>): FunctionNamespaces {
+  try {
+    return parseFunctionNamespaces({ names: env[NAMESPACES_VARIABLE], selector: env[SELECTOR_VARIABLE], platformNamespace: platformNamespace(env) });
+  } catch (err) {
+    throw new ConfigError((err as Error).message);
+  }
 }
 
 const LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
@@ -63,5 +99,7 @@ export function loadClusterSettings(env: Record<string, string | undefined>): Cl
     maxHeldPerFunction: int(env, 'FNHOST_MAX_HELD_CALLS_PER_FUNCTION', DEFAULT_MAX_HELD_PER_FUNCTION, 0, 100_000),
     statusIntervalMs: int(env, 'FNHOST_STATUS_INTERVAL_SECONDS', DEFAULT_STATUS_INTERVAL_MS / 1000, 1, 3600) * 1000,
     maxInFlight: int(env, 'FNHOST_KUBE_MAX_INFLIGHT', 10, 1, 1000),
+    functionNamespaces: loadFunctionNamespaces(env),
+    kubeTokens: bool(env, 'FNHOST_KUBE_TOKENS', true),
   };
 }

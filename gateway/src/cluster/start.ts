@@ -14,6 +14,8 @@ import { derivedFunctionId } from './resource.ts';
 import type { ClusterSettings } from './settings.ts';
 import { StatusFeedback, type StatusFields } from './status.ts';
 import { DerivedTokens } from './tokens.ts';
+import { KubeAccess } from '../access/kube-access.ts';
+import { KubeNamespaceGate } from './namespace-gate.ts';
 
 // Builds the cluster-mode parts of the gateway (ClusterParts in app.ts): two
 // watches (Functions; EndpointSlices of the operator's Services), the caches
@@ -109,6 +111,17 @@ export async function startCluster(options: ClusterStartOptions): Promise<Starte
     maxHeldPerFunction: settings.maxHeldPerFunction,
   });
   const tokens = new DerivedTokens(settings.tokenKey, cache);
+  // Kubernetes tokens on the management API: reviews by the API server, through the same client (docs/cluster-mode.md).
+  const kubeAccess = settings.kubeTokens ? new KubeAccess({ send: (path, body) => client.request('POST', path, { body, timeoutMs: 10_000 }) }) : undefined;
+  const namespaceGate = new KubeNamespaceGate(settings.functionNamespaces, async (namespace) => {
+    try {
+      const found = await client.request<{ metadata?: { labels?: Record<string, string> } }>('GET', paths.namespace(namespace), { timeoutMs: 10_000 });
+      return found.metadata?.labels ?? {};
+    } catch (err) {
+      if (err instanceof KubeApiError && err.statusCode === 404) return undefined;
+      throw err;
+    }
+  });
 
   functionsWatch.start();
   slicesWatch.start();
@@ -140,6 +153,8 @@ export async function startCluster(options: ClusterStartOptions): Promise<Starte
     scheduleToken: (functionId, token) => tokens.verifySchedule(functionId, token),
     newFunctionId: derivedFunctionId,
     defaultNamespace: settings.defaultNamespace,
+    kubeAccess,
+    namespaceGate,
     onExecution: (functionId, statusCode) => feedback.record(functionId, statusCode),
     metricsText(): string {
       const lines: Array<[string, string, string, number]> = [
@@ -154,6 +169,8 @@ export async function startCluster(options: ClusterStartOptions): Promise<Starte
         ['fnhost_cluster_status_writes_total', 'counter', 'Function status writes (invocation feedback).', feedback.writes],
         ['fnhost_cluster_api_requests_total', 'counter', 'Kubernetes API requests (not watches).', client.requests],
         ['fnhost_cluster_api_throttled_total', 'counter', 'API requests answered 429 and retried.', client.throttled],
+        ['fnhost_cluster_token_reviews_total', 'counter', 'TokenReviews sent (Kubernetes tokens on the management API; cached answers not counted).', kubeAccess?.tokenReviews ?? 0],
+        ['fnhost_cluster_access_reviews_total', 'counter', 'SubjectAccessReviews sent (cached answers not counted).', kubeAccess?.accessReviews ?? 0],
       ];
       const releases =
         '# HELP fnhost_cluster_hold_releases_total Held calls sent on to a pod, by what found it first: probe (the gateway probing a starting pod) or slice (its EndpointSlice said ready).\n' +

@@ -4,6 +4,7 @@ import {
   validateTimeoutSeconds, validateTimezone,
   type Executor, type FunctionRecord, type PreparedRuntime, type RetentionPolicy, type Schedule, type Stores,
 } from '@fnhost/core';
+import type { ApiRollout } from '@fnhost/core/api.ts';
 import type { Logger } from '../log.ts';
 
 // Functions as the management API sees them. Every write goes to the store
@@ -27,6 +28,8 @@ export interface FunctionIndex {
   /** After a write through the store (a cache that the store itself updates may ignore it). */
   written(fn: FunctionRecord): void;
   removed(fn: FunctionRecord): void;
+  /** Cluster mode: the rollout of the function's current spec (the operator's Ready condition). */
+  rollout?(functionId: string): ApiRollout | undefined;
 }
 
 /** One machine's index: kept by the service's own writes. */
@@ -71,6 +74,7 @@ export interface ApiFunction extends Omit<FunctionRecord, 'code' | 'schedule'> {
   schedule: (Schedule & { next_run_at: string | null }) | null;
   total_executions: number;
   invocation_url: string;
+  rollout?: ApiRollout;
 }
 
 export interface FunctionServiceOptions {
@@ -171,6 +175,11 @@ export class FunctionService {
     return next;
   }
 
+  #rollout(functionId: string): { rollout?: ApiRollout } {
+    const rollout = this.#index.rollout?.(functionId);
+    return rollout === undefined ? {} : { rollout };
+  }
+
   async toApi(fn: FunctionRecord, includeCode: boolean): Promise<ApiFunction> {
     const total = (await this.#o.stores.counters.get(fn.function_id)) + this.#o.pendingCount(fn.function_id);
     const { code, schedule, ...rest } = fn;
@@ -181,6 +190,7 @@ export class FunctionService {
       schedule: schedule === null ? null : { ...schedule, next_run_at: next === undefined ? null : isoTimestamp(next) },
       total_executions: total,
       invocation_url: `${this.#o.executionUrl()}/invoke/${fn.function_id}`,
+      ...this.#rollout(fn.function_id),
     };
   }
 

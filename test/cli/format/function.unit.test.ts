@@ -57,4 +57,20 @@ describe('cli format: function record', () => {
     const paris = functionList([fn({ schedule: { cron: '0 9 * * 1', timezone: 'Europe/Paris', enabled: false, next_run_at: null } })], plain);
     expect(paris[1]).to.match(/\s+disabled \(0 9 \* \* 1 \(Europe\/Paris\)\)$/);
   });
+
+  it('lists every namespace with -A: a Namespace column, sorted by namespace then name', () => {
+    const lines = functionList([fn({ name: 'b', namespace: 'team-b' }), fn({ name: 'z', namespace: 'team-a' }), fn({ name: 'a', namespace: 'team-b' })], plain, { allNamespaces: true });
+    expect(lines[0]).to.match(/^Namespace\s+Name\s+ID\s+Active\s+Executions\s+Schedule$/);
+    expect(lines.slice(1).map((l) => l.split(/\s+/).slice(0, 2).join('/'))).to.deep.equal(['team-a/z', 'team-b/a', 'team-b/b']);
+    expect(functionList([], plain, { allNamespaces: true })[0]).to.contain('no functions in any namespace you may list');
+  });
+
+  it('shows the namespace and the rollout of a cluster function in function:get', () => {
+    const text = functionDetails(fn({ namespace: 'team-a', rollout: { generation: 3, observed_generation: 3, ready: 'True', reason: 'Available', message: '1 of 1' } }), 'http://x', plain).join('\n');
+    expect(text).to.match(/^Namespace: +team-a$/m);
+    expect(text).to.match(/^Rollout: +ready, Available \(generation 3\)$/m);
+    const pending = functionDetails(fn({ rollout: { generation: 4, observed_generation: 3, ready: 'True', reason: 'Available', message: '' } }), 'http://x', plain).join('\n');
+    expect(pending).to.match(/^Rollout: +pending: the operator has not acted on generation 4 yet$/m);
+    expect(functionDetails(fn(), 'http://x', plain).join('\n')).not.to.match(/^Rollout:/m);
+  });
 });

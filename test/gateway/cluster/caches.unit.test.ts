@@ -270,14 +270,20 @@ describe('cluster mode: derived tokens', () => {
 });
 
 describe('cluster mode: settings', () => {
-  const base = { FNHOST_MODE: 'cluster', FNHOST_TOKEN_KEY: 'k'.repeat(32), MONGODB_URL: 'mongodb://db:27017/fnhost', FNHOST_TOKEN: 't'.repeat(24) };
+  const base = { FNHOST_MODE: 'cluster', FNHOST_TOKEN_KEY: 'k'.repeat(32), MONGODB_URL: 'mongodb://db:27017/fnhost', FNHOST_TOKEN: 't'.repeat(24), FNHOST_PLATFORM_NAMESPACE: 'fnhost-system' };
   it('reads defaults and names the bad variable', () => {
     expect(isClusterMode({})).to.equal(false);
     expect(isClusterMode(base)).to.equal(true);
     expect(() => isClusterMode({ FNHOST_MODE: 'k8s' })).to.throw(/FNHOST_MODE="k8s" must be local or cluster/);
     expect(loadClusterSettings(base)).to.deep.equal({
       tokenKey: 'k'.repeat(32), defaultNamespace: 'default', watchNamespace: '', holdMs: 30_000, maxHeld: 1000, maxHeldPerFunction: 200, statusIntervalMs: 10_000, maxInFlight: 10,
+      functionNamespaces: { names: [], selector: undefined, selectorText: '', never: ['kube-system', 'fnhost-system'] },
+      kubeTokens: true,
     });
+    expect(loadClusterSettings({ ...base, FNHOST_KUBE_TOKENS: 'false' }).kubeTokens).to.equal(false);
+    expect(() => loadClusterSettings({ ...base, FNHOST_KUBE_TOKENS: 'maybe' })).to.throw(/FNHOST_KUBE_TOKENS="maybe" must be true or false/);
+    expect(loadClusterSettings({ ...base, FNHOST_FUNCTION_NAMESPACES: 'team-a, team-b' }).functionNamespaces.names).to.deep.equal(['team-a', 'team-b']);
+    expect(() => loadClusterSettings({ ...base, FNHOST_FUNCTION_NAMESPACES: 'Team_A' })).to.throw(/FNHOST_FUNCTION_NAMESPACES: "Team_A" is not a namespace name/);
     expect(loadClusterSettings({ ...base, FNHOST_WATCH_NAMESPACE: 'team-a' }).defaultNamespace).to.equal('team-a');
     expect(() => loadClusterSettings({ ...base, FNHOST_TOKEN_KEY: 'short' })).to.throw(/FNHOST_TOKEN_KEY must be set to a secret of at least 32 bytes/);
     expect(() => loadClusterSettings({ ...base, FNHOST_TOKEN_KEY: 'short' })).to.not.throw(/short/);

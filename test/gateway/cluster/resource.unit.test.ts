@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import type { FunctionRecord } from '@fnhost/core';
 import type { FunctionResource } from '@fnhost/core/function-resource.ts';
 import {
-  ANNOTATION_UPDATED_AT, derivedFunctionId, functionIdOf, readyOf, recordFromResource, resourceForCreate, specPatch,
+  ANNOTATION_UPDATED_AT, derivedFunctionId, functionIdOf, readyOf, recordFromResource, resourceForCreate, rolloutOf, specPatch, updatedAt,
 } from '../../../gateway/src/cluster/resource.ts';
 
 function resource(spec: Partial<FunctionResource['spec']> = {}, meta: Partial<FunctionResource['metadata']> = {}): FunctionResource {
@@ -120,5 +120,37 @@ describe('cluster mode: Function resource ↔ FunctionRecord', () => {
     const r = resource();
     r.status = { conditions: [{ type: 'Ready', status: 'False', reason: 'ImageUnavailable', message: 'no image', lastTransitionTime: '2026-11-23T10:01:00Z' }] };
     expect(readyOf(r)).to.deep.equal({ status: 'False', reason: 'ImageUnavailable', message: 'no image' });
+  });
+});
+
+describe('cluster mode: updated_at and rollout from the resource', () => {
+  const specBy = (manager: string, time: string, subresource?: string) => ({ manager, operation: 'Update', time, ...(subresource ? { subresource } : {}), fieldsV1: subresource ? { 'f:status': {} } : { 'f:spec': { 'f:code': {} } } });
+
+  it('updated_at follows the newest spec change by any writer (kubectl edit too), never status nor metadata-only writes', () => {
+    const created = '2026-11-20T10:00:00Z';
+    const base = resource({}, { creationTimestamp: created, annotations: { 'fnhost.dev/updated-at': '2026-11-21T10:00:00.123Z' } });
+    expect(updatedAt(base, '2026-11-20T10:00:00.000Z')).to.equal('2026-11-21T10:00:00.123Z');
+    // The gateway's own write in the same second as its annotation: the annotation's milliseconds stay.
+    const own = resource({}, { ...base.metadata, managedFields: [specBy('fnhost-gateway', '2026-11-21T10:00:00Z')] });
+    expect(updatedAt(own, created)).to.equal('2026-11-21T10:00:00.123Z');
+    const edited = resource({}, {
+      ...base.metadata,
+      managedFields: [
+        specBy('fnhost-gateway', '2026-11-21T10:00:00Z'),
+        specBy('kubectl-edit', '2026-11-22T08:30:00Z'),
+        specBy('fnhost-gateway', '2026-11-23T00:00:00Z', 'status'),
+        { manager: 'fnhost-operator', operation: 'Update', time: '2026-11-24T00:00:00Z', fieldsV1: { 'f:metadata': { 'f:finalizers': {} } } },
+      ],
+    });
+    expect(updatedAt(edited, created)).to.equal('2026-11-22T08:30:00.000Z');
+    expect(recordFromResource(edited)!.updated_at).to.equal('2026-11-22T08:30:00.000Z');
+    expect(updatedAt(resource({}, { creationTimestamp: created }), '2026-11-20T10:00:00.000Z')).to.equal('2026-11-20T10:00:00.000Z');
+  });
+
+  it('rollout is the Ready condition against the generation', () => {
+    const res = resource({}, { generation: 4 });
+    expect(rolloutOf(res)).to.deep.equal({ generation: 4, observed_generation: 0, ready: 'Unknown', reason: '', message: '' });
+    res.status = { observedGeneration: 4, conditions: [{ type: 'Ready', status: 'True', reason: 'Available', message: '1 of 1', observedGeneration: 3, lastTransitionTime: 'x' }] };
+    expect(rolloutOf(res)).to.deep.equal({ generation: 4, observed_generation: 3, ready: 'True', reason: 'Available', message: '1 of 1' });
   });
 });
