@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import type Koa from 'koa';
 import type Router from '@koa/router';
 import type { Executor, FunctionStore, Stores } from '@fnhost/core';
-import type { AdminToken } from './auth.ts';
+import { digest, type AdminToken } from './auth.ts';
 import { ConfigError, type GatewayConfig } from './config.ts';
 import { LocalExecutor } from './executor/local.ts';
 import { FunctionService, type FunctionIndex, type ScheduleSink } from './functions/service.ts';
@@ -196,6 +196,7 @@ export async function startPlatform(options: PlatformOptions): Promise<Platform<
   let ready = false;
   const health = healthRoutes({
     ready: () => ready,
+    metricsTokenDigest: config.metricsToken === undefined ? undefined : digest(config.metricsToken),
     metricsText: () =>
       metrics.render({
         logQueueDepth: writer.depth,

@@ -229,7 +229,7 @@ describe('MongoDB store', function () {
       let restartable = await startMongoServer({ useEnv: false });
       const port = restartable.port!;
       const lines: string[] = [];
-      const stores = await openMongoStores({ url: restartable.url, dbName: 'fnhost_reconnect', serverSelectionTimeoutMS: 500, retry: { log: (line) => lines.push(line), retryForMs: 60_000, maxDelayMs: 500 } });
+      const stores = await openMongoStores({ url: restartable.url, dbName: 'fnhost_reconnect', serverSelectionTimeoutMS: 500, retry: { log: (msg) => lines.push(msg), retryForMs: 60_000, maxDelayMs: 500 } });
       try {
         const fn = functionRecord();
         await stores.functions.create(fn);

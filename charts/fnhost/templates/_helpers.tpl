@@ -280,3 +280,31 @@ checkov.io/skip3: CKV_K8S_15=image.pullPolicy is a value (IfNotPresent by defaul
     {{- end }}
 {{- end }}
 {{- end -}}
+
+{{/* The evaluation MongoDB's volume needs a StorageClass: without a default one (and no
+storageClassName) its claim stays Pending, the gateway and operator wait for a MongoDB that
+never starts, and helm says only "timed out". Checked against the cluster at install and
+upgrade (lookup; helm template and --dry-run=client see no cluster and skip it). */}}
+{{- define "fnhost.mongodb.checkStorageClass" -}}
+{{- $internal := .Values.mongodb.internal -}}
+{{- if and $internal.persistence.enabled (lookup "v1" "Namespace" "" "kube-system") -}}
+{{- $classes := (lookup "storage.k8s.io/v1" "StorageClass" "" "").items | default list -}}
+{{- $names := list -}}
+{{- $default := "" -}}
+{{- range $classes -}}
+{{- $names = append $names .metadata.name -}}
+{{- $annotations := .metadata.annotations | default dict -}}
+{{- if or (eq (index $annotations "storageclass.kubernetes.io/is-default-class" | default "") "true") (eq (index $annotations "storageclass.beta.kubernetes.io/is-default-class" | default "") "true") -}}
+{{- $default = .metadata.name -}}
+{{- end -}}
+{{- end -}}
+{{- $available := ternary (printf "the cluster has: %s" (join ", " $names)) "the cluster has none" (gt (len $names) 0) -}}
+{{- if $internal.storageClassName -}}
+{{- if not (has $internal.storageClassName $names) -}}
+{{- fail (printf "mongodb.internal.storageClassName=%s: no such StorageClass (%s; kubectl get storageclass). Name one, or set mongodb.internal.persistence.enabled=false for a try-out whose data goes with the pod" $internal.storageClassName $available) -}}
+{{- end -}}
+{{- else if not $default -}}
+{{- fail (printf "mongodb.internal.enabled=true needs a StorageClass for its volume, and the cluster has no default StorageClass (%s; kubectl get storageclass): its PersistentVolumeClaim would stay Pending. Set mongodb.internal.storageClassName, or mongodb.internal.persistence.enabled=false for a try-out whose data goes with the pod" $available) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}

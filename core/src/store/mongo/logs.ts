@@ -232,7 +232,7 @@ export class MongoLogStore implements LogStore {
       // The batch is stored and counted: failing it now would have the writer
       // resend it. The note stays, so the batch still counts as written should
       // this writer die; its next batch raises the progress and removes it.
-      this.#ctx.retry.log(`fnhost store: MongoDB instance progress not recorded (${(err as Error).message}); the batch's note is kept`);
+      this.#ctx.retry.log("MongoDB: instance progress not recorded; the batch's note is kept", { error: (err as Error).message });
       return { instanceLive: true };
     }
     // This batch's notes, and any earlier one of the writer its progress now covers.
