@@ -53,7 +53,7 @@ async function gatewayHostAliases(settings: Settings, log: Logger): Promise<Sett
 }
 
 /** Settings that may come from a file instead (NAME_FILE; docs/operator.md). */
-const OPERATOR_SECRET_SETTINGS = ['FNHOST_TOKEN_KEY', 'MONGODB_URL'] as const;
+const OPERATOR_SECRET_SETTINGS = ['FNHOST_TOKEN_KEY', 'MONGODB_URL', 'FNHOST_METRICS_TOKEN'] as const;
 
 async function main(): Promise<void> {
   let settings;
