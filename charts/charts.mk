@@ -21,6 +21,6 @@ chart-lint: chart-crd
 chart-scan: install system-deps
 	@charts/scan.sh
 
-# .build/platform-image: sources and production node_modules for gateway/Dockerfile.
+# .build/platform-image: sources, the admin panel's build and production node_modules for gateway/Dockerfile.
 platform-image-context: install
 	@gateway/image-context.sh

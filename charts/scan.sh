@@ -39,6 +39,9 @@ render() {
 render defaults
 render external-mongodb "${MONGO[@]}"
 render internal-mongodb --set mongodb.internal.enabled=true --set mongodb.internal.storageClassName=standard
+render internal-mongodb-ephemeral --set mongodb.internal.enabled=true --set mongodb.internal.persistence.enabled=false
+render metrics-auth-servicemonitor "${MONGO[@]}" --set metrics.auth.enabled=true --set metrics.serviceMonitor.enabled=true \
+  --api-versions monitoring.coreos.com/v1/ServiceMonitor --set uninstall.removeFunctions=false
 render ingress-tls-admin-host "${MONGO[@]}" --set ingress.enabled=true --set ingress.host=fn.example.com \
   --set ingress.adminHost=admin.fn.example.com --set ingress.className=nginx --set ingress.tlsSecretName=fn-tls --set gateway.trustProxy=true
 render ingress-own-admin-cert-one-namespace "${MONGO[@]}" --set ingress.enabled=true --set ingress.host=fn.example.com \

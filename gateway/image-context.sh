@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Prepares the build context of the fnhost platform image (gateway/Dockerfile):
-# the sources of core, gateway and operator, the admin panel's build when there
-# is one, and their production dependencies installed with `npm ci` from the
-# lock file. The image itself then needs no npm (the test cluster's Node base
+# the sources of core, gateway and operator, the admin panel's build (made here
+# when admin/dist is missing or older than the panel's sources, so an image
+# built as docs/install.md says always has the panel), and their production
+# dependencies installed with `npm ci` from the lock file. The image itself then needs no npm (the test cluster's Node base
 # has none, and no registry is reachable from a build there).
 #   gateway/image-context.sh [OUT]   (default: .build/platform-image)
 # Build:  docker build -t <registry>/fnhost-platform:<tag> .build/platform-image
@@ -24,7 +25,15 @@ cp -R "$REPO/core/src" "$OUT/core/src"
 cp -R "$REPO/gateway/src" "$OUT/gateway/src"
 cp "$REPO/gateway/openapi.yaml" "$OUT/gateway/"
 cp -R "$REPO/operator/src" "$OUT/operator/src"
-if [ -f "$REPO/admin/dist/index.html" ]; then
+# The panel: built again when any of its sources is newer than its build (vite from the
+# repository's own node_modules: make install). FNHOST_IMAGE_WITHOUT_ADMIN=1 leaves it out
+# (the gateway then answers /admin with 503 admin_not_built).
+if [ "${FNHOST_IMAGE_WITHOUT_ADMIN:-0}" != 1 ]; then
+  if [ ! -f "$REPO/admin/dist/index.html" ] \
+     || [ -n "$(find "$REPO/admin/src" "$REPO/admin/index.html" "$REPO/admin/vite.config.ts" "$REPO/admin/package.json" -newer "$REPO/admin/dist/index.html" -print -quit)" ]; then
+    [ -x "$REPO/node_modules/.bin/vite" ] || { echo "gateway/image-context.sh: no vite in $REPO/node_modules (run make install) to build the admin panel" >&2; exit 1; }
+    (cd "$REPO" && "$NPM" run --silent build -w admin >&2) || { echo "gateway/image-context.sh: the admin panel's build (npm run build -w admin) failed" >&2; exit 1; }
+  fi
   mkdir -p "$OUT/admin"
   cp -R "$REPO/admin/dist" "$OUT/admin/dist"
 fi

@@ -55,6 +55,18 @@ export interface LogStore {
   applyRetention(functionId: string, retention: RetentionPolicy, now: number): Promise<number>;
   /** Removes every record of a deleted function. */
   deleteFunction(functionId: string): Promise<number>;
+  /**
+   * How many of a function's stored executions ran at or after `since` (ms),
+   * and how many of those were errors (status >= 400): the error rate over a
+   * recent window that the cluster gateway writes onto each Function's status.
+   * Counts every gateway's records, not only the caller's.
+   */
+  recentCounts(functionId: string, since: number): Promise<RecentCounts>;
+}
+
+export interface RecentCounts {
+  total: number;
+  errors: number;
 }
 
 /**

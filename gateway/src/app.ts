@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import type Koa from 'koa';
 import type Router from '@koa/router';
 import type { Executor, FunctionStore, Stores } from '@fnhost/core';
-import type { AdminToken } from './auth.ts';
+import { digest, type AdminToken } from './auth.ts';
 import { AccessControl, type NamespaceGate } from './access/control.ts';
 import type { KubeAccess } from './access/kube-access.ts';
 import { ConfigError, type GatewayConfig } from './config.ts';
@@ -202,6 +202,7 @@ export async function startPlatform(options: PlatformOptions): Promise<Platform<
   let ready = false;
   const health = healthRoutes({
     ready: () => ready,
+    metricsTokenDigest: config.metricsToken === undefined ? undefined : digest(config.metricsToken),
     metricsText: () =>
       metrics.render({
         logQueueDepth: writer.depth,

@@ -1,12 +1,12 @@
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
+import { bearerToken, sameSecret, secretDigest as digest } from '@fnhost/core/bearer.ts';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { FnhostError } from '@fnhost/core';
 
 // The admin token guards /api/v1. It comes from FNHOST_TOKEN, or from
 // FNHOST_DATA_DIR/token (generated at first start, mode 0600). Comparison is
-// on SHA-256 digests with timingSafeEqual, so neither the length nor the
-// content of the token leaks through timing. The token is never logged.
+// in constant time (core/src/bearer.ts). The token is never logged.
 // Only the main listener takes it (access/authenticate.ts); the admin
 // listener takes the panel session instead (docs/security.md).
 
@@ -16,19 +16,7 @@ export class UnauthorizedError extends FnhostError {
   }
 }
 
-export function digest(value: string): Buffer {
-  return createHash('sha256').update(value).digest();
-}
-
-export function sameSecret(presented: string, expectedDigest: Buffer): boolean {
-  return timingSafeEqual(digest(presented), expectedDigest);
-}
-
-export function bearerToken(header: string | undefined): string | undefined {
-  if (header === undefined) return undefined;
-  const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
-  return match?.[1];
-}
+export { secretDigest as digest, sameSecret, bearerToken } from '@fnhost/core/bearer.ts';
 
 export interface AdminToken {
   digest: Buffer;

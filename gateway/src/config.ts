@@ -19,6 +19,8 @@ export interface GatewayConfig {
   dataDir: string;
   /** Set when FNHOST_TOKEN is given; otherwise the token file is used (generated on first start). */
   token: string | undefined;
+  /** FNHOST_METRICS_TOKEN: /metrics answers only this bearer token; unset: anyone who reaches the port. */
+  metricsToken: string | undefined;
   publicUrl: string | undefined;
   maxTimeoutSeconds: number;
   /** Trust X-Forwarded-* sent by the peer (FNHOST_TRUST_PROXY=1); off by default. */
@@ -109,6 +111,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   }
   const token = env.FNHOST_TOKEN === undefined || env.FNHOST_TOKEN === '' ? undefined : env.FNHOST_TOKEN;
   if (token !== undefined && token.length < 16) throw new ConfigError('FNHOST_TOKEN is shorter than 16 characters; use a long random value');
+  const metricsToken = env.FNHOST_METRICS_TOKEN === undefined || env.FNHOST_METRICS_TOKEN.trim() === '' ? undefined : env.FNHOST_METRICS_TOKEN.trim();
+  if (metricsToken !== undefined && metricsToken.length < 16) throw new ConfigError('FNHOST_METRICS_TOKEN is shorter than 16 characters; use a long random value');
   const trust = (env.FNHOST_TRUST_PROXY ?? '').toLowerCase();
   if (!['', '0', '1', 'true', 'false'].includes(trust)) throw new ConfigError(`FNHOST_TRUST_PROXY="${env.FNHOST_TRUST_PROXY}" must be 1, true, 0 or false`);
   const mongodbUrl = env.MONGODB_URL?.trim() || undefined;
@@ -125,6 +129,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     adminHost,
     dataDir: resolve(cwd, env.FNHOST_DATA_DIR?.trim() || '.fnhost'),
     token,
+    metricsToken,
     publicUrl: publicUrl?.replace(/\/+$/, ''),
     maxTimeoutSeconds: intVar(env, 'FNHOST_MAX_TIMEOUT_SECONDS', limits.MAX_TIMEOUT_SECONDS, 1, limits.MAX_TIMEOUT_SECONDS),
     trustProxy: trust === '1' || trust === 'true',

@@ -2,8 +2,10 @@ import { mkdir } from 'node:fs/promises';
 import { join, relative } from 'node:path';
 import type { Stores } from '@fnhost/core';
 import { openMongoStores, redactUrl } from '@fnhost/core/store/mongo/index.ts';
+import { openMongoStoresPatiently } from '@fnhost/core/store/mongo/open-patiently.ts';
 import { openSqliteStores } from '@fnhost/core/store/sqlite/index.ts';
 import { resolveSecretFiles } from '@fnhost/core/secret-files.ts';
+import { logProcessWarnings } from '@fnhost/core/process-warnings.ts';
 import type { GatewayConfig } from './config.ts';
 import { loadAdminToken } from './auth.ts';
 import { lockDataDir, type DataDirLock } from './data-dir-lock.ts';
@@ -23,9 +25,10 @@ import { stdoutLogger as logger } from './log.ts';
 let lock: DataDirLock | undefined;
 
 /** Settings that may come from a file instead (NAME_FILE; docs/install.md, Secrets as files). */
-const GATEWAY_SECRET_SETTINGS = ['FNHOST_TOKEN', 'FNHOST_TOKEN_KEY', 'MONGODB_URL'] as const;
+const GATEWAY_SECRET_SETTINGS = ['FNHOST_TOKEN', 'FNHOST_TOKEN_KEY', 'MONGODB_URL', 'FNHOST_METRICS_TOKEN'] as const;
 
 async function main(): Promise<void> {
+  logProcessWarnings((msg, fields) => logger.warn(msg, fields));
   // Read into this copy only: process.env (which runtimes started on one machine inherit from) never holds them.
   const env = resolveSecretFiles(process.env, GATEWAY_SECRET_SETTINGS);
   const config = loadConfig(env);
@@ -36,12 +39,12 @@ async function main(): Promise<void> {
   // Before anything reads or changes the data folder: a second gateway on it refuses here.
   lock = await lockDataDir(config.dataDir);
   const adminToken = await loadAdminToken(config.dataDir, config.token);
-  const { stores, description } = await openStores(config);
+  const { stores, description } = await openStores(config, clusterMode);
   let platform: Platform<import('@fnhost/core').Executor>;
   if (clusterSettings !== undefined) {
     // Loaded only here: one machine never loads client-node.
     const { startCluster } = await import('./cluster/start.ts');
-    const cluster = await startCluster({ settings: clusterSettings, logger });
+    const cluster = await startCluster({ settings: clusterSettings, logger, recentCounts: (id, since) => stores.logs.recentCounts(id, since) });
     platform = await startPlatform({ config, stores, adminToken, logger, cluster });
   } else {
     platform = await startPlatform({ config, stores, adminToken, logger });
@@ -84,9 +87,12 @@ async function main(): Promise<void> {
 // MongoDB when MONGODB_URL is set (a cluster, or one machine sharing a database),
 // otherwise the embedded SQLite file in the data directory. The data directory
 // is still used for the admin token and the runtimes' pid files.
-async function openStores(config: GatewayConfig): Promise<{ stores: Stores; description: string }> {
+async function openStores(config: GatewayConfig, clusterMode: boolean): Promise<{ stores: Stores; description: string }> {
   if (config.mongodbUrl !== undefined) {
-    const stores = await openMongoStores({ url: config.mongodbUrl });
+    // On Kubernetes, wait for MongoDB (saying why, docs/install.md) instead of crash-looping on it.
+    const stores = clusterMode
+      ? await openMongoStoresPatiently({ url: config.mongodbUrl, log: logger })
+      : await openMongoStores({ url: config.mongodbUrl, retry: { log: (msg, fields) => logger.warn(msg, fields) } });
     return { stores, description: `mongodb ${redactUrl(config.mongodbUrl)}` };
   }
   const path = join(config.dataDir, 'fnhost.db');

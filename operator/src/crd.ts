@@ -198,7 +198,7 @@ function statusSchema() {
       conditions: { type: 'array', 'x-kubernetes-list-type': 'map', 'x-kubernetes-list-map-keys': ['type'], items: condition },
       // Written by the gateway (field manager fnhost-gateway), at most once per function per interval.
       lastInvocationTime: { type: 'string', format: 'date-time', description: 'When the function was last invoked (written by the gateway, batched).' },
-      errorRate: { type: 'string', maxLength: 16, description: 'Share of executions with status >= 400 in the last interval that had any, such as 5% (written by the gateway).' },
+      errorRate: { type: 'string', maxLength: 16, description: 'Share of executions with status >= 400 in the last 5 minutes, over every gateway replica, such as 5% (written by the gateway at most once per status interval while there are calls, and 0% once the window has passed the last call).' },
     },
   };
 }
@@ -229,7 +229,7 @@ export function functionCrd() {
             { name: 'Reason', type: 'string', priority: 1, jsonPath: '.status.conditions[?(@.type=="Ready")].reason' },
             { name: 'Function ID', type: 'string', priority: 1, jsonPath: '.status.functionId' },
             { name: 'Last Invocation', type: 'date', priority: 1, jsonPath: '.status.lastInvocationTime' },
-            { name: 'Errors', type: 'string', priority: 1, jsonPath: '.status.errorRate' },
+            { name: 'Errors-5min', type: 'string', priority: 1, description: 'Share of executions with status >= 400 in the last 5 minutes, over every gateway replica.', jsonPath: '.status.errorRate' },
           ],
           schema: {
             openAPIV3Schema: {

@@ -7,7 +7,9 @@ import { KubeClient } from './kube.ts';
 import { LeaderElector } from './leader.ts';
 import { jsonLogger } from './log.ts';
 import type { Logger } from './log.ts';
-import { openMongoStores } from '@fnhost/core/store/mongo/index.ts';
+import { openMongoStoresPatiently } from '@fnhost/core/store/mongo/open-patiently.ts';
+import { logProcessWarnings } from '@fnhost/core/process-warnings.ts';
+import { secretDigest } from '@fnhost/core/bearer.ts';
 import { resolveSecretFiles, SecretFileError } from '@fnhost/core/secret-files.ts';
 import type { Stores } from '@fnhost/core';
 import { NoopLogCleaner, StoreLogCleaner } from './logcleaner.ts';
@@ -51,7 +53,7 @@ async function gatewayHostAliases(settings: Settings, log: Logger): Promise<Sett
 }
 
 /** Settings that may come from a file instead (NAME_FILE; docs/operator.md). */
-const OPERATOR_SECRET_SETTINGS = ['FNHOST_TOKEN_KEY', 'MONGODB_URL'] as const;
+const OPERATOR_SECRET_SETTINGS = ['FNHOST_TOKEN_KEY', 'MONGODB_URL', 'FNHOST_METRICS_TOKEN'] as const;
 
 async function main(): Promise<void> {
   let settings;
@@ -67,6 +69,7 @@ async function main(): Promise<void> {
     throw err;
   }
   const log = jsonLogger(settings.logLevel, { component: 'fnhost-operator', identity: settings.identity });
+  logProcessWarnings((msg, fields) => log.warn(msg, fields));
   settings.gatewayHostAliases = await gatewayHostAliases(settings, log);
   const metrics = new Metrics();
   const kc = new KubeConfig();
@@ -84,12 +87,25 @@ async function main(): Promise<void> {
   // outside the cluster is cleaned (NoopLogCleaner, for clusters without a store).
   let stores: Stores | undefined;
   let logCleaner: LogCleaner = new NoopLogCleaner();
+  // Until MongoDB answers, /readyz says so (and the log, at every attempt): the operator waits for
+  // it rather than exiting, so a missing MongoDB is a clear reason, not a crash loop.
+  let waitingFor: string | undefined = env.MONGODB_URL ? 'connecting to MongoDB' : undefined;
+  let leading = false;
+  let controller: Controller | undefined;
+  const server = await startHttpServer(settings.port, process.env.FNHOST_OPERATOR_HOST || '0.0.0.0', {
+    ready: () => waitingFor === undefined && (!leading || controller?.synced === true),
+    notReadyReason: () => waitingFor ?? 'informers not synced',
+    metrics,
+    metricsTokenDigest: settings.metricsToken === undefined ? undefined : secretDigest(settings.metricsToken),
+  });
   if (env.MONGODB_URL) {
-    stores = await openMongoStores({ url: env.MONGODB_URL });
+    stores = await openMongoStoresPatiently({ url: env.MONGODB_URL, log, onWaiting: (reason) => { waitingFor = reason; } });
+    waitingFor = undefined;
     logCleaner = new StoreLogCleaner(stores.logs, stores.counters);
   }
   const reconciler = new Reconciler({ client, settings, codeChecker: makeCodeChecker(), logCleaner, clock: systemClock, log });
-  const controller = new Controller({ client, reconciler, clock: systemClock, log, metrics, workers: settings.workers, watchNamespace: settings.watchNamespace });
+  const ctl = new Controller({ client, reconciler, clock: systemClock, log, metrics, workers: settings.workers, watchNamespace: settings.watchNamespace });
+  controller = ctl;
   const elector = new LeaderElector(
     client,
     {
@@ -103,9 +119,7 @@ async function main(): Promise<void> {
     systemClock,
     log,
   );
-  let leading = false;
   metrics.gauge('fnhost_operator_leader', '1 while this replica holds the Lease.', () => (leading ? 1 : 0));
-  const server = await startHttpServer(settings.port, process.env.FNHOST_OPERATOR_HOST || '0.0.0.0', { ready: () => !leading || controller.synced, metrics });
   log.info('operator started', {
     port: (server.address() as AddressInfo).port,
     image: settings.runtimeImage,
@@ -121,7 +135,7 @@ async function main(): Promise<void> {
     if (stopping) return;
     stopping = true;
     log.info('stopping', { signal });
-    await controller.stop().catch(() => {});
+    await ctl.stop().catch(() => {});
     await elector.release();
     await stores?.close().catch(() => {});
     server.close();
@@ -132,7 +146,7 @@ async function main(): Promise<void> {
 
   const lead = async () => {
     leading = true;
-    await controller.start();
+    await ctl.start();
   };
   if (!settings.leaderElection) {
     await lead();

@@ -132,6 +132,8 @@ export function loadSettings(env: NodeJS.ProcessEnv = process.env, defaults: { n
   if (logLevel !== 'debug' && logLevel !== 'info' && logLevel !== 'warn' && logLevel !== 'error') {
     throw new SettingsError(`FNHOST_LOG_LEVEL must be debug, info, warn or error, got ${JSON.stringify(logLevel)}`);
   }
+  const metricsToken = env.FNHOST_METRICS_TOKEN?.trim() || undefined;
+  if (metricsToken !== undefined && metricsToken.length < 16) throw new SettingsError('FNHOST_METRICS_TOKEN is shorter than 16 characters; use a long random value');
   const cpuRequest = cpuQuantity(env, 'FNHOST_CPU_REQUEST', '50m');
   const cpuLimit = cpuQuantity(env, 'FNHOST_CPU_LIMIT', '1');
   // The API server refuses a pod whose request is above its limit: say so at start, not at each reconcile.
@@ -174,5 +176,6 @@ export function loadSettings(env: NodeJS.ProcessEnv = process.env, defaults: { n
     renewDeadlineSeconds,
     retryPeriodSeconds,
     logLevel,
+    metricsToken,
   };
 }

@@ -70,6 +70,8 @@ export interface Settings {
   renewDeadlineSeconds: number;
   retryPeriodSeconds: number;
   logLevel: 'debug' | 'info' | 'warn' | 'error';
+  /** FNHOST_METRICS_TOKEN: /metrics answers only this bearer token; undefined: anyone who reaches the port. */
+  metricsToken?: string;
 }
 
 /** Where function pods may connect: the gateway's pods (FNHOST_GATEWAY_*; see settings.ts). */

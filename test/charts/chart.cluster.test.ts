@@ -54,6 +54,8 @@ describe('chart: charts/fnhost with helm and the API server', function () {
     ['the defaults', []],
     ['an existing MongoDB Secret', ['--set', 'mongodb.url=', '--set', 'mongodb.existingSecret=my-mongo']],
     ['the evaluation MongoDB StatefulSet', ['--set', 'mongodb.url=', '--set', 'mongodb.internal.enabled=true', '--set', 'mongodb.internal.storageClassName=standard']],
+    ['the evaluation MongoDB without persistence (emptyDir)', ['--set', 'mongodb.url=', '--set', 'mongodb.internal.enabled=true', '--set', 'mongodb.internal.persistence.enabled=false']],
+    ['/metrics behind a token, no uninstall hook', ['--set', 'metrics.auth.enabled=true', '--set', 'metrics.scrapeAnnotations=false', '--set', 'uninstall.removeFunctions=false']],
     ['an Ingress with TLS and an admin host', ['--set', 'ingress.enabled=true', '--set', 'ingress.host=fn.example.com', '--set', 'ingress.adminHost=admin.fn.example.com', '--set', 'ingress.className=nginx', '--set', 'ingress.tlsSecretName=fn-tls', '--set', 'gateway.trustProxy=true']],
     ['an Ingress whose admin host has a certificate of its own', ['--set', 'ingress.enabled=true', '--set', 'ingress.host=fn.example.com', '--set', 'ingress.adminHost=admin.example.org', '--set', 'ingress.tlsSecretName=fn-tls', '--set', 'ingress.adminTlsSecretName=admin-tls']],
     ['one watched namespace (Roles, not ClusterRoles)', ['--set', `functions.watchNamespace=${'FNNS'}`]],
@@ -202,6 +204,16 @@ describe('chart: charts/fnhost with helm and the API server', function () {
       ['operator', ['create', 'pods', '-n', fnNs], 'no'],
       ['operator', ['delete', 'namespaces'], 'no'],
       ['operator', ['create', 'clusterrolebindings.rbac.authorization.k8s.io'], 'no'],
+      // the uninstall hook (a pre-delete Job): Functions made inactive and deleted, their pods and schedule Jobs seen; nothing else.
+      ['uninstall', ['patch', 'functions.fnhost.dev', '-n', fnNs], 'yes'],
+      ['uninstall', ['delete', 'functions.fnhost.dev', '-n', otherNs], 'yes'],
+      ['uninstall', ['list', 'pods', '-n', fnNs], 'yes'],
+      ['uninstall', ['delete', 'jobs.batch', '-n', fnNs], 'yes'],
+      ['uninstall', ['create', 'functions.fnhost.dev', '-n', fnNs], 'no'],
+      ['uninstall', ['delete', 'pods', '-n', fnNs], 'no'],
+      ['uninstall', ['get', 'secrets', '-n', fnNs], 'no'],
+      ['uninstall', ['delete', 'deployments.apps', '-n', fnNs], 'no'],
+      ['uninstall', ['delete', 'networkpolicies.networking.k8s.io', '-n', fnNs], 'no'],
     ];
     const wrong: string[] = [];
     for (const [component, args, expected] of cases) {

@@ -87,7 +87,7 @@ describe('MongoDB store runWithRetry', () => {
       retryForMs: 1000,
       initialDelayMs: 100,
       maxDelayMs: 400,
-      log: (line) => lines.push(line),
+      log: (msg, fields) => lines.push(JSON.stringify({ msg, ...fields })),
       sleep: async (ms) => {
         slept.push(ms);
         clock += ms;
@@ -108,7 +108,7 @@ describe('MongoDB store runWithRetry', () => {
     expect(result).to.equal('value');
     expect(options.slept).to.deep.equal([100, 200, 400]);
     expect(options.lines).to.have.length(3);
-    expect(options.lines[0]).to.equal('fnhost store: MongoDB kv get could not reach the server (MongoNetworkError: connection refused); retry 1 in 100 ms');
+    expect(JSON.parse(options.lines[0]!)).to.deep.equal({ msg: 'MongoDB unreachable; retrying', operation: 'kv get', error: 'MongoNetworkError: connection refused', retry: 1, retry_in_ms: 100 });
   });
 
   it('gives up after retryForMs with StoreError naming the attempts, the cause attached', async () => {

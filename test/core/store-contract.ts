@@ -219,6 +219,25 @@ export function describeStoreContract(name: string, open: () => Promise<Stores>,
         expect((await stores.logs.list(b, query({ status: 'error' }), NONE, CONTRACT_EPOCH)).pagination.totalCount).to.equal(0);
       });
 
+      it('recentCounts counts a function\'s executions at or after a time, and its errors (>= 400), across minute boundaries', async () => {
+        const fnId = randomUUID();
+        const other = randomUUID();
+        const MIN = 60_000;
+        // since = 12:03:30; records on both sides of it, in its minute and in later minutes and hours.
+        const since = CONTRACT_EPOCH + 12 * 3_600_000 + 3 * MIN + 30_000;
+        const at = (offset: number, status = 200) => log(fnId, since + offset, { status_code: status });
+        await stores.logs.insert([
+          at(-31 * MIN, 500), at(-20_000, 500), at(-1, 404), // before: never counted
+          at(0, 500), at(10_000), at(29_999, 302), // the since minute, from since on
+          at(30_000, 503), at(5 * MIN), at(61 * MIN, 400), at(25 * 3_600_000, 201), // later minutes, hours, a day
+          log(other, since + 1000, { status_code: 500 }),
+        ]);
+        expect(await stores.logs.recentCounts(fnId, since)).to.deep.equal({ total: 7, errors: 3 });
+        expect(await stores.logs.recentCounts(fnId, since + 30_000)).to.deep.equal({ total: 4, errors: 2 });
+        expect(await stores.logs.recentCounts(fnId, since + 26 * 3_600_000)).to.deep.equal({ total: 0, errors: 0 });
+        expect(await stores.logs.recentCounts(randomUUID(), since)).to.deep.equal({ total: 0, errors: 0 });
+      });
+
       it('accepts an empty batch', async () => {
         await stores.logs.insert([]);
         const fnId = randomUUID();

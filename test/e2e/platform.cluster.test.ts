@@ -561,21 +561,28 @@ export default async function handler(req, res) {
     expect(after - countBefore).to.be.at.least(answered);
   });
 
-  it('helm uninstall removes the platform but keeps the CRD, the Functions and the data', async () => {
+  it('helm uninstall removes the Functions first (their pods, CronJobs and logs), then the platform; keeps the CRD, the admin token and the other data', async () => {
     const id = derivedFunctionId(nsA, 'hello');
-    const uninstalled = await helmRun(['uninstall', release, '-n', relNs, '--wait', '--timeout', '3m']);
+    const uninstalled = await helmRun(['uninstall', release, '-n', relNs, '--wait', '--timeout', '6m']);
     expect(uninstalled.code, uninstalled.stderr).to.equal(0);
-    const left = await kubectl(['get', 'deploy,svc,secret,sa,role,rolebinding,pdb', '-n', relNs, '-l', `app.kubernetes.io/instance=${release}`, '-o', 'name']);
+    const left = await kubectl(['get', 'deploy,svc,sa,role,rolebinding,pdb,job', '-n', relNs, '-l', `app.kubernetes.io/instance=${release}`, '-o', 'name']);
     expect(left.stdout.trim()).to.equal('');
+    // Only the admin token's Secret stays (adminToken.keepOnUninstall), for a reinstall.
+    const secrets = await kubectl(['get', 'secret', '-n', relNs, '-l', `app.kubernetes.io/instance=${release}`, '-o', 'name']);
+    expect(secrets.stdout.trim()).to.equal(`secret/${release}-fnhost-admin`);
     const clusterWide = await kubectl(['get', 'clusterrole,clusterrolebinding', '-o', 'name']);
     expect(clusterWide.stdout).to.not.contain(`${release}-fnhost-`);
     expect((await kubectl(['get', 'crd', 'functions.fnhost.dev'])).code).to.equal(0);
-    expect((await getJson(['get', 'fn', '-n', nsA])).items.length).to.be.at.least(3);
+    for (const ns of [nsA, nsB]) {
+      const objects = await getJson(['get', 'functions,pods,cronjobs,deployments,networkpolicies', '-n', ns, '-l', 'app.kubernetes.io/managed-by=fnhost-operator']);
+      expect(objects.items.map((o: any) => `${o.kind}/${o.metadata.name}`), ns).to.deep.equal([]);
+      expect((await getJson(['get', 'functions', '-n', ns])).items, ns).to.deep.equal([]);
+    }
     const client = new MongoClient(mongo.url);
     try {
       await client.connect();
-      const stored = await client.db(dbName).collection('logs').countDocuments({ function_id: id });
-      expect(stored).to.be.greaterThan(0);
+      // The operator's finalizer removed the deleted Functions' logs while it still ran.
+      expect(await client.db(dbName).collection('logs').countDocuments({ function_id: id })).to.equal(0);
     } finally {
       await client.close();
     }

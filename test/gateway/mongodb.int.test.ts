@@ -100,7 +100,9 @@ describe('gateway process on MongoDB (MONGODB_URL)', function () {
         expect(r.status, 'served from the in-memory function cache while the database is away').to.equal(200);
         expect(await r.json()).to.deep.equal({ ok: true });
       }
-      await waitFor('the writer to report the unreachable server', async () => (/could not reach the server/.test(gw.output()) ? true : undefined), 60_000);
+      // One JSON record per retry, through the gateway's logger (no plain-text line).
+      await waitFor('the writer to report the unreachable server', async () => (/"level":"warn","msg":"MongoDB unreachable; retrying"/.test(gw.output()) ? true : undefined), 60_000);
+      for (const line of gw.output().split('\n').filter((l) => l.trim() !== '')) expect(() => JSON.parse(line), line).not.to.throw();
       expect(await metric('fnhost_log_records_written_total')).to.equal(1);
       own = await startMongoServer({ useEnv: false, port });
       await waitFor('the waiting records written', async () => ((await metric('fnhost_log_records_written_total')) === 4 ? true : undefined), 90_000);

@@ -101,6 +101,7 @@ app.kubernetes.io/component: {{ .component }}
 {{/* Secrets: names and keys (the chart's own, or the existing ones named in values). */}}
 {{- define "fnhost.adminSecret" -}}{{ default (printf "%s-admin" (include "fnhost.fullname" .)) .Values.adminToken.existingSecret }}{{- end -}}
 {{- define "fnhost.tokenKeySecret" -}}{{ default (printf "%s-token-key" (include "fnhost.fullname" .)) .Values.platform.existingTokenKeySecret }}{{- end -}}
+{{- define "fnhost.metricsSecret" -}}{{ default (printf "%s-metrics" (include "fnhost.fullname" .)) .Values.metrics.auth.existingSecret }}{{- end -}}
 {{- define "fnhost.mongodbSecret" -}}{{ default (printf "%s-mongodb" (include "fnhost.fullname" .)) .Values.mongodb.existingSecret }}{{- end -}}
 
 {{/* The namespace Functions are watched in ("" = all) and the default namespace of the management API. */}}
@@ -141,6 +142,9 @@ capabilities:
 {{- if or (eq . "/") (hasPrefix "/admin" .) -}}
 {{- fail (printf "ingress.paths must not hold %s: the admin panel is served on ingress.adminHost only (docs/security.md)" .) -}}
 {{- end -}}
+{{- end -}}
+{{- if and .Values.metrics.auth.enabled .Values.metrics.auth.token (lt (len .Values.metrics.auth.token) 16) -}}
+{{- fail "metrics.auth.token must be at least 16 characters" -}}
 {{- end -}}
 {{- if eq (int .Values.gateway.service.port) (int .Values.gateway.service.adminPort) -}}
 {{- fail "gateway.service.adminPort must differ from gateway.service.port" -}}
@@ -217,6 +221,24 @@ in one read-only volume: never in the environment (docs/install.md, Secrets as f
       {{- end }}
       - secret: { name: {{ include "fnhost.tokenKeySecret" .ctx }}, items: [{ key: token-key, path: token-key }] }
       - secret: { name: {{ include "fnhost.mongodbSecret" .ctx }}, items: [{ key: url, path: mongodb-url }] }
+      {{- if .ctx.Values.metrics.auth.enabled }}
+      - secret: { name: {{ include "fnhost.metricsSecret" .ctx }}, items: [{ key: token, path: metrics-token }] }
+      {{- end }}
+{{- end -}}
+
+{{/* /metrics: its bearer token as a file (metrics.auth), and the scrape annotations of the pods. */}}
+{{- define "fnhost.metricsEnv" -}}
+{{- if .Values.metrics.auth.enabled }}
+- { name: FNHOST_METRICS_TOKEN_FILE, value: {{ include "fnhost.secretsMountPath" . }}/metrics-token }
+{{- end }}
+{{- end -}}
+
+{{- define "fnhost.scrapeAnnotations" -}}
+{{- if .ctx.Values.metrics.scrapeAnnotations }}
+prometheus.io/scrape: "true"
+prometheus.io/port: {{ .port | quote }}
+prometheus.io/path: /metrics
+{{- end }}
 {{- end -}}
 
 {{/* Checks of the policy scanner (checkov, run by `make test`: charts/scan.sh) that the
@@ -279,4 +301,32 @@ checkov.io/skip3: CKV_K8S_15=image.pullPolicy is a value (IfNotPresent by defaul
     - { port: {{ . }}, protocol: TCP }
     {{- end }}
 {{- end }}
+{{- end -}}
+
+{{/* The evaluation MongoDB's volume needs a StorageClass: without a default one (and no
+storageClassName) its claim stays Pending, the gateway and operator wait for a MongoDB that
+never starts, and helm says only "timed out". Checked against the cluster at install and
+upgrade (lookup; helm template and --dry-run=client see no cluster and skip it). */}}
+{{- define "fnhost.mongodb.checkStorageClass" -}}
+{{- $internal := .Values.mongodb.internal -}}
+{{- if and $internal.persistence.enabled (lookup "v1" "Namespace" "" "kube-system") -}}
+{{- $classes := (lookup "storage.k8s.io/v1" "StorageClass" "" "").items | default list -}}
+{{- $names := list -}}
+{{- $default := "" -}}
+{{- range $classes -}}
+{{- $names = append $names .metadata.name -}}
+{{- $annotations := .metadata.annotations | default dict -}}
+{{- if or (eq (index $annotations "storageclass.kubernetes.io/is-default-class" | default "") "true") (eq (index $annotations "storageclass.beta.kubernetes.io/is-default-class" | default "") "true") -}}
+{{- $default = .metadata.name -}}
+{{- end -}}
+{{- end -}}
+{{- $available := ternary (printf "the cluster has: %s" (join ", " $names)) "the cluster has none" (gt (len $names) 0) -}}
+{{- if $internal.storageClassName -}}
+{{- if not (has $internal.storageClassName $names) -}}
+{{- fail (printf "mongodb.internal.storageClassName=%s: no such StorageClass (%s; kubectl get storageclass). Name one, or set mongodb.internal.persistence.enabled=false for a try-out whose data goes with the pod" $internal.storageClassName $available) -}}
+{{- end -}}
+{{- else if not $default -}}
+{{- fail (printf "mongodb.internal.enabled=true needs a StorageClass for its volume, and the cluster has no default StorageClass (%s; kubectl get storageclass): its PersistentVolumeClaim would stay Pending. Set mongodb.internal.storageClassName, or mongodb.internal.persistence.enabled=false for a try-out whose data goes with the pod" $available) -}}
+{{- end -}}
+{{- end -}}
 {{- end -}}

@@ -20,6 +20,7 @@ import type {
   TestResult,
   UpdateFunctionBody,
 } from './types.ts';
+import { connectionHint } from './connection-hint.ts';
 import { wrongUrlError } from './api-root.ts';
 
 // The management API client. It uses node:http rather than fetch: fetch loads
@@ -206,7 +207,7 @@ export class ApiClient {
           new ApiConnectionError(`cannot reach the fnhost server at ${this.url} (${reason})`, {
             url: this.url,
             cause,
-            hint: 'is the platform running (make start)? Pass --url or set FNHOST_URL to use another server',
+            hint: connectionHint(this.url),
           }),
         );
       };

@@ -12,7 +12,7 @@ import { Reflector } from './reflector.ts';
 import type { FunctionResource } from '@fnhost/core/function-resource.ts';
 import { derivedFunctionId } from './resource.ts';
 import type { ClusterSettings } from './settings.ts';
-import { StatusFeedback, type StatusFields } from './status.ts';
+import { ERROR_WINDOW_MS, StatusFeedback, type ErrorWindow, type StatusFields } from './status.ts';
 import { DerivedTokens } from './tokens.ts';
 import { KubeAccess } from '../access/kube-access.ts';
 import { KubeNamespaceGate } from './namespace-gate.ts';
@@ -35,6 +35,8 @@ export interface ClusterStartOptions {
   clock?: Clock;
   /** A KubeConfig (tests); default: $KUBECONFIG, ~/.kube/config, or the pod's service account. */
   kubeConfig?: import('@kubernetes/client-node').KubeConfig;
+  /** The stored executions the error rate's window is counted from (LogStore.recentCounts); without it, this gateway's own calls. */
+  recentCounts?: ErrorWindow['counts'];
 }
 
 export interface StartedCluster extends ClusterParts {
@@ -84,6 +86,7 @@ export async function startCluster(options: ClusterStartOptions): Promise<Starte
     clock,
     logger,
     intervalMs: settings.statusIntervalMs,
+    window: options.recentCounts === undefined ? undefined : { ms: ERROR_WINDOW_MS, counts: options.recentCounts },
     writer: {
       async write(functionId: string, fields: StatusFields): Promise<boolean> {
         const fn = cache.get(functionId);

@@ -1,4 +1,5 @@
 import type { Clock } from '@fnhost/core/clock.ts';
+import type { RecentCounts } from '@fnhost/core/stores.ts';
 import type { Logger } from '../log.ts';
 
 // Invocation feedback onto each Function's status: the last invocation time
@@ -9,8 +10,24 @@ import type { Logger } from '../log.ts';
 // not invoked since its last write. A call held for a function with no ready
 // pod asks for an early write (wake), still within the one-per-interval rule,
 // so that the operator scales it back up.
+//
+// The error rate covers a fixed window, the last 5 minutes, over every
+// gateway replica: at each write it is counted from the log store (all
+// replicas' records), never from what this replica saw since its last write.
+// One more write when the window has passed a function's last call sets it
+// to 0% (no call, no error), so the figure never outlives its window.
 
 export const DEFAULT_STATUS_INTERVAL_MS = 10_000;
+/** The window of status.errorRate (the ERRORS-5MIN column). */
+export const ERROR_WINDOW_MS = 5 * 60_000;
+/** The closing write waits this long past the window, so the last records are surely stored. */
+const WINDOW_CLOSE_SLACK_MS = 2_000;
+
+/** Where the window's counts come from (the log store: LogStore.recentCounts). */
+export interface ErrorWindow {
+  ms: number;
+  counts(functionId: string, since: number): Promise<RecentCounts>;
+}
 
 export interface Pending {
   /** Executions since the last write. */
@@ -23,8 +40,9 @@ export interface Pending {
 }
 
 export interface StatusFields {
-  lastInvocationTime: string;
-  /** Errors (status ≥ 400) among the executions of the last interval that had any, as a percentage. */
+  /** Left out by the write that closes the error window (no new call). */
+  lastInvocationTime?: string;
+  /** Errors (status ≥ 400) among the executions of the window (ERROR_WINDOW_MS), as a percentage. */
   errorRate?: string;
 }
 
@@ -64,6 +82,9 @@ export class StatusFeedback {
   readonly #logger: Logger;
   readonly #pending = new Map<string, Pending>();
   readonly #lastWrite = new Map<string, number>();
+  readonly #window: ErrorWindow | undefined;
+  /** When each function's error window has passed its last call (then one write sets 0%). */
+  readonly #closeAt = new Map<string, number>();
   #timer: unknown;
   #timerAt = Infinity;
   #writing: Promise<void> | undefined;
@@ -71,8 +92,9 @@ export class StatusFeedback {
   writes = 0;
   failures = 0;
 
-  constructor(options: { writer: StatusWriter; clock: Clock; intervalMs?: number; logger: Logger }) {
+  constructor(options: { writer: StatusWriter; clock: Clock; intervalMs?: number; logger: Logger; window?: ErrorWindow }) {
     this.#writer = options.writer;
+    this.#window = options.window;
     this.#clock = options.clock;
     this.#intervalMs = options.intervalMs ?? DEFAULT_STATUS_INTERVAL_MS;
     this.#logger = options.logger;
@@ -130,10 +152,15 @@ export class StatusFeedback {
       if (all || at <= now) due.push([id, p]);
       else nextDue = Math.min(nextDue, at);
     }
+    const closing = [...this.#closeAt].filter(([id, at]) => at <= now && !this.#pending.has(id)).map(([id]) => id);
     for (const [id, p] of due) {
       this.#pending.delete(id);
       const fields = statusFieldsFor(p);
       if (fields === null) continue;
+      if (this.#window !== undefined && p.total > 0) {
+        fields.errorRate = await this.#windowRate(id, now, p);
+        this.#closeAt.set(id, p.last + this.#window.ms + WINDOW_CLOSE_SLACK_MS);
+      }
       this.#lastWrite.set(id, now);
       try {
         if (await this.#writer.write(id, fields)) this.writes++;
@@ -152,14 +179,36 @@ export class StatusFeedback {
         nextDue = Math.min(nextDue, now + this.#intervalMs);
       }
     }
+    for (const id of closing) {
+      this.#closeAt.delete(id);
+      try {
+        if (await this.#writer.write(id, { errorRate: await this.#windowRate(id, now, undefined) })) this.writes++;
+      } catch (err) {
+        this.failures++;
+        this.#logger.warn('writing invocation status failed', { function_id: id, error: (err as Error).message });
+      }
+    }
     for (const [id] of this.#pending) nextDue = Math.min(nextDue, dueAt(this.#lastWrite.get(id), this.#intervalMs));
+    for (const [, at] of this.#closeAt) nextDue = Math.min(nextDue, at);
     if (nextDue !== Infinity) this.#arm(nextDue);
+  }
+
+  /** The error rate of the window ending now, from every replica's stored records; what this replica saw is the floor (its last records may not be stored yet). */
+  async #windowRate(functionId: string, now: number, own: Pending | undefined): Promise<string> {
+    let counts: RecentCounts = { total: 0, errors: 0 };
+    try {
+      counts = await this.#window!.counts(functionId, now - this.#window!.ms);
+    } catch (err) {
+      this.#logger.warn('counting the error window failed; the rate covers this gateway\'s calls only', { function_id: functionId, error: (err as Error).message });
+    }
+    return errorRate(Math.max(counts.errors, own?.errors ?? 0), Math.max(counts.total, own?.total ?? 0));
   }
 
   /** Drops what a deleted function had pending. */
   forget(functionId: string): void {
     this.#pending.delete(functionId);
     this.#lastWrite.delete(functionId);
+    this.#closeAt.delete(functionId);
   }
 
   async close(): Promise<void> {

@@ -106,7 +106,7 @@ export class MongoInstanceStore implements InstanceStore {
           await this.#counts.forget(progress.instance);
         } catch (err) {
           // The end stands. A note left is finished by a scan later (its marks say it is counted).
-          this.#ctx.retry.log(`fnhost store: MongoDB cleaning up after a clean end failed (${(err as Error).message})`);
+          this.#ctx.retry.log('MongoDB cleanup after a clean end failed; a later scan finishes it', { error: (err as Error).message });
         }
       }
       return removed;
@@ -149,7 +149,7 @@ export class MongoInstanceStore implements InstanceStore {
       await this.#settleNotes(new Set(claimed.map((c) => c.id)), deadAfterMs, now);
     } catch (err) {
       // The claims stand; the next scan (this gateway's or another's) finishes the notes.
-      this.#ctx.retry.log(`fnhost store: MongoDB finishing dead writers' batch notes failed (${(err as Error).message}); the next scan retries`);
+      this.#ctx.retry.log("MongoDB: finishing dead writers' batch notes failed; the next scan retries", { error: (err as Error).message });
     }
     return claimed;
   }

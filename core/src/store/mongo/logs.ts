@@ -1,7 +1,7 @@
 import { MongoBulkWriteError, MongoServerError, type AnyBulkWriteOperation, type Collection, type Db, type Filter } from 'mongodb';
 import type { ExecutionLog, LogPage, LogQuery, RetentionPolicy, StatusFilter, Trigger } from '../../model.ts';
 import { isError, isSuccess, paginate } from '../../status.ts';
-import type { InsertResult, LogStore, StoredLog, WriterProgress } from '../../stores.ts';
+import type { InsertResult, LogStore, RecentCounts, StoredLog, WriterProgress } from '../../stores.ts';
 import type { MongoContext } from './context.ts';
 import { allDuplicates, LogCounts, writeErrorIndexes, type BucketDoc, type PendingDoc, type StatusClass, type TotalsDoc } from './counts.ts';
 import { recordProgress, type InstanceDoc } from './instances.ts';
@@ -232,7 +232,7 @@ export class MongoLogStore implements LogStore {
       // The batch is stored and counted: failing it now would have the writer
       // resend it. The note stays, so the batch still counts as written should
       // this writer die; its next batch raises the progress and removes it.
-      this.#ctx.retry.log(`fnhost store: MongoDB instance progress not recorded (${(err as Error).message}); the batch's note is kept`);
+      this.#ctx.retry.log("MongoDB: instance progress not recorded; the batch's note is kept", { error: (err as Error).message });
       return { instanceLive: true };
     }
     // This batch's notes, and any earlier one of the writer its progress now covers.
@@ -314,6 +314,20 @@ export class MongoLogStore implements LogStore {
       }
     }
     return { filter: base, total: Math.max(0, totals[field]) };
+  }
+
+  /** The minute buckets after `since`'s minute, plus an index count inside it (as #visible counts). */
+  async recentCounts(functionId: string, since: number): Promise<RecentCounts> {
+    const sinceMinute = minuteOf(since);
+    const inside = (cls?: 'e') =>
+      this.#ctx.run('log count', true, () => this.#logs.countDocuments({ function_id: functionId, ...(cls ? { cls } : {}), executed_at: { $gte: new Date(since), $lt: new Date(sinceMinute + MINUTE) } }));
+    const [total, errors, totalInside, errorsInside] = await Promise.all([
+      this.#bucketsAfter(functionId, sinceMinute, 'all'),
+      this.#bucketsAfter(functionId, sinceMinute, 'e'),
+      inside(),
+      inside('e'),
+    ]);
+    return { total: total + totalInside, errors: errors + errorsInside };
   }
 
   async list(functionId: string, query: LogQuery, retention: RetentionPolicy, now: number): Promise<LogPage> {

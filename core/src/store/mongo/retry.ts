@@ -18,7 +18,8 @@ export interface RetryOptions {
   /** First backoff delay (ms); doubles up to maxDelayMs. */
   initialDelayMs: number;
   maxDelayMs: number;
-  log: (line: string) => void;
+  /** One log record per retry (the gateway and the operator pass their JSON logger's warn). */
+  log: (msg: string, fields: Record<string, unknown>) => void;
   sleep: (ms: number) => Promise<void>;
   now: () => number;
 }
@@ -27,7 +28,8 @@ export const DEFAULT_RETRY: RetryOptions = {
   retryForMs: 15_000,
   initialDelayMs: 100,
   maxDelayMs: 2_000,
-  log: (line) => console.error(line),
+  // The same JSON line shape as the gateway's and the operator's loggers, for a store opened without one.
+  log: (msg, fields) => process.stdout.write(JSON.stringify({ time: new Date().toISOString(), level: 'warn', msg, ...fields }) + '\n'),
   sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
   now: () => Date.now(),
 };
@@ -60,7 +62,7 @@ export async function runWithRetry<T>(what: string, idempotent: boolean, operati
         throw new StoreError(`MongoDB ${what} failed${retryable ? ` after ${attempt} attempts over ${elapsed} ms` : ''}: ${(err as Error).message}`, { cause: err });
       }
       const delay = backoffDelay(attempt, options);
-      options.log(`fnhost store: MongoDB ${what} could not reach the server (${(err as Error).name}: ${(err as Error).message}); retry ${attempt} in ${delay} ms`);
+      options.log('MongoDB unreachable; retrying', { operation: what, error: `${(err as Error).name}: ${(err as Error).message}`, retry: attempt, retry_in_ms: delay });
       await options.sleep(delay);
     }
   }

@@ -2,7 +2,7 @@ import type { SQLInputValue } from 'node:sqlite';
 import { ValidationError } from '../../errors.ts';
 import type { ExecutionLog, LogPage, LogQuery, RetentionPolicy, StatusFilter, Trigger } from '../../model.ts';
 import { isError, isSuccess, paginate } from '../../status.ts';
-import type { InsertResult, LogStore, StoredLog, WriterProgress } from '../../stores.ts';
+import type { InsertResult, LogStore, RecentCounts, StoredLog, WriterProgress } from '../../stores.ts';
 import type { SqliteDb } from './db.ts';
 import { recordProgressSync } from './instances.ts';
 import { addExecutionsSync } from './records.ts';
@@ -156,6 +156,18 @@ export class SqliteLogStore implements LogStore {
 
   constructor(db: SqliteDb) {
     this.db = db;
+  }
+
+  recentCounts(functionId: string, since: number): Promise<RecentCounts> {
+    return this.db.guard('log recent counts', () => {
+      const fn = this.existingKey(functionId);
+      if (fn === undefined) return { total: 0, errors: 0 };
+      const row = this.db.get<{ total: number; errors: number | null }>(
+        'SELECT COUNT(*) AS total, SUM(class = ?) AS errors FROM logs WHERE fn = ? AND executed_ms >= ?',
+        CLASS_ERROR, fn, since,
+      );
+      return { total: Number(row?.total ?? 0), errors: Number(row?.errors ?? 0) };
+    });
   }
 
   insert(records: StoredLog[], progress?: WriterProgress): Promise<InsertResult> {
