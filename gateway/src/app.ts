@@ -10,6 +10,7 @@ import { FunctionService, type FunctionIndex, type ScheduleSink } from './functi
 import { adminApp } from './admin/listener.ts';
 import { adminPanel } from './admin/router.ts';
 import { functionRoutes } from './api/functions.ts';
+import { executionRoutes } from './api/executions.ts';
 import { infoRoutes } from './api/info.ts';
 import { PolicyCache, policyRoutes } from './api/policy.ts';
 import { internalRoutes, type RuntimeTokenVerifier } from './internal/routes.ts';
@@ -208,10 +209,11 @@ export async function startPlatform(options: PlatformOptions): Promise<Platform<
   });
   const api = [
     functionRoutes({ functions, invoker, writer, stores, now }),
+    executionRoutes({ functions, writer, stores, now }),
     policyRoutes({ policies, functions, now }),
     infoRoutes({ mode: cluster === undefined ? 'local' : 'cluster', default_namespace: functions.defaultNamespace, sandbox: sandbox === undefined ? undefined : { enabled: sandbox.enabled, warning: sandbox.warning } }),
   ];
-  const internal = internalRoutes({ tokens: cluster?.runtimeTokens ?? tokens, functions, kv: stores.kv, policies, platform: config.egressPlatform, now });
+  const internal = internalRoutes({ tokens: cluster?.runtimeTokens ?? tokens, functions, kv: stores.kv, insight: stores.insight, flushRecords: () => writer.flush(), policies, platform: config.egressPlatform, now });
   const app = mainApp({ health, api, internal, adminToken: options.adminToken, trustProxy: config.trustProxy, logger });
   // The admin panel: its page, sign-in and session-authenticated API, on its own listener.
   const admin = adminPanel({ token: options.adminToken, now, sessionStore: stores.sessions, logger });

@@ -14,6 +14,7 @@ export const W_HEAD = 13;
 export const W_CHUNK = 14;
 export const W_END = 15;
 export const W_ERROR = 16;
+export const W_CONSOLE = 17;
 
 export type Body = string | Uint8Array | undefined;
 
@@ -40,4 +41,6 @@ export interface EndMsg { t: typeof W_END; i: number; b: Body }
 /** The runtime produced the outcome: s is the status, k the x-fnhost-error-kind (empty for none), e the text. */
 /** `st`: the thrown error's frames in the function's files (./error-stack.ts), when it has any. */
 export interface ErrorMsg { t: typeof W_ERROR; i: number; s: number; k: string; e: string; st?: string; body: string }
-export type FromWorker = ReadyMsg | LoadErrorMsg | FullMsg | HeadMsg | ChunkMsg | EndMsg | ErrorMsg;
+/** One console write of a call (console-capture.ts): x the execution id, s o(ut)/e(rr), at ms since the epoch. */
+export interface ConsoleMsg { t: typeof W_CONSOLE; x: string; s: 'o' | 'e'; at: number; m: string }
+export type FromWorker = ReadyMsg | LoadErrorMsg | FullMsg | HeadMsg | ChunkMsg | EndMsg | ErrorMsg | ConsoleMsg;

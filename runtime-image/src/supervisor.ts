@@ -8,6 +8,7 @@ import {
   M_ABORT,
   M_REQUEST,
   W_CHUNK,
+  W_CONSOLE,
   W_END,
   W_ERROR,
   W_FULL,
@@ -20,6 +21,7 @@ import {
 } from './protocol.ts';
 import { ResponseFramingError, checkFinalStatus, declaredLength, framedHeaders } from './framing.ts';
 import type { WorkerData } from './worker.ts';
+import { ConsoleCapture, consoleSender } from './console-capture.ts';
 
 const HEARTBEAT_MS = 50;
 /** At a call's deadline, a worker whose loop has not turned for this long is blocked: end it. */
@@ -124,10 +126,19 @@ export class Supervisor {
   #ending: ErrorKind | undefined;
   #endingMessage = '';
   readonly #watch: NodeJS.Timeout;
+  /** Each call's console output for its record (console-capture.ts); undefined when off. */
+  readonly #console: ConsoleCapture | undefined;
   restarts = 0;
 
   constructor(config: RuntimeConfig) {
     this.#config = config;
+    this.#console = config.consoleCapture && config.gatewayUrl !== undefined
+      ? new ConsoleCapture({
+        graceMs: config.consoleGraceMs,
+        now: () => performance.timeOrigin + performance.now(),
+        send: consoleSender(config.gatewayUrl, config.runtimeToken, (err) => log('warn', 'console output not handed to the gateway', { error: err.message })),
+      })
+      : undefined;
     this.settled = new Promise((resolve) => (this.#settle = resolve));
     this.#watch = setInterval(() => this.#check(), HEARTBEAT_MS);
     this.#watch.unref();
@@ -158,6 +169,7 @@ export class Supervisor {
       gatewayUrl: this.#config.gatewayUrl,
       runtimeToken: this.#config.runtimeToken,
       egressProxy: this.#config.egressProxy,
+      captureConsole: this.#console !== undefined,
       heartbeat: this.#heartbeat,
       heartbeatMs: HEARTBEAT_MS,
     };
@@ -344,6 +356,10 @@ export class Supervisor {
         answerError(p.res, msg.s, msg.k, msg.e, msg.body, msg.st);
         return;
       }
+      case W_CONSOLE: {
+        if (typeof msg.x === 'string' && typeof msg.m === 'string' && typeof msg.at === 'number') this.#console?.write(msg.x, msg.s === 'e' ? 'e' : 'o', msg.at, msg.m);
+        return;
+      }
       case W_READY: {
         this.#ready = true;
         if (!this.#everReady) log('info', 'function loaded', { file: this.#config.functionFile });
@@ -381,6 +397,12 @@ export class Supervisor {
     const id = this.#nextId++;
     const pending: Pending = { res, deadline: performance.now() + this.#config.timeoutMs, sent: false };
     this.#pending.set(id, pending);
+    const executionId = req.headers['x-fnhost-execution-id'];
+    if (this.#console !== undefined && typeof executionId === 'string') {
+      const capture = this.#console;
+      capture.begin(executionId);
+      res.once('close', () => capture.answered(executionId));
+    }
     res.once('close', () => {
       if (this.#pending.get(id) !== pending) return;
       // The caller went away: drop the call's output (its code keeps running to completion).
@@ -396,6 +418,7 @@ export class Supervisor {
     const until = performance.now() + graceMs;
     while (this.#pending.size > 0 && performance.now() < until) await new Promise((r) => setTimeout(r, 20));
     clearInterval(this.#watch);
+    await this.#console?.flushAll();
     const w = this.#worker;
     this.#worker = undefined;
     await w?.terminate();

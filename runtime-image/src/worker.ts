@@ -12,7 +12,7 @@ import { directOf, installEgress, parseEgressProxy } from './egress.ts';
 import { internalClient, invocationContext, makeConsole, makeKv, policedFetch, policyCheck } from './globals.ts';
 import { ownerStack } from './error-stack.ts';
 import { LoadError, loadHandler, type Handler } from './loader.ts';
-import { M_ABORT, M_REQUEST, W_ERROR, W_LOAD_ERROR, W_READY, type FromWorker, type RequestMsg, type ToWorker } from './protocol.ts';
+import { M_ABORT, M_REQUEST, W_CONSOLE, W_ERROR, W_LOAD_ERROR, W_READY, type FromWorker, type RequestMsg, type ToWorker } from './protocol.ts';
 
 export interface WorkerData {
   file: string;
@@ -22,6 +22,8 @@ export interface WorkerData {
   runtimeToken: string | undefined;
   /** FNHOST_EGRESS_PROXY (docs/egress.md); undefined: fetch asks the internal policy check instead. */
   egressProxy: string | undefined;
+  /** Post each call's console writes to the main thread for its record (console-capture.ts). */
+  captureConsole: boolean;
   heartbeat: SharedArrayBuffer;
   heartbeatMs: number;
 }
@@ -37,7 +39,9 @@ setInterval(() => Atomics.add(beat, 0, 1), data.heartbeatMs).unref();
 
 const rawFetch = globalThis.fetch;
 const client = internalClient(data.gatewayUrl, data.runtimeToken, rawFetch, () => 'the internal API');
-const console_ = makeConsole(data.functionName, process.stdout, process.stderr);
+const captureTo = (stream: 'o' | 'e') => (executionId: string, text: string) =>
+  port.postMessage({ t: W_CONSOLE, x: executionId, s: stream, at: performance.timeOrigin + performance.now(), m: text } satisfies FromWorker);
+const console_ = makeConsole(data.functionName, process.stdout, process.stderr, data.captureConsole ? { out: captureTo('o'), err: captureTo('e') } : undefined);
 Object.defineProperty(globalThis, 'console', { value: console_, writable: true, configurable: true });
 // With the egress proxy, every connection is routed and checked there (fetch included); the internal API stays direct.
 const handlerFetch =
