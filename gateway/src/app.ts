@@ -143,6 +143,7 @@ export async function startPlatform(options: PlatformOptions): Promise<Platform<
     sandboxes,
     dataDir: config.dataDir,
     gatewayUrl: () => listenUrl,
+    consoleCapture: config.consoleCapture,
     egressProxy: () => egress?.runtimeSetting,
     tokens,
     runtimeMain: options.runtimeMain,
@@ -213,7 +214,7 @@ export async function startPlatform(options: PlatformOptions): Promise<Platform<
     policyRoutes({ policies, functions, now }),
     infoRoutes({ mode: cluster === undefined ? 'local' : 'cluster', default_namespace: functions.defaultNamespace, sandbox: sandbox === undefined ? undefined : { enabled: sandbox.enabled, warning: sandbox.warning } }),
   ];
-  const internal = internalRoutes({ tokens: cluster?.runtimeTokens ?? tokens, functions, kv: stores.kv, insight: stores.insight, flushRecords: () => writer.flush(), policies, platform: config.egressPlatform, now });
+  const internal = internalRoutes({ tokens: cluster?.runtimeTokens ?? tokens, functions, kv: stores.kv, insight: stores.insight, consoleCapture: config.consoleCapture, flushRecords: () => writer.flush(), policies, platform: config.egressPlatform, now });
   const app = mainApp({ health, api, internal, adminToken: options.adminToken, trustProxy: config.trustProxy, logger });
   // The admin panel: its page, sign-in and session-authenticated API, on its own listener.
   const admin = adminPanel({ token: options.adminToken, now, sessionStore: stores.sessions, logger });

@@ -153,3 +153,31 @@ describe('execution insight: console output, cold start and latency', function (
     expect(empty.body.last_hour).to.deep.equal({ count: 0, cold_starts: 0, p50_ms: null, p95_ms: null, p99_ms: null });
   });
 });
+
+describe('execution insight: FNHOST_CONSOLE_CAPTURE=off', function () {
+  this.timeout(120_000);
+  let h: Harness;
+  before(async () => {
+    h = await startHarness({ env: { FNHOST_CONSOLE_CAPTURE: 'off' } });
+  });
+  after(async () => {
+    await h?.close();
+  });
+
+  it('stores no console output, even what a runtime posts, and still records cold_start and latency', async () => {
+    const fn = await h.createFunction('quiet', PRINTER);
+    await (await h.invoke(fn.function_id)).arrayBuffer();
+    const log = (await h.logs('quiet')).logs[0];
+    expect(log.cold_start).to.be.a('boolean');
+    const posted = await fetch(`${h.url}/internal/v1/console`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${h.platform.runtimeToken(fn.function_id)}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ executions: [{ id: log.id, lines: [[0, 'o', 'posted anyway']], dropped_lines: 0, dropped_bytes: 0 }] }),
+    });
+    expect(posted.status).to.equal(204);
+    const detail = await h.api('GET', `/api/v1/functions/quiet/logs/${log.id}`);
+    expect(detail.status).to.equal(200);
+    expect(detail.body.console).to.equal(null);
+    expect((await h.api('GET', '/api/v1/functions/quiet/latency')).body.last_hour.count).to.equal(1);
+  });
+});

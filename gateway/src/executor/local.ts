@@ -86,6 +86,8 @@ export interface LocalExecutorOptions {
   dataDir: string;
   /** Base URL of the gateway's internal API (KV, policy check), known once it listens. */
   gatewayUrl: () => string;
+  /** false: runtimes capture no console output for the records (FNHOST_CONSOLE_CAPTURE=off). */
+  consoleCapture?: boolean;
   /** FNHOST_EGRESS_PROXY for runtimes: the gateway's egress proxy (docs/egress.md); undefined: none. */
   egressProxy?: () => string | undefined;
   tokens: RuntimeTokenSource;
@@ -430,6 +432,7 @@ export class LocalExecutor implements Executor {
     };
     const egress = this.#opts.egressProxy?.();
     if (egress !== undefined) env.FNHOST_EGRESS_PROXY = egress;
+    if (this.#opts.consoleCapture === false) env.FNHOST_CONSOLE_CAPTURE = 'off';
     return this.#withProcessDefaults(env);
   }
 

@@ -24,6 +24,8 @@ export interface ConsoleRouteDeps {
   now: () => number;
   /** Writes the records this gateway has queued (output can arrive before its record is stored). */
   flushRecords: () => Promise<void>;
+  /** false (FNHOST_CONSOLE_CAPTURE=off): posts are read and dropped. */
+  enabled: boolean;
 }
 
 /** One execution as the runtime sends it: lines as [at_ms, "o"|"e", text]. */
@@ -50,6 +52,10 @@ export function addConsoleRoute(router: Router, deps: ConsoleRouteDeps): void {
   router.post('/console', async (ctx) => {
     const functionId = ctx.state.functionId as string;
     const executions = parseConsolePost(await readJson(ctx, MAX_CONSOLE_POST_BYTES));
+    if (!deps.enabled) {
+      ctx.status = 204;
+      return;
+    }
     const fn = deps.functions.byId(functionId);
     const now = deps.now();
     // Time retention as on the record (MongoDB's TTL index); other policies remove it with its record.

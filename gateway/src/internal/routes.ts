@@ -24,6 +24,8 @@ export interface InternalDeps {
   /** Where runtimes' console output goes (./console.ts). */
   insight: InsightStore;
   flushRecords: () => Promise<void>;
+  /** FNHOST_CONSOLE_CAPTURE: false drops every console post. */
+  consoleCapture: boolean;
   policies: PolicyCache;
   /** The platform's own ranges (FNHOST_EGRESS_PLATFORM_CIDRS), protected in the policy check as in the egress proxy. */
   platform?: PlatformRanges;
@@ -98,7 +100,7 @@ export function internalRoutes(deps: InternalDeps): Router {
     ctx.body = { deleted: await deps.kv.delete(ctx.state.functionId, kvKey(ctx.params.key)) };
   });
 
-  addConsoleRoute(router, { insight: deps.insight, functions: deps.functions, now: deps.now, flushRecords: deps.flushRecords });
+  addConsoleRoute(router, { insight: deps.insight, functions: deps.functions, now: deps.now, flushRecords: deps.flushRecords, enabled: deps.consoleCapture });
 
   router.get('/policy/check', async (ctx) => {
     const host = ctx.query.host;
