@@ -27,11 +27,8 @@ export interface ConsoleOutput {
   dropped_bytes: number;
 }
 
-/** The record with its console output (GET /api/v1/functions/{ref}/logs/{id}); output null when none arrived. */
-export interface ExecutionDetail {
-  log: ExecutionLog;
-  console: ConsoleOutput | null;
-}
+/** The record's fields with its console output (GET /api/v1/functions/{ref}/logs/{id}); output null when none arrived. */
+export type ExecutionDetail = ExecutionLog & { console: ConsoleOutput | null };
 
 /**
  * Keeps lines within MAX_CONSOLE_LINES and MAX_CONSOLE_BYTES, in order; what

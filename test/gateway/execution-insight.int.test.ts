@@ -84,10 +84,12 @@ describe('execution insight: console output, cold start and latency', function (
     for (const id of ['log_doesnotexist0000000', 'not-a-log-id', othersId]) {
       const r = await detail('printer', id);
       expect(r.status, id).to.equal(404);
-      expect(r.body.error).to.equal('not_found');
+      expect(r.body.error).to.equal('log_not_found');
       expect(r.body.message).to.include('printer').and.include('has no execution log');
     }
-    expect((await detail('nosuchfunction', othersId)).status).to.equal(404);
+    const noFunction = await detail('nosuchfunction', othersId);
+    expect(noFunction.status).to.equal(404);
+    expect(noFunction.body.error).to.equal('not_found');
   });
 
   it('attack: one function\'s runtime token cannot put console output on another function\'s record; a wrong token is refused', async () => {

@@ -1,5 +1,5 @@
 import Router from '@koa/router';
-import { NotFoundError, type Stores } from '@fnhost/core';
+import { LogNotFoundError, type Stores } from '@fnhost/core';
 import type { FunctionService } from '../functions/service.ts';
 import type { LogWriter } from '../logs/writer.ts';
 import { namespaceParam } from './functions.ts';
@@ -26,7 +26,7 @@ export function executionRoutes(deps: ExecutionRoutesDeps): Router {
   router.get('/:ref/logs/:id', async (ctx) => {
     const fn = functions.resolve(ctx.params.ref!, namespaceParam(ctx));
     const id = ctx.params.id!;
-    const unknown = () => new NotFoundError(`function ${fn.name} has no execution log "${id.slice(0, 80)}" (it never existed, or its retention removed it; fnhost function:logs ${fn.name} lists the ones kept)`);
+    const unknown = () => new LogNotFoundError(`function ${fn.name} has no execution log "${id.slice(0, 80)}" (it never existed, or its retention removed it; fnhost function:logs ${fn.name} lists the ones kept)`);
     if (!LOG_ID.test(id)) throw unknown();
     // Read your own writes, as the listing does.
     await writer.flush();
