@@ -118,7 +118,7 @@ function paintFirstFrame(ctx: CommandContext, fn: { name: string; function_id: s
     headerLine(layout, paint),
     ...(rows.length === 0 ? [paint.dim(emptyLine(page.pagination))] : rows.slice(0, window.size).map((row) => rowLine(row, layout, paint))),
     truncate(pagerFooterLine(page.pagination, window), width),
-    paint.dim(truncate(pagerKeysLine(page.pagination, status, window.size < window.total), width)),
+    paint.dim(truncate(pagerKeysLine(page.pagination, status, rows.length > 0), width)),
   ];
   stdout.write(lines.join('\n') + '\n');
   return lines.length;
