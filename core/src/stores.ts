@@ -239,12 +239,13 @@ export interface InsightStore {
   /** The record when the retention policy still shows it, else null. */
   getLog(functionId: string, logId: string, retention: RetentionPolicy, now: number): Promise<ExecutionLog | null>;
   /**
-   * Stores an execution's output, once: a second put for the same log id keeps the first.
-   * Only beside a stored record of that function (false otherwise, nothing stored), so
-   * output never outlives its record nor piles up under ids that name none.
-   * `expiresAt` (ms) follows the function's time retention (null otherwise), as records do.
+   * Stores executions' output (one post of a runtime, in one unit of work), each once: a second
+   * put for the same log id keeps the first. Only beside a stored record of that function
+   * (false at that place otherwise, nothing stored), so output never outlives its record nor
+   * piles up under ids that name none. `expiresAt` (ms) follows the function's time retention
+   * (null otherwise), as records do.
    */
-  putConsole(functionId: string, logId: string, output: ConsoleOutput, expiresAt: number | null, now: number): Promise<boolean>;
+  putConsole(functionId: string, outputs: ReadonlyArray<{ logId: string; output: ConsoleOutput }>, expiresAt: number | null, now: number): Promise<boolean[]>;
   getConsole(functionId: string, logId: string): Promise<ConsoleOutput | null>;
   /** Counts and percentiles over the last hour and day, from the histogram rows alone. */
   latency(functionId: string, now: number): Promise<FunctionLatency>;

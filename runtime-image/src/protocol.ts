@@ -41,6 +41,10 @@ export interface EndMsg { t: typeof W_END; i: number; b: Body }
 /** The runtime produced the outcome: s is the status, k the x-fnhost-error-kind (empty for none), e the text. */
 /** `st`: the thrown error's frames in the function's files (./error-stack.ts), when it has any. */
 export interface ErrorMsg { t: typeof W_ERROR; i: number; s: number; k: string; e: string; st?: string; body: string }
-/** One console write of a call (console-capture.ts): x the execution id, s o(ut)/e(rr), at ms since the epoch. */
-export interface ConsoleMsg { t: typeof W_CONSOLE; x: string; s: 'o' | 'e'; at: number; m: string }
+/**
+ * Console writes of calls (console-capture.ts), four entries a write: the execution id, 'o'/'e'
+ * (stdout/stderr), ms since the epoch, the text. Batched per turn of the worker's loop, and sent
+ * before any answer, so the main thread has a call's output up to its answer when the answer goes.
+ */
+export interface ConsoleMsg { t: typeof W_CONSOLE; l: Array<string | number> }
 export type FromWorker = ReadyMsg | LoadErrorMsg | FullMsg | HeadMsg | ChunkMsg | EndMsg | ErrorMsg | ConsoleMsg;

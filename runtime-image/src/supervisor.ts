@@ -357,7 +357,13 @@ export class Supervisor {
         return;
       }
       case W_CONSOLE: {
-        if (typeof msg.x === 'string' && typeof msg.m === 'string' && typeof msg.at === 'number') this.#console?.write(msg.x, msg.s === 'e' ? 'e' : 'o', msg.at, msg.m);
+        // The handler can reach the worker's port: take only well-formed entries.
+        const l = msg.l;
+        if (this.#console === undefined || !Array.isArray(l)) return;
+        for (let i = 0; i + 3 < l.length; i += 4) {
+          const [id, stream, at, text] = [l[i], l[i + 1], l[i + 2], l[i + 3]];
+          if (typeof id === 'string' && typeof at === 'number' && typeof text === 'string') this.#console.write(id, stream === 'e' ? 'e' : 'o', at, text);
+        }
         return;
       }
       case W_READY: {

@@ -50,22 +50,27 @@ export function describeInsightContract(stores: () => Stores): void {
       const rec = log(a, NOW - MINUTE);
       await stores().logs.insert([rec]);
       expect(await stores().insight.getConsole(a, rec.id)).to.equal(null);
-      expect(await stores().insight.putConsole(a, rec.id, output('first'), null, NOW)).to.equal(true);
-      expect(await stores().insight.putConsole(a, rec.id, output('second'), null, NOW)).to.equal(true);
+      expect(await stores().insight.putConsole(a, [{ logId: rec.id, output: output('first') }], null, NOW)).to.deep.equal([true]);
+      expect(await stores().insight.putConsole(a, [{ logId: rec.id, output: output('second') }], null, NOW)).to.deep.equal([true]);
       expect(await stores().insight.getConsole(a, rec.id)).to.deep.equal(output('first'));
       // Another function cannot put output on a's record, nor read it; an id of no record stores nothing.
-      expect(await stores().insight.putConsole(b, rec.id, output('intruder'), null, NOW)).to.equal(false);
+      expect(await stores().insight.putConsole(b, [{ logId: rec.id, output: output('intruder') }], null, NOW)).to.deep.equal([false]);
       expect(await stores().insight.getConsole(b, rec.id)).to.equal(null);
-      expect(await stores().insight.putConsole(a, 'log_nosuchrecord0000000', output('x'), null, NOW)).to.equal(false);
+      expect(await stores().insight.putConsole(a, [{ logId: 'log_nosuchrecord0000000', output: output('x') }], null, NOW)).to.deep.equal([false]);
       expect(await stores().insight.getConsole(a, 'log_nosuchrecord0000000')).to.equal(null);
       expect(await stores().insight.getConsole(a, rec.id)).to.deep.equal(output('first'));
+      // One post holds several executions: each is stored or not on its own.
+      const second = log(a, NOW - MINUTE + 1);
+      await stores().logs.insert([second]);
+      expect(await stores().insight.putConsole(a, [{ logId: 'log_nosuchrecord0000001', output: output('x') }, { logId: second.id, output: output('second record') }], null, NOW)).to.deep.equal([false, true]);
+      expect(await stores().insight.getConsole(a, second.id)).to.deep.equal(output('second record'));
     });
 
     it('removes console output with its record: applyRetention and deleteFunction', async () => {
       const a = randomUUID();
       const recs = [4, 3, 2, 1].map((i) => log(a, NOW - i * MINUTE));
       await stores().logs.insert(recs);
-      for (const r of recs) expect(await stores().insight.putConsole(a, r.id, output(r.id), null, NOW)).to.equal(true);
+      for (const r of recs) expect(await stores().insight.putConsole(a, [{ logId: r.id, output: output(r.id) }], null, NOW)).to.deep.equal([true]);
       await stores().logs.applyRetention(a, { type: 'count', count: 2 }, NOW);
       expect(await stores().insight.getConsole(a, recs[0]!.id)).to.equal(null);
       expect(await stores().insight.getConsole(a, recs[1]!.id)).to.equal(null);

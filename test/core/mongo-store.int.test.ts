@@ -87,7 +87,7 @@ describe('MongoDB store', function () {
       const fnId = randomUUID();
       const rec = log(fnId, now - 1000, {}, { type: 'time', days: 1 });
       await stores.logs.insert([rec]);
-      expect(await stores.insight.putConsole(fnId, rec.id, { lines: [], dropped_lines: 0, dropped_bytes: 0 }, now + DAY, now)).to.equal(true);
+      expect(await stores.insight.putConsole(fnId, [{ logId: rec.id, output: { lines: [], dropped_lines: 0, dropped_bytes: 0 } }], now + DAY, now)).to.deep.equal([true]);
       const stored = await db.collection('console_output').findOne({ function_id: fnId });
       expect(stored!['expireAt']).to.deep.equal(new Date(now + DAY));
       await stores.logs.applyRetention(fnId, { type: 'none' }, now);

@@ -60,15 +60,14 @@ export function addConsoleRoute(router: Router, deps: ConsoleRouteDeps): void {
     const now = deps.now();
     // Time retention as on the record (MongoDB's TTL index); other policies remove it with its record.
     const expiresAt = fn?.retention.type === 'time' ? now + fn.retention.days * DAY_MS : null;
-    let flushed = false;
-    for (const { id, output } of executions) {
-      if (await deps.insight.putConsole(functionId, id, output, expiresAt, now)) continue;
+    const outputs = executions.map(({ id, output }) => ({ logId: id, output }));
+    const stored = await deps.insight.putConsole(functionId, outputs, expiresAt, now);
+    const missing = outputs.filter((_, i) => !stored[i]);
+    if (missing.length > 0) {
       // No record yet: it may still be in this gateway's queue. Past that, the output is dropped
       // (an id of no record of this function: a record another replica had not written yet, or none at all).
-      if (flushed) continue;
-      flushed = true;
       await deps.flushRecords();
-      await deps.insight.putConsole(functionId, id, output, expiresAt, now);
+      await deps.insight.putConsole(functionId, missing, expiresAt, now);
     }
     ctx.status = 204;
   });

@@ -127,14 +127,20 @@ export class MongoInsightStore implements InsightStore {
     });
   }
 
-  async putConsole(functionId: string, logId: string, output: ConsoleOutput, expiresAt: number | null, now: number): Promise<boolean> {
-    const record = await this.#ctx.run('console write', true, () => this.#logs.findOne({ _id: logId, function_id: functionId }, { projection: { _id: 1 } }));
-    if (record === null) return false;
-    const doc: ConsoleDoc = { _id: consoleDocId(functionId, logId), log_id: logId, function_id: functionId, stored_at: new Date(now), output };
-    if (expiresAt !== null) doc.expireAt = new Date(expiresAt);
-    // Insert once: a second output for the same id keeps the first.
-    await this.#ctx.run('console write', true, () => this.#consoles.updateOne({ _id: doc._id }, { $setOnInsert: doc }, { upsert: true }));
-    return true;
+  async putConsole(functionId: string, outputs: ReadonlyArray<{ logId: string; output: ConsoleOutput }>, expiresAt: number | null, now: number): Promise<boolean[]> {
+    if (outputs.length === 0) return [];
+    const ids = outputs.map((o) => o.logId);
+    const stored = await this.#ctx.run('console write', true, async () => new Set((await this.#logs.find({ _id: { $in: ids }, function_id: functionId }, { projection: { _id: 1 } }).toArray()).map((d) => d._id)));
+    const ops: AnyBulkWriteOperation<ConsoleDoc>[] = [];
+    for (const { logId, output } of outputs) {
+      if (!stored.has(logId)) continue;
+      const doc: ConsoleDoc = { _id: consoleDocId(functionId, logId), log_id: logId, function_id: functionId, stored_at: new Date(now), output };
+      if (expiresAt !== null) doc.expireAt = new Date(expiresAt);
+      // Insert once: a second output for the same id keeps the first.
+      ops.push({ updateOne: { filter: { _id: doc._id }, update: { $setOnInsert: doc }, upsert: true } });
+    }
+    if (ops.length > 0) await this.#ctx.run('console write', true, () => this.#consoles.bulkWrite(ops, { ordered: false }));
+    return outputs.map((o) => stored.has(o.logId));
   }
 
   async getConsole(functionId: string, logId: string): Promise<ConsoleOutput | null> {

@@ -65,15 +65,16 @@ export class SqliteInsightStore implements InsightStore {
     }));
   }
 
-  putConsole(functionId: string, logId: string, output: ConsoleOutput, _expiresAt: number | null, now: number): Promise<boolean> {
+  putConsole(functionId: string, outputs: ReadonlyArray<{ logId: string; output: ConsoleOutput }>, _expiresAt: number | null, now: number): Promise<boolean[]> {
     // No expiry column: the row goes with its record (reads go through the record; retention deletes both).
     return this.db.guard('console write', () => this.db.transaction(() => {
-      const stored = this.db.get<{ n: number }>(
-        'SELECT count(*) AS n FROM logs l INDEXED BY logs_by_id JOIN log_functions f ON f.fn = l.fn WHERE l.id = ? AND f.function_id = ?',
-        logId, functionId,
-      )!.n > 0;
-      if (stored) this.db.run('INSERT INTO console_output (log_id, function_id, stored_ms, output) VALUES (?, ?, ?, ?) ON CONFLICT (log_id, function_id) DO NOTHING', logId, functionId, now, JSON.stringify(output));
-      return stored;
+      const exists = this.db.stmt('SELECT 1 AS one FROM logs l INDEXED BY logs_by_id JOIN log_functions f ON f.fn = l.fn WHERE l.id = ? AND f.function_id = ?');
+      const insert = this.db.stmt('INSERT INTO console_output (log_id, function_id, stored_ms, output) VALUES (?, ?, ?, ?) ON CONFLICT (log_id, function_id) DO NOTHING');
+      return outputs.map(({ logId, output }) => {
+        if (exists.get(logId, functionId) === undefined) return false;
+        insert.run(logId, functionId, now, JSON.stringify(output));
+        return true;
+      });
     }));
   }
 

@@ -252,10 +252,11 @@ export class SqliteLogStore implements LogStore {
   deleteFunction(functionId: string): Promise<number> {
     return this.db.guard('log delete', () =>
       this.db.transaction(() => {
-        this.db.run('DELETE FROM console_output WHERE function_id = ?', functionId);
         this.db.run('DELETE FROM latency_buckets WHERE function_id = ?', functionId);
         const fn = this.existingKey(functionId);
         if (fn === undefined) return 0;
+        // Output exists only beside a record: its records' ids find it (on the (log_id, function_id) key).
+        this.db.run('DELETE FROM console_output WHERE function_id = ? AND log_id IN (SELECT id FROM logs WHERE fn = ?)', functionId, fn);
         const deleted = Number(this.db.run('DELETE FROM logs WHERE fn = ?', fn).changes);
         this.db.run('DELETE FROM log_counts WHERE fn = ?', fn);
         this.db.run('DELETE FROM log_buckets WHERE fn = ?', fn);

@@ -165,14 +165,14 @@ const MIGRATIONS: readonly string[] = [
   ALTER TABLE logs ADD COLUMN wait_ms INTEGER;
   -- Looking a record up by its id (the API's GET .../logs/{id}).
   CREATE INDEX IF NOT EXISTS logs_by_id ON logs (id);
+  -- A rowid table: its rows (~1 KB of JSON) are too large for WITHOUT ROWID to pay.
   CREATE TABLE IF NOT EXISTS console_output (
     log_id      TEXT NOT NULL,
     function_id TEXT NOT NULL,            -- the posting runtime's: output never lands on another function's record
     stored_ms   INTEGER NOT NULL,
     output      TEXT NOT NULL,            -- ConsoleOutput as JSON
-    PRIMARY KEY (log_id, function_id)
-  ) WITHOUT ROWID;
-  CREATE INDEX IF NOT EXISTS console_by_function ON console_output (function_id);
+    UNIQUE (log_id, function_id)
+  );
   CREATE TABLE IF NOT EXISTS latency_buckets (
     function_id TEXT NOT NULL,
     level       INTEGER NOT NULL,         -- 0 minute, 1 hour
