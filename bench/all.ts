@@ -32,6 +32,7 @@ const BENCHES: Bench[] = [
   { name: 'sandbox', file: 'sandbox.ts', args: [], quick: ['--seconds', '2', '--rounds', '1', '--p5-rounds', '3'] },
   { name: 'idle', file: 'idle.ts', args: [], quick: ['--functions', '20', '--called', '3', '--rounds', '3'] },
   { name: 'egress', file: 'egress.ts', args: [], quick: ['2', '20', '1'] },
+  { name: 'console', file: 'console.ts', args: [], quick: ['--seconds', '2', '--rounds', '1', '--records', '20000'] },
   { name: 'log-store', file: 'log-store.ts', args: [], quick: ['--records', '100000', '--runs', '50', '--single', '2000'] },
   { name: 'log-progress', file: 'log-progress.ts', args: ['--store', 'sqlite'], quick: ['--store', 'sqlite', '--batches', '20', '--rounds', '2', '--heartbeats', '200'] },
   { name: 'cli-start', file: 'cli-start.ts', args: [], quick: ['--runs', '5'] },

@@ -6,10 +6,11 @@
 // fetched again from /admin/api/session after a reload.
 
 import type { ApiFunction, ApiServerInfo, ApiTestResult } from '@fnhost/core/api.ts';
+import type { ExecutionDetail, FunctionLatency, LatencySummary } from '@fnhost/core/insight.ts';
 import type { ExecutionLog, LogPage, NetworkPolicy } from '@fnhost/core/model.ts';
 
-// Wire shapes shared with the CLI (core/src/api.ts, core/src/model.ts).
-export type { ApiFunction, LogPage };
+// Wire shapes shared with the CLI (core/src/api.ts, core/src/model.ts, core/src/insight.ts).
+export type { ApiFunction, ExecutionDetail, FunctionLatency, LatencySummary, LogPage };
 export type LogRecord = ExecutionLog;
 export type TestResult = ApiTestResult;
 
@@ -103,6 +104,8 @@ export const api = {
   info: () => request<ApiServerInfo>('GET', `${API}/info`),
   functions: () => request<{ functions: ApiFunction[] }>('GET', `${API}/functions?all_namespaces=true`).then((r) => r.functions),
   fn: (ref: string) => request<ApiFunction>('GET', fnPath(ref)),
+  log: (ref: string, id: string) => request<ExecutionDetail>('GET', `${fnPath(ref)}/logs/${encodeURIComponent(id)}`),
+  latency: (ref: string) => request<FunctionLatency>('GET', `${fnPath(ref)}/latency`),
   logs: (ref: string, q: { status: string; page: number; limit: number }) =>
     request<LogPage>('GET', `${fnPath(ref)}/logs?status=${encodeURIComponent(q.status)}&page=${q.page}&limit=${q.limit}`),
   setActive: (ref: string, active: boolean) => request<ApiFunction>('POST', `${fnPath(ref)}/${active ? 'activate' : 'deactivate'}`),

@@ -1,6 +1,7 @@
 import { useCallback, useEffect, useRef, useState } from 'react';
 import { api, ApiError, type ApiFunction, type LogPage, type LogRecord, type TestResult } from './api.ts';
 import { ExecutionsChart } from './chart.tsx';
+import { ExecutionView, LatencyTable } from './execution.tsx';
 import { setQuery, type Navigate } from './navigation.ts';
 import { bucketLogs } from './stats.ts';
 import { formatTime } from './time.ts';
@@ -133,12 +134,13 @@ export function FunctionsPage(props: { navigate: Navigate }) {
 const PAGE_SIZE = 20;
 const STATUSES = ['all', 'success', 'error'];
 
-/** The log filter and page from the URL (?status=error&page=2), so a reload or a shared link shows the same logs. */
-function logQuery(): { status: string; page: number } {
+/** The log filter, page and opened record from the URL (?status=error&page=2&log=log_…), so a reload or a shared link shows the same. */
+function logQuery(): { status: string; page: number; log: string | undefined } {
   const q = new URLSearchParams(window.location.search);
   const status = q.get('status') ?? 'all';
   const page = Number(q.get('page') ?? '1');
-  return { status: STATUSES.includes(status) ? status : 'all', page: Number.isInteger(page) && page >= 1 ? page : 1 };
+  const log = q.get('log') ?? undefined;
+  return { status: STATUSES.includes(status) ? status : 'all', page: Number.isInteger(page) && page >= 1 ? page : 1, log };
 }
 /** How many of the newest logs feed the chart. */
 const CHART_LOGS = 500;
@@ -148,6 +150,8 @@ export function FunctionPage(props: { fnRef: string; navigate: Navigate }) {
   const [error, setError] = useState<unknown>(null);
   const [status, setStatus] = useState(() => logQuery().status);
   const [page, setPage] = useState(() => logQuery().page);
+  // The record opened from the table (its time is a button), shown above the table.
+  const [openLog, setOpenLog] = useState(() => logQuery().log);
   const [logs, setLogs] = useState<LogPage | null>(null);
   const [chartLogs, setChartLogs] = useState<LogRecord[] | null>(null);
   const [busy, setBusy] = useState(false);
@@ -157,8 +161,8 @@ export function FunctionPage(props: { fnRef: string; navigate: Navigate }) {
   const refresh = useCallback(() => setVersion((v) => v + 1), []);
 
   useEffect(() => {
-    setQuery({ status, page: String(page) }, { status: 'all', page: '1' });
-  }, [status, page]);
+    setQuery({ status, page: String(page), log: openLog }, { status: 'all', page: '1' });
+  }, [status, page, openLog]);
 
   useEffect(() => {
     api.fn(props.fnRef).then(setFn, setError);
@@ -302,7 +306,9 @@ export function FunctionPage(props: { fnRef: string; navigate: Navigate }) {
       <section aria-labelledby="chart-h" className="card">
         <h2 id="chart-h">Executions over time</h2>
         {chartLogs === null ? <p role="status">Loading…</p> : <ExecutionsChart buckets={bucketLogs(chartLogs)} sample={chartLogs.length} />}
+        <LatencyTable fnRef={fn.function_id} version={version} />
       </section>
+      {openLog !== undefined && <ExecutionView fnRef={fn.function_id} logId={openLog} onClose={() => setOpenLog(undefined)} />}
       <section aria-labelledby="logs-h" className="card">
         <h2 id="logs-h">Execution logs</h2>
         <div className="toolbar">
@@ -343,15 +349,22 @@ export function FunctionPage(props: { fnRef: string; navigate: Navigate }) {
                     </tr>
                   )}
                   {logs.logs.map((l) => (
-                    <tr key={l.id} data-log-id={l.id}>
-                      <td data-label="Executed at">{formatTime(l.executed_at)}</td>
+                    <tr key={l.id} data-log-id={l.id} className={l.id === openLog ? 'opened' : undefined}>
+                      <td data-label="Executed at">
+                        <button type="button" className="link" aria-label={`Open the execution of ${formatTime(l.executed_at)}`} onClick={() => setOpenLog(l.id)}>
+                          {formatTime(l.executed_at)}
+                        </button>
+                      </td>
                       <td data-label="Status">
                         <StatusBadge code={l.status_code} />
                       </td>
                       <td data-label="Time (ms)" className="num">
                         {l.execution_time_ms}
                       </td>
-                      <td data-label="Trigger">{l.trigger}</td>
+                      <td data-label="Trigger">
+                        {l.trigger}
+                        {l.cold_start ? <span className="muted"> · cold start</span> : null}
+                      </td>
                       <td data-label="Error" className="err">
                         {l.error_message ? <ClampedText text={l.error_message} limit={160} /> : ''}
                         {l.error_stack && (

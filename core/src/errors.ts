@@ -28,6 +28,13 @@ export class NotFoundError extends FnhostError {
   }
 }
 
+/** The function exists, the execution log asked for does not (never did, or retention removed it): apart from not_found, so a client can tell which. */
+export class LogNotFoundError extends FnhostError {
+  constructor(message: string) {
+    super('log_not_found', 404, message);
+  }
+}
+
 /** A name that is taken, or a change that conflicts with the current state. */
 export class ConflictError extends FnhostError {
   constructor(message: string) {

@@ -10,6 +10,8 @@ export interface Upstream {
   origin: string;
   /** A sandboxed runtime on one machine is reached over this Unix socket. */
   socketPath?: string;
+  /** The call waited for this runtime to start (one machine: started or still loading; cluster: held for a pod). */
+  coldStart?: boolean;
 }
 
 export type RecycleReason = 'timeout' | 'crash' | 'out_of_memory';

@@ -3,6 +3,7 @@ export * from './model.ts';
 export * from './errors.ts';
 export * from './ids.ts';
 export * from './status.ts';
+export * from './insight.ts';
 export * from './validation.ts';
 export * from './cron.ts';
 export * as limits from './limits.ts';

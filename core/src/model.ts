@@ -61,6 +61,13 @@ export interface ExecutionLog {
   /** ISO 8601 UTC with milliseconds and `Z`: when the execution started. */
   executed_at: string;
   trigger: Trigger;
+  /**
+   * Whether the call waited for a runtime to start (one machine: a runtime started or still
+   * loading; cluster: the call was held for a pod). Absent on records written before it existed.
+   */
+  cold_start?: boolean;
+  /** How long the call waited for a runtime (ms, part of execution_time_ms). */
+  wait_ms?: number;
 }
 
 export type StatusFilter = 'all' | 'success' | 'error';

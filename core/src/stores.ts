@@ -1,3 +1,4 @@
+import type { ConsoleOutput, FunctionLatency } from './insight.ts';
 import type {
   ExecutionLog, FunctionRecord, LogPage, LogQuery, NetworkPolicy, NetworkPolicyChange, RetentionPolicy,
 } from './model.ts';
@@ -238,9 +239,34 @@ export interface SessionStore {
   sweep(now: number): Promise<number>;
 }
 
+/**
+ * One execution looked up by id, its console output, and per-function latency
+ * (core/src/insight.ts). The latency histogram is kept by LogStore.insert in the
+ * same unit of work as the records; console output arrives apart from its record
+ * (a runtime sends it once its execution's deferred work had its time) and is
+ * kept as long as the record: reads go through the record, and applyRetention
+ * and deleteFunction remove it with the records.
+ */
+export interface InsightStore {
+  /** The record when the retention policy still shows it, else null. */
+  getLog(functionId: string, logId: string, retention: RetentionPolicy, now: number): Promise<ExecutionLog | null>;
+  /**
+   * Stores executions' output (one post of a runtime, in one unit of work), each once: a second
+   * put for the same log id keeps the first. Only beside a stored record of that function
+   * (false at that place otherwise, nothing stored), so output never outlives its record nor
+   * piles up under ids that name none. `expiresAt` (ms) follows the function's time retention
+   * (null otherwise), as records do.
+   */
+  putConsole(functionId: string, outputs: ReadonlyArray<{ logId: string; output: ConsoleOutput }>, expiresAt: number | null, now: number): Promise<boolean[]>;
+  getConsole(functionId: string, logId: string): Promise<ConsoleOutput | null>;
+  /** Counts and percentiles over the last hour and day, from the histogram rows alone. */
+  latency(functionId: string, now: number): Promise<FunctionLatency>;
+}
+
 export interface Stores {
   functions: FunctionStore;
   logs: LogStore;
+  insight: InsightStore;
   counters: CounterStore;
   kv: KvStore;
   policies: PolicyStore;

@@ -12,6 +12,7 @@ import { FunctionService, type FunctionIndex, type ScheduleSink } from './functi
 import { adminApp } from './admin/listener.ts';
 import { adminPanel } from './admin/router.ts';
 import { functionRoutes } from './api/functions.ts';
+import { executionRoutes } from './api/executions.ts';
 import { infoRoutes } from './api/info.ts';
 import { PolicyCache, policyRoutes } from './api/policy.ts';
 import { internalRoutes, type RuntimeTokenVerifier } from './internal/routes.ts';
@@ -148,6 +149,7 @@ export async function startPlatform(options: PlatformOptions): Promise<Platform<
     sandboxes,
     dataDir: config.dataDir,
     gatewayUrl: () => listenUrl,
+    consoleCapture: config.consoleCapture,
     egressProxy: () => egress?.runtimeSetting,
     tokens,
     runtimeMain: options.runtimeMain,
@@ -217,10 +219,11 @@ export async function startPlatform(options: PlatformOptions): Promise<Platform<
   const access = new AccessControl({ kube: cluster?.kubeAccess, gate: cluster?.namespaceGate });
   const api = [
     functionRoutes({ functions, invoker, writer, stores, now, access }),
+    executionRoutes({ functions, writer, stores, now, access }),
     policyRoutes({ policies, functions, now, access }),
     infoRoutes({ mode: cluster === undefined ? 'local' : 'cluster', default_namespace: functions.defaultNamespace, sandbox: sandbox === undefined ? undefined : { enabled: sandbox.enabled, warning: sandbox.warning } }),
   ];
-  const internal = internalRoutes({ tokens: cluster?.runtimeTokens ?? tokens, functions, kv: stores.kv, policies, platform: config.egressPlatform, now });
+  const internal = internalRoutes({ tokens: cluster?.runtimeTokens ?? tokens, functions, kv: stores.kv, insight: stores.insight, consoleCapture: config.consoleCapture, flushRecords: () => writer.flush(), policies, platform: config.egressPlatform, now });
   const app = mainApp({ health, api, internal, adminToken: options.adminToken, kubeAccess: cluster?.kubeAccess, trustProxy: config.trustProxy, logger });
   // The admin panel: its page, sign-in and session-authenticated API, on its own listener.
   const admin = adminPanel({ token: options.adminToken, now, sessionStore: stores.sessions, logger });

@@ -56,6 +56,12 @@ export interface GatewayConfig {
   egressPlatform: PlatformRanges | undefined;
   /** One machine: a function's runtime with no call for this long is stopped (FNHOST_RUNTIME_IDLE_SECONDS; 0: never). */
   runtimeIdleSeconds: number;
+  /**
+   * FNHOST_CONSOLE_CAPTURE (on|off, default on): each execution's console output kept with its
+   * record. Off: runtimes this gateway starts capture nothing, and output any runtime (a pod) posts
+   * is dropped, so nothing is stored in either mode.
+   */
+  consoleCapture: boolean;
 }
 
 /** Five minutes: a function called now and then keeps its runtime between calls; one called once a day does not hold memory all day. */
@@ -143,7 +149,17 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     egressIdleTimeoutMs: intVar(env, 'FNHOST_EGRESS_IDLE_TIMEOUT_MS', 300_000, 1_000, 86_400_000),
     egressPlatform: platformRanges(env),
     runtimeIdleSeconds: intVar(env, 'FNHOST_RUNTIME_IDLE_SECONDS', DEFAULT_RUNTIME_IDLE_SECONDS, 0, 604_800),
+    consoleCapture: onOff(env, 'FNHOST_CONSOLE_CAPTURE', true),
   };
+}
+
+/** `on` or `off` (unset: the default); anything else stops the start naming the value. */
+function onOff(env: Record<string, string | undefined>, name: string, fallback: boolean): boolean {
+  const raw = env[name]?.trim() ?? '';
+  if (raw === '') return fallback;
+  if (raw === 'on') return true;
+  if (raw === 'off') return false;
+  throw new ConfigError(`${name}="${raw.slice(0, 40)}" must be on or off`);
 }
 
 /** FNHOST_ADMIN_PORT, or the port after PORT; never PORT itself (one origin for both is what the split prevents). */

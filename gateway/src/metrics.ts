@@ -16,6 +16,8 @@ export class Metrics {
   runtimeIdleStops = 0;
   timeouts = 0;
   clientAborts = 0;
+  /** Executions that waited for a runtime to start (no per-function label: functions are unbounded). */
+  coldStarts = 0;
 
   observe(trigger: 'http' | 'schedule' | 'test', status: number, ms: number): void {
     const cls = Math.min(4, Math.max(0, Math.floor(status / 100) - 1));
@@ -60,6 +62,7 @@ export class Metrics {
       ['fnhost_runtimes_running', 'gauge', 'Runtime processes running now.', gauges.runningRuntimes],
       ['fnhost_invocation_timeouts_total', 'counter', 'Executions the gateway ended at the time limit.', this.timeouts],
       ['fnhost_client_aborts_total', 'counter', 'Invocations whose caller disconnected before the response ended.', this.clientAborts],
+      ['fnhost_cold_starts_total', 'counter', 'Executions that waited for a runtime to start.', this.coldStarts],
     ];
     for (const [name, type, help, value] of simple) lines.push(`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`, `${name} ${value}`);
     // Read from the store by the last scan, so every gateway on it shows the same values; left out

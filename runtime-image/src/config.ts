@@ -18,6 +18,10 @@ export interface RuntimeConfig {
   runtimeToken: string | undefined;
   /** FNHOST_EGRESS_PROXY: the gateway's egress proxy every outbound connection goes through (docs/egress.md). */
   egressProxy: string | undefined;
+  /** FNHOST_CONSOLE_CAPTURE (not `off`) with a gateway to send to: each execution's console output goes to its record (console-capture.ts). */
+  consoleCapture: boolean;
+  /** FNHOST_CONSOLE_GRACE_MS: how long after its answer an execution's console output is still its own. */
+  consoleGraceMs: number;
   /** The function's own environment: the runtime's minus FNHOST_* (and the runtime's PORT/HOST). */
   functionEnv: Record<string, string>;
 }
@@ -87,6 +91,12 @@ function egressProxyVar(env: NodeJS.ProcessEnv): string | undefined {
   return raw;
 }
 
+function consoleCaptureVar(env: NodeJS.ProcessEnv): boolean {
+  const raw = env.FNHOST_CONSOLE_CAPTURE?.trim() ?? '';
+  if (raw !== '' && raw !== 'on' && raw !== 'off') throw new ConfigError(`FNHOST_CONSOLE_CAPTURE="${raw.slice(0, 40)}" must be on or off`);
+  return raw !== 'off' && Boolean(env.FNHOST_GATEWAY_URL?.trim());
+}
+
 export function loadConfig(env: NodeJS.ProcessEnv): RuntimeConfig {
   const functionFile = env.FNHOST_FUNCTION_FILE?.trim();
   if (!functionFile) throw new ConfigError('FNHOST_FUNCTION_FILE is required: the path of the function module to load');
@@ -106,6 +116,8 @@ export function loadConfig(env: NodeJS.ProcessEnv): RuntimeConfig {
     gatewayUrl: env.FNHOST_GATEWAY_URL?.trim().replace(/\/+$/, '') || undefined,
     runtimeToken: env.FNHOST_RUNTIME_TOKEN || undefined,
     egressProxy: egressProxyVar(env),
+    consoleCapture: consoleCaptureVar(env),
+    consoleGraceMs: intVar(env, 'FNHOST_CONSOLE_GRACE_MS', 1000, 0, 10_000),
     functionEnv: functionEnvOf(env),
   };
 }

@@ -19,12 +19,17 @@ interface WritableLike {
   write(chunk: string): unknown;
 }
 
+/** Receives a call's console writes for its record (console-capture.ts); not called outside a call. */
+export type CaptureWrite = (executionId: string, text: string) => void;
+
 /** A stream-like object that prefixes every line with `[function executionId]` (the call's context, "-" outside one). */
-export function taggedStream(functionName: string, out: WritableLike): WritableLike {
+export function taggedStream(functionName: string, out: WritableLike, capture?: CaptureWrite): WritableLike {
   return {
     write(chunk: string | Uint8Array): boolean {
       const text = typeof chunk === 'string' ? chunk : Buffer.from(chunk).toString('utf8');
-      const tag = `[${functionName} ${invocationContext.getStore()?.executionId ?? '-'}] `;
+      const executionId = invocationContext.getStore()?.executionId;
+      if (capture !== undefined && executionId !== undefined && executionId !== '-') capture(executionId, text);
+      const tag = `[${functionName} ${executionId ?? '-'}] `;
       const body = text.endsWith('\n') ? text.slice(0, -1) : text;
       out.write(tag + body.split('\n').join('\n' + tag) + '\n');
       return true;
@@ -46,10 +51,10 @@ export function taggedStream(functionName: string, out: WritableLike): WritableL
 }
 
 /** A full Console (log, info, debug → stdout; error, warn, trace → stderr) formatting like util.format/inspect, tagging each line. */
-export function makeConsole(functionName: string, stdout: WritableLike, stderr: WritableLike): Console {
+export function makeConsole(functionName: string, stdout: WritableLike, stderr: WritableLike, capture?: { out: CaptureWrite; err: CaptureWrite }): Console {
   return new Console({
-    stdout: taggedStream(functionName, stdout) as NodeJS.WritableStream,
-    stderr: taggedStream(functionName, stderr) as NodeJS.WritableStream,
+    stdout: taggedStream(functionName, stdout, capture?.out) as NodeJS.WritableStream,
+    stderr: taggedStream(functionName, stderr, capture?.err) as NodeJS.WritableStream,
     colorMode: false,
   });
 }

@@ -16,8 +16,9 @@ export const W_HEAD = 13;
 export const W_CHUNK = 14;
 export const W_END = 15;
 export const W_ERROR = 16;
+export const W_CONSOLE = 17;
 /** A spare worker found its clock in another time zone than the function's: it must not be used. */
-export const W_SPARE_STALE = 17;
+export const W_SPARE_STALE = 18;
 
 export type Body = string | Uint8Array | undefined;
 
@@ -48,6 +49,8 @@ export interface FunctionWorkerData {
   runtimeToken: string | undefined;
   /** FNHOST_EGRESS_PROXY (docs/egress.md); undefined: fetch asks the internal policy check instead. */
   egressProxy: string | undefined;
+  /** Whether console writes are posted to the main thread for the call's record (console-capture.ts). */
+  captureConsole: boolean;
 }
 
 export interface ReadyMsg { t: typeof W_READY }
@@ -62,4 +65,10 @@ export interface EndMsg { t: typeof W_END; i: number; b: Body }
 /** `st`: the thrown error's frames in the function's files (./error-stack.ts), when it has any. */
 export interface ErrorMsg { t: typeof W_ERROR; i: number; s: number; k: string; e: string; st?: string; body: string }
 export interface SpareStaleMsg { t: typeof W_SPARE_STALE; e: string }
-export type FromWorker = ReadyMsg | LoadErrorMsg | FullMsg | HeadMsg | ChunkMsg | EndMsg | ErrorMsg | SpareStaleMsg;
+/**
+ * Console writes of calls (console-capture.ts), four entries a write: the execution id, 'o'/'e'
+ * (stdout/stderr), ms since the epoch, the text. Batched per turn of the worker's loop, and sent
+ * before any answer, so the main thread has a call's output up to its answer when the answer goes.
+ */
+export interface ConsoleMsg { t: typeof W_CONSOLE; l: Array<string | number> }
+export type FromWorker = ReadyMsg | LoadErrorMsg | FullMsg | HeadMsg | ChunkMsg | EndMsg | ErrorMsg | ConsoleMsg | SpareStaleMsg;

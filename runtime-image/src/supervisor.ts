@@ -9,6 +9,7 @@ import {
   M_CONFIGURE,
   M_REQUEST,
   W_CHUNK,
+  W_CONSOLE,
   W_END,
   W_ERROR,
   W_FULL,
@@ -23,6 +24,7 @@ import {
 import { ResponseFramingError, checkFinalStatus, declaredLength, framedHeaders } from './framing.ts';
 import type { WorkerData } from './worker.ts';
 import { timeZoneOffsets, type SpareWorker } from './spare-worker.ts';
+import { ConsoleCapture, consoleSender } from './console-capture.ts';
 
 export const HEARTBEAT_MS = 50;
 /** At a call's deadline, a worker whose loop has not turned for this long is blocked: end it. */
@@ -131,11 +133,20 @@ export class Supervisor {
   #spare: SpareWorker | undefined;
   /** Whether the worker running now is the spare (tests, the specialization's log line). */
   usedSpare = false;
+  /** Each call's console output for its record (console-capture.ts); undefined when off. */
+  readonly #console: ConsoleCapture | undefined;
   restarts = 0;
 
   constructor(config: RuntimeConfig, spare?: SpareWorker) {
     this.#config = config;
     this.#spare = spare;
+    this.#console = config.consoleCapture && config.gatewayUrl !== undefined
+      ? new ConsoleCapture({
+        graceMs: config.consoleGraceMs,
+        now: () => performance.timeOrigin + performance.now(),
+        send: consoleSender(config.gatewayUrl, config.runtimeToken, (err) => log('warn', 'console output not handed to the gateway', { error: err.message })),
+      })
+      : undefined;
     this.settled = new Promise((resolve) => (this.#settle = resolve));
     this.#watch = setInterval(() => this.#check(), HEARTBEAT_MS);
     this.#watch.unref();
@@ -166,6 +177,7 @@ export class Supervisor {
       gatewayUrl: this.#config.gatewayUrl,
       runtimeToken: this.#config.runtimeToken,
       egressProxy: this.#config.egressProxy,
+      captureConsole: this.#console !== undefined,
     };
     const spare = this.#takeSpare();
     let worker: Worker;
@@ -374,6 +386,16 @@ export class Supervisor {
         answerError(p.res, msg.s, msg.k, msg.e, msg.body, msg.st);
         return;
       }
+      case W_CONSOLE: {
+        // The handler can reach the worker's port: take only well-formed entries.
+        const l = msg.l;
+        if (this.#console === undefined || !Array.isArray(l)) return;
+        for (let i = 0; i + 3 < l.length; i += 4) {
+          const [id, stream, at, text] = [l[i], l[i + 1], l[i + 2], l[i + 3]];
+          if (typeof id === 'string' && typeof at === 'number' && typeof text === 'string') this.#console.write(id, stream === 'e' ? 'e' : 'o', at, text);
+        }
+        return;
+      }
       case W_READY: {
         this.#ready = true;
         if (!this.#everReady) log('info', 'function loaded', { file: this.#config.functionFile });
@@ -426,6 +448,12 @@ export class Supervisor {
     const deadline = performance.now() + this.#config.timeoutMs + (this.#ready ? 0 : OWN_START_GRACE_MS);
     const pending: Pending = { res, deadline, sent: false };
     this.#pending.set(id, pending);
+    const executionId = req.headers['x-fnhost-execution-id'];
+    if (this.#console !== undefined && typeof executionId === 'string') {
+      const capture = this.#console;
+      capture.begin(executionId);
+      res.once('close', () => capture.answered(executionId));
+    }
     res.once('close', () => {
       if (this.#pending.get(id) !== pending) return;
       // The caller went away: drop the call's output (its code keeps running to completion).
@@ -441,6 +469,7 @@ export class Supervisor {
     const until = performance.now() + graceMs;
     while (this.#pending.size > 0 && performance.now() < until) await new Promise((r) => setTimeout(r, 20));
     clearInterval(this.#watch);
+    await this.#console?.flushAll();
     const w = this.#worker;
     this.#worker = undefined;
     await w?.terminate();

@@ -13,7 +13,7 @@ import { internalClient, invocationContext, makeConsole, makeKv, policedFetch, p
 import { ownerStack } from './error-stack.ts';
 import { LoadError, loadHandler, type Handler } from './loader.ts';
 import {
-  M_ABORT, M_CONFIGURE, M_REQUEST, W_ERROR, W_LOAD_ERROR, W_READY, W_SPARE_STALE, type ConfigureMsg, type FromWorker, type FunctionWorkerData, type RequestMsg, type ToWorker,
+  M_ABORT, M_CONFIGURE, M_REQUEST, W_CONSOLE, W_ERROR, W_LOAD_ERROR, W_READY, W_SPARE_STALE, type ConfigureMsg, type FromWorker, type FunctionWorkerData, type RequestMsg, type ToWorker,
 } from './protocol.ts';
 import { timeZoneOffsets, type SpareWorkerData } from './spare-worker.ts';
 
@@ -59,7 +59,20 @@ const data: WorkerData = 'spare' in initial ? await configured(initial) : initia
 
 const rawFetch = globalThis.fetch;
 const client = internalClient(data.gatewayUrl, data.runtimeToken, rawFetch, () => 'the internal API');
-const console_ = makeConsole(data.functionName, process.stdout, process.stderr);
+// A call's console writes go to the main thread batched (one message per turn of this loop,
+// not one per line: a message wakes the main thread), and before any answer is posted.
+let consoleBatch: Array<string | number> = [];
+function flushConsole(): void {
+  if (consoleBatch.length === 0) return;
+  const l = consoleBatch;
+  consoleBatch = [];
+  port.postMessage({ t: W_CONSOLE, l } satisfies FromWorker);
+}
+const captureTo = (stream: 'o' | 'e') => (executionId: string, text: string) => {
+  if (consoleBatch.length === 0) setImmediate(flushConsole);
+  consoleBatch.push(executionId, stream, performance.timeOrigin + performance.now(), text);
+};
+const console_ = makeConsole(data.functionName, process.stdout, process.stderr, data.captureConsole ? { out: captureTo('o'), err: captureTo('e') } : undefined);
 Object.defineProperty(globalThis, 'console', { value: console_, writable: true, configurable: true });
 // With the egress proxy, every connection is routed and checked there (fetch included); the internal API stays direct.
 const handlerFetch =
@@ -73,6 +86,7 @@ const routes = compileRoutes(data.routes);
 const live = new Map<number, FnResponse>();
 const sink: Sink = {
   post(msg: FromWorker, transfer?: ArrayBuffer[]) {
+    flushConsole();
     port.postMessage(msg, transfer);
   },
   finished(id: number) {
@@ -101,6 +115,7 @@ function fail(id: number, err: unknown, how: string): void {
   res.writableEnded = true;
   const message = errorText(err);
   const stack = ownerStack(err, moduleFiles);
+  flushConsole();
   port.postMessage({ t: W_ERROR, i: id, s: 500, k: 'exception', e: message, ...(stack === undefined ? {} : { st: stack }), body: JSON.stringify({ error: 'function_error', message: 'the function failed; its error is in the execution log' }) } satisfies FromWorker);
 }
 

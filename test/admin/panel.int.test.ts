@@ -189,3 +189,68 @@ describe('admin panel: the stack of a thrown error, at the owner\'s file and lin
     expect(await row.locator('details pre').innerText()).to.equal('at explode (src/explode.ts:2:9)\nat handler (src/handler.ts:4:3)');
   });
 });
+
+describe('admin panel: an execution opened from the logs table, with its console output, and the latency table', function () {
+  this.timeout(90_000);
+  let gw: RunningGateway;
+  let context: BrowserContext | undefined;
+  let userDataDir: string | undefined;
+  before(async () => {
+    ensurePanelPrerequisites();
+    gw = await startGateway();
+  });
+  after(async () => {
+    await context?.close();
+    if (userDataDir) await rm(userDataDir, { recursive: true, force: true });
+    await gw?.stop();
+  });
+
+  it('opens a record by its time (click or Enter), shows its fields and console output, and closes it', async () => {
+    const api = apiClient(gw);
+    const created = await api('POST', '/api/v1/functions', {
+      name: 'talker',
+      code: "export default (req, res) => { console.log('talker says', req.query.n); console.error('talker <b>warns</b>'); res.status(Number(req.query.s)).json({}); }",
+    });
+    expect(created.status, JSON.stringify(created.body)).to.equal(201);
+    const id = created.body.function_id;
+    for (const [n, s] of [['one', 200], ['two', 502]]) await (await fetch(`${gw.url}/invoke/${id}?n=${n}&s=${s}`)).arrayBuffer();
+    const logs = (await api('GET', '/api/v1/functions/talker/logs')).body.logs as Array<{ id: string }>;
+    for (const log of logs) {
+      await until('console output', async () => (await api('GET', `/api/v1/functions/talker/logs/${log.id}`)).body.console !== null || undefined, 30_000, 100);
+    }
+    userDataDir = await mkdtemp(join(tmpdir(), 'fnhost-chromium-'));
+    context = await chromium.launchPersistentContext(userDataDir, { executablePath: CHROMIUM, headless: true, args: LAUNCH_ARGS });
+    const page = context.pages()[0] ?? (await context.newPage());
+    await signIn(page, gw);
+    await page.goto(`${gw.adminUrl}/admin/functions/talker`);
+    await page.getByRole('heading', { level: 1, name: /^talker/ }).waitFor();
+    // The latency table under the chart: both executions in the last hour.
+    const hourRow = page.locator('table.latency tr', { hasText: 'Last hour' });
+    await hourRow.waitFor();
+    expect((await hourRow.locator('td').first().innerText()).trim()).to.equal('2');
+    // Click the newest row's time.
+    await page.locator(`tr[data-log-id="${logs[0]!.id}"] button.link`).click();
+    const opened = page.locator('section.execution');
+    await opened.getByRole('heading', { name: `Execution ${logs[0]!.id}` }).waitFor();
+    await opened.locator('pre.console').waitFor();
+    expect(await opened.locator('pre.console').innerText()).to.match(/^\+\d+ms out talker says two\n\+\d+ms err talker <b>warns<\/b>\s*$/);
+    // Handler output is text, never markup.
+    expect(await opened.locator('pre.console b').count()).to.equal(0);
+    expect(await opened.locator('dl').innerText()).to.contain('502');
+    expect(page.url()).to.contain(`log=${logs[0]!.id}`);
+    // The keyboard: the older row's time is a button; Enter opens it.
+    await page.locator(`tr[data-log-id="${logs[1]!.id}"] button.link`).focus();
+    await page.keyboard.press('Enter');
+    await opened.getByRole('heading', { name: `Execution ${logs[1]!.id}` }).waitFor();
+    await until('the older record\'s output', async () => /talker says one/.test(await opened.locator('pre.console').innerText()) || undefined, 10_000, 100);
+    // A reload shows the same record (the URL names it); Close hides it.
+    await page.reload();
+    await opened.getByRole('heading', { name: `Execution ${logs[1]!.id}` }).waitFor();
+    await opened.getByRole('button', { name: 'Close' }).click();
+    await opened.waitFor({ state: 'detached' });
+    expect(page.url()).to.not.contain('log=');
+    // An unknown id (a stale link) says so.
+    await page.goto(`${gw.adminUrl}/admin/functions/talker?log=log_nosuchrecord00000000`);
+    expect(await opened.getByRole('alert').innerText()).to.contain('has no execution log "log_nosuchrecord00000000"');
+  });
+});

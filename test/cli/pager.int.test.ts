@@ -77,17 +77,49 @@ describe('fnhost CLI in a terminal (tmux)', function () {
     expect(await t.waitForExit()).to.equal(0);
   });
 
-  it('a page taller than the terminal shows a window of rows that ↓/↑ move, without clearing the screen', async () => {
+  it('a page taller than the terminal shows a window of rows that follows the selection ↓/↑ move, without clearing the screen', async () => {
     const t = await terminal(['function:logs', 'paged', '--limit', '10'], { width: 110, height: 10 });
     let screen = await t.waitForScreen((s) => /Page 1 of 1 \(7 total\) · rows 1–5 of 7/.test(s), 'the first window');
-    expect(screen).to.contain('↑/↓ scroll');
-    await t.sendKeys('Down');
-    await t.sendKeys('Down');
-    await t.sendKeys('Down');
+    expect(screen).to.contain('↑/↓ select · Enter open');
+    // The selection starts on the newest row and moves down the window before the window moves.
+    for (let i = 0; i < 6; i++) await t.sendKeys('Down');
     screen = await t.waitForScreen((s) => s.includes('rows 3–7 of 7'), 'the last window (↓ stops at the end)');
     expect(screen.match(/Execution logs for paged/g)).to.have.length(1);
-    await t.sendKeys('Up');
-    await t.waitForScreen((s) => s.includes('rows 2–6 of 7'), 'one row up');
+    for (let i = 0; i < 5; i++) await t.sendKeys('Up');
+    await t.waitForScreen((s) => s.includes('rows 2–6 of 7'), 'the window one row up once the selection leaves its top');
+    await t.sendKeys('q');
+    expect(await t.waitForExit()).to.equal(0);
+  });
+
+  it('Enter opens the selected record with its console output; Esc goes back to the table', async () => {
+    const fnhost = (args: string[]) => runCli(args, { env: p.env, timeoutMs: 60_000 });
+    expect((await fnhost(['function:create', 'chatty', '--file', p.file('chatty.js', `export default (req, res) => {
+      console.log('chatty says', req.query.n);
+      console.error('chatty warns');
+      res.status(Number(req.query.s ?? 200)).json({});
+    }`)])).code).to.equal(0);
+    const id = JSON.parse((await fnhost(['function:get', 'chatty', '--output', 'json'])).stdout).function_id;
+    for (const [n, s] of [['one', 200], ['two', 503]]) await (await fetch(`${p.url}/invoke/${id}?n=${n}&s=${s}`)).arrayBuffer();
+    const newest = JSON.parse((await fnhost(['function:logs', 'chatty', '--output', 'json'])).stdout).logs as Array<{ id: string }>;
+    for (const log of newest) {
+      await waitFor(async () => JSON.parse((await fnhost(['function:logs', 'chatty', '--id', log.id, '--output', 'json'])).stdout).console !== null, 'console output');
+    }
+    const t = await terminal(['function:logs', 'chatty']);
+    await t.waitForScreen((s) => s.includes('Page 1 of 1 (2 total)'), 'the table');
+    // The newest row (503) is selected: Enter opens it.
+    await t.sendKeys('Enter');
+    let screen = await t.waitForScreen((s) => s.includes('Console output (2 lines):'), 'the opened record');
+    expect(screen).to.contain(`Log ID:     ${newest[0]!.id}`);
+    expect(screen).to.match(/Status: +✗ 503/);
+    expect(screen).to.match(/\+\d+ms out chatty says two/);
+    expect(screen).to.match(/\+\d+ms err chatty warns/);
+    expect(screen).to.contain('Esc/Enter back to the table');
+    await t.sendKeys('Escape');
+    await t.waitForScreen((s) => s.includes('Page 1 of 1 (2 total)'), 'back to the table');
+    await t.sendKeys('Down');
+    await t.sendKeys('Enter');
+    screen = await t.waitForScreen((s) => s.includes(`Log ID:     ${newest[1]!.id}`), 'the older record');
+    expect(screen).to.match(/\+\d+ms out chatty says one/);
     await t.sendKeys('q');
     expect(await t.waitForExit()).to.equal(0);
   });

@@ -67,8 +67,8 @@ describe('MongoDB store', function () {
       await client.close();
     });
 
-    it('creates the TTL indexes (expireAt, expireAfterSeconds 0) on logs, log buckets, KV and admin sessions, and the listing indexes', async () => {
-      for (const collection of ['logs', 'log_buckets', 'kv', 'admin_sessions']) {
+    it('creates the TTL indexes (expireAt, expireAfterSeconds 0) on logs, log buckets, console output, latency buckets, KV and admin sessions, and the listing indexes', async () => {
+      for (const collection of ['logs', 'log_buckets', 'console_output', 'latency_buckets', 'kv', 'admin_sessions']) {
         const ttl = (await db.collection(collection).indexes()).find((index) => index.name === 'ttl_expireAt');
         expect(ttl, collection).to.deep.include({ key: { expireAt: 1 }, expireAfterSeconds: 0 });
       }
@@ -80,6 +80,20 @@ describe('MongoDB store', function () {
       const functionIndexes = await db.collection('functions').indexes();
       expect(functionIndexes.find((index) => index.name === 'namespace_name')).to.deep.include({ key: { namespace: 1, name: 1 }, unique: true });
       expect((await db.collection('kv').indexes()).find((index) => index.name === 'ns_key')).to.deep.include({ unique: true });
+    });
+
+    it('gives console output the record\'s time retention (expireAt), and takes it off when the policy no longer expires records', async () => {
+      const now = Date.now();
+      const fnId = randomUUID();
+      const rec = log(fnId, now - 1000, {}, { type: 'time', days: 1 });
+      await stores.logs.insert([rec]);
+      expect(await stores.insight.putConsole(fnId, [{ logId: rec.id, output: { lines: [], dropped_lines: 0, dropped_bytes: 0 } }], now + DAY, now)).to.deep.equal([true]);
+      const stored = await db.collection('console_output').findOne({ function_id: fnId });
+      expect(stored!['expireAt']).to.deep.equal(new Date(now + DAY));
+      await stores.logs.applyRetention(fnId, { type: 'none' }, now);
+      expect((await db.collection('console_output').findOne({ function_id: fnId }))!['expireAt']).to.equal(undefined);
+      await stores.logs.applyRetention(fnId, { type: 'time', days: 2 }, now);
+      expect((await db.collection('console_output').findOne({ function_id: fnId }))!['expireAt']).to.deep.equal(new Date(now + 2 * DAY));
     });
 
     it('opening again on the same database keeps the indexes (creation is idempotent)', async () => {

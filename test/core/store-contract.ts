@@ -3,6 +3,7 @@ import { expect } from 'chai';
 import { ConflictError, NotFoundError } from '../../core/src/errors.ts';
 import type { ExecutionLog, FunctionRecord, LogPage, LogQuery, NetworkPolicy, RetentionPolicy, StatusFilter } from '../../core/src/model.ts';
 import type { StoredLog, StoredSession, Stores } from '../../core/src/stores.ts';
+import { describeInsightContract } from './insight-contract.ts';
 
 // The one contract every store implements (core/src/stores.ts), registered as
 // mocha tests: `describeStoreContract('SQLite', () => open...)`. It is
@@ -599,6 +600,8 @@ export function describeStoreContract(name: string, open: () => Promise<Stores>,
         expect((await stores.logs.list(a, query({ status: 'error' }), NONE, NOW)).pagination.totalCount).to.equal(1);
       });
     });
+
+    describeInsightContract(() => stores);
 
     describe('CounterStore', () => {
       it('starts at 0 and adds batches for several functions at once', async () => {

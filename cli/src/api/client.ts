@@ -1,6 +1,7 @@
 import type { IncomingMessage, RequestOptions } from 'node:http';
 import type { ApiServerInfo } from '@fnhost/core/api.ts';
 import type { LogQuery, RetentionPolicy } from '@fnhost/core/model.ts';
+import type { ExecutionDetail, FunctionLatency } from '@fnhost/core/insight.ts';
 import {
   ApiAuthError,
   ApiConflictError,
@@ -148,6 +149,16 @@ export class ApiClient {
     return this.#json('POST', fnPath(ref, '/test'), request, { ref, timeoutMs });
   }
 
+  /** One record with its console output (GET /api/v1/functions/{ref}/logs/{id}). */
+  getLog(ref: string, logId: string): Promise<ExecutionDetail> {
+    return this.#json('GET', fnPath(ref, '/logs/' + encodeURIComponent(logId)), undefined, { ref });
+  }
+
+  /** Counts, cold starts and latency percentiles over the last hour and day. */
+  latency(ref: string): Promise<FunctionLatency> {
+    return this.#json('GET', fnPath(ref, '/latency'), undefined, { ref });
+  }
+
   listLogs(ref: string, query: LogQuery): Promise<LogPage> {
     const qs = new URLSearchParams({ status: query.status, limit: String(query.limit), page: String(query.page) });
     return this.#json('GET', `${fnPath(ref, '/logs')}?${qs}`, undefined, { ref });
@@ -263,6 +274,8 @@ export class ApiClient {
         );
       }
       case 404:
+        // The function is there; the record is not (the server's message names both).
+        if (code === 'log_not_found') return new ApiNotFoundError(said, { ...details, hint: 'fnhost function:logs <function> lists the records kept' });
         if (ref !== undefined && code === 'not_found') {
           const where = this.#namespace === undefined ? '' : ` in namespace ${this.#namespace}`;
           const hint =

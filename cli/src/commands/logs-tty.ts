@@ -8,7 +8,11 @@ import { useLogFollow } from '../hooks/useLogFollow.ts';
 import { useLogPager } from '../hooks/useLogPager.ts';
 import { LogFollowView } from '../render/LogFollowView.ts';
 import { LogsPagerView } from '../render/LogsPagerView.ts';
-import { rowWindow } from '../format/logs-table.ts';
+import { LogDetailView, detailWindow } from '../render/LogDetailView.ts';
+import { followSelection, rowWindow } from '../format/logs-table.ts';
+import { logDetailLines } from '../format/log-detail.ts';
+import { createPainter } from '../format/color.ts';
+import type { ExecutionDetail } from '@fnhost/core/insight.ts';
 import type { CommandContext } from './spec.ts';
 
 // The terminal paths of function:logs: wiring of keys, hooks and views.
@@ -17,35 +21,71 @@ import type { CommandContext } from './spec.ts';
 interface PagerProps {
   fn: ApiFunction;
   load: (query: LogQuery) => Promise<LogPage>;
+  /** One record with its console output (Enter). */
+  open: (logId: string) => Promise<ExecutionDetail>;
   query: LogQuery;
   page: LogPage;
   color: boolean;
 }
 
-function LogsPager({ fn, load, query, page, color }: PagerProps) {
+interface Opened {
+  lines: string[] | undefined;
+  error: string | undefined;
+  offset: number;
+}
+
+function LogsPager({ fn, load, open, query, page, color }: PagerProps) {
   const pager = useLogPager(load, query, page);
   const { exit } = useApp();
   const { columns, rows } = useWindowSize();
-  // The window of rows on screen when the page is taller than the terminal; a new page starts at its top.
-  const [offset, setOffset] = useState(0);
-  useEffect(() => setOffset(0), [pager.page]);
-  const scroll = (by: number) => setOffset((o) => rowWindow(pager.page.logs.length, rows || 24, o + by).offset);
+  // The selected row, and the window of rows on screen when the page is taller than the
+  // terminal (it follows the selection); a new page starts at its top.
+  const [cursor, setCursor] = useState({ selected: 0, offset: 0 });
+  useEffect(() => setCursor({ selected: 0, offset: 0 }), [pager.page]);
+  // The record Enter opened, shown instead of the table until Esc.
+  const [opened, setOpened] = useState<Opened | undefined>(undefined);
+  const height = rows || 24;
+  const select = (by: number) =>
+    setCursor((c) => {
+      const total = pager.page.logs.length;
+      const selected = Math.max(0, Math.min(total - 1, c.selected + by));
+      return { selected, offset: followSelection(rowWindow(total, height, c.offset), selected) };
+    });
+  const openSelected = () => {
+    const log = pager.page.logs[cursor.selected];
+    if (log === undefined) return;
+    setOpened({ lines: undefined, error: undefined, offset: 0 });
+    open(log.id).then(
+      (detail) => setOpened((o) => (o === undefined ? o : { ...o, lines: logDetailLines(detail, fn.name, createPainter(color)) })),
+      (err: unknown) => setOpened((o) => (o === undefined ? o : { ...o, error: err instanceof Error ? err.message : String(err) })),
+    );
+  };
   useInput((input, key) => {
+    if (opened !== undefined) {
+      if (input === 'q') exit();
+      else if (key.escape || key.return || input === 'b') setOpened(undefined);
+      else if (key.downArrow || input === 'j') setOpened({ ...opened, offset: detailWindow(opened.lines?.length ?? 0, height, opened.offset + 1).offset });
+      else if (key.upArrow || input === 'k') setOpened({ ...opened, offset: detailWindow(opened.lines?.length ?? 0, height, opened.offset - 1).offset });
+      return;
+    }
     if (input === 'q' || key.escape) exit();
-    else if (key.downArrow || input === 'j') scroll(1);
-    else if (key.upArrow || input === 'k') scroll(-1);
+    else if (key.return) openSelected();
+    else if (key.downArrow || input === 'j') select(1);
+    else if (key.upArrow || input === 'k') select(-1);
     else if (input === 'n' || key.rightArrow || key.pageDown) pager.nextPage();
     else if (input === 'p' || key.leftArrow || key.pageUp) pager.prevPage();
     else if (input === 's') pager.cycleStatus();
     else if (input === 'r') pager.reload();
   });
+  if (opened !== undefined) return h(LogDetailView, { lines: opened.lines, height, offset: opened.offset, error: opened.error, color });
   return h(LogsPagerView, {
     fn,
     status: pager.query.status,
     page: pager.page,
     width: columns || 80,
-    height: rows || 24,
-    offset,
+    height,
+    offset: cursor.offset,
+    selected: cursor.selected,
     loading: pager.loading,
     error: pager.error,
     color,
@@ -88,9 +128,10 @@ function inkOptions(ctx: CommandContext) {
 
 export async function runPager(ctx: CommandContext, client: ApiClient, fn: ApiFunction, query: LogQuery, page: LogPage, painted: number): Promise<number> {
   const load = (q: LogQuery) => client.listLogs(fn.function_id, q);
+  const open = (logId: string) => client.getLog(fn.function_id, logId);
   // Erase the plain first frame (see paintFirstFrame in logs.ts); Ink draws the same lines at once.
   if (painted > 0) ctx.io.stdout.write(`\u001b[${painted}A\u001b[0J`);
-  const app = render(h(LogsPager, { fn, load, query, page, color: ctx.color }), inkOptions(ctx));
+  const app = render(h(LogsPager, { fn, load, open, query, page, color: ctx.color }), inkOptions(ctx));
   await app.waitUntilExit();
   return 0;
 }

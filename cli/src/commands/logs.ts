@@ -24,7 +24,7 @@ import { truncate } from '../format/text.ts';
 import { functionRef, intOption, printLines, stringOption } from './common.ts';
 import type { CommandContext } from './spec.ts';
 
-// function:logs. Four paths, chosen by where the output goes:
+// function:logs. With --id, one record and its console output (./log-detail.ts). Else four paths, chosen by where the output goes:
 // - --output json: the spec's log list object, once (with --follow: one record per line);
 // - piped (or no terminal for keys): the table, once (with --follow: new rows as they come);
 // - stdout and stdin on a terminal: the interactive Ink pager (with --follow: Ink's <Static> rows).
@@ -58,6 +58,8 @@ export function parseStatus(raw: string | undefined): StatusFilter {
 
 export async function run(ctx: CommandContext): Promise<number> {
   const ref = functionRef(ctx);
+  const logId = stringOption(ctx, 'id');
+  if (logId !== undefined) return (await import('./log-detail.ts')).runLogDetail(ctx, ref, logId);
   const query: LogQuery = {
     status: parseStatus(stringOption(ctx, 'status')),
     limit: intOption(ctx, 'limit', MAX_LOG_PAGE_LIMIT) ?? DEFAULT_LOG_PAGE_LIMIT,
@@ -116,7 +118,7 @@ function paintFirstFrame(ctx: CommandContext, fn: { name: string; function_id: s
     headerLine(layout, paint),
     ...(rows.length === 0 ? [paint.dim(emptyLine(page.pagination))] : rows.slice(0, window.size).map((row) => rowLine(row, layout, paint))),
     truncate(pagerFooterLine(page.pagination, window), width),
-    paint.dim(truncate(pagerKeysLine(page.pagination, status, window.size < window.total), width)),
+    paint.dim(truncate(pagerKeysLine(page.pagination, status, rows.length > 0), width)),
   ];
   stdout.write(lines.join('\n') + '\n');
   return lines.length;

@@ -43,7 +43,7 @@ export function invocationUrl(fn: ApiFunction, serverUrl: string): string {
 }
 
 /** function:get: one labelled line per field, labels aligned. */
-export function functionDetails(fn: ApiFunction, serverUrl: string, paint: Painter): string[] {
+export function functionDetails(fn: ApiFunction, serverUrl: string, paint: Painter, extra: Array<[string, string]> = []): string[] {
   const fields: Array<[string, string]> = [
     ['ID', fn.function_id],
     ['Name', oneLine(fn.name)],
@@ -59,6 +59,7 @@ export function functionDetails(fn: ApiFunction, serverUrl: string, paint: Paint
     ...(fn.rollout === undefined ? [] : [['Namespace', oneLine(fn.namespace)] as [string, string], ['Rollout', rolloutText(fn.rollout)] as [string, string]]),
     ['Created', formatLocalDateTimeWithZone(fn.created_at)],
     ['Updated', formatLocalDateTimeWithZone(fn.updated_at)],
+    ...extra,
   ];
   const width = Math.max(...fields.map(([label]) => label.length)) + 1;
   return fields.map(([label, value]) => `${paint.bold(padEnd(label + ':', width))} ${value}`);

@@ -125,11 +125,11 @@ export function emptyLine(p: Pagination): string {
   return p.totalCount === 0 ? '(no executions)' : `(no executions on page ${p.currentPage}; the last page is ${p.totalPages})`;
 }
 
-/** The interactive pager's key line. */
-export function pagerKeysLine(p: Pagination, status: StatusFilter, scrollable = false): string {
+/** The interactive pager's key line; `selectable`: the page has rows, which ↑/↓ select and Enter opens. */
+export function pagerKeysLine(p: Pagination, status: StatusFilter, selectable = false): string {
   return [
     p.hasPrevPage || p.hasNextPage ? '←/→ or p/n page' : undefined,
-    scrollable ? '↑/↓ scroll' : undefined,
+    selectable ? '↑/↓ select · Enter open' : undefined,
     `s status: ${status}`,
     'r reload',
     'q quit',
@@ -143,7 +143,7 @@ export function pagerKeysLine(p: Pagination, status: StatusFilter, scrollable = 
  */
 export const PAGER_CHROME_LINES = 5;
 
-/** Which of a page's rows the pager shows: all when they fit, else a window the arrows move. */
+/** Which of a page's rows the pager shows: all when they fit, else a window that follows the selected row. */
 export interface RowWindow {
   offset: number;
   size: number;
@@ -154,6 +154,16 @@ export function rowWindow(total: number, screenRows: number, offset: number): Ro
   const size = Math.max(1, Math.min(total, screenRows - PAGER_CHROME_LINES));
   return { offset: Math.max(0, Math.min(offset, total - size)), size, total };
 }
+
+/** The window's offset after the selection moved to `selected`: unchanged while the row is on screen, else just enough to show it. */
+export function followSelection(window: RowWindow, selected: number): number {
+  if (selected < window.offset) return selected;
+  if (selected >= window.offset + window.size) return selected - window.size + 1;
+  return window.offset;
+}
+
+/** The log detail view's key line (the pager's Enter). */
+export const DETAIL_KEYS = '↑/↓ scroll · Esc/Enter back to the table · q quit';
 
 /** The spec's footer, plus which rows are on screen when the page does not fit. */
 export function pagerFooterLine(p: Pagination, window: RowWindow): string {

@@ -13,12 +13,14 @@ export interface LogRowLineProps {
   row: LogRow;
   layout: TableLayout;
   color: boolean;
+  /** The pager's selected row (Enter opens it): drawn inverse, which needs no colour. */
+  selected?: boolean;
 }
 
-export function LogRowLine({ row, layout, color }: LogRowLineProps) {
+export function LogRowLine({ row, layout, color, selected = false }: LogRowLineProps) {
   return h(
     Text,
-    { wrap: 'truncate' },
+    { wrap: 'truncate', inverse: selected },
     padEnd(row.time, layout.time),
     GAP,
     h(Text, color ? { color: KIND_COLOR[row.kind] } : {}, padEnd(row.status, layout.status)),

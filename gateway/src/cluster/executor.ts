@@ -292,7 +292,7 @@ export class ClusterExecutor implements Executor {
       }
       if (released.by === 'probe') this.releasedByProbe++;
       else this.releasedBySlice++;
-      return { origin: released.origin };
+      return { origin: released.origin, coldStart: true };
     } finally {
       this.#held--;
       const left = (this.#heldPer.get(fn.function_id) ?? 1) - 1;

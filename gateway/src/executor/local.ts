@@ -87,6 +87,8 @@ export interface LocalExecutorOptions {
   dataDir: string;
   /** Base URL of the gateway's internal API (KV, policy check), known once it listens. */
   gatewayUrl: () => string;
+  /** false: runtimes capture no console output for the records (FNHOST_CONSOLE_CAPTURE=off). */
+  consoleCapture?: boolean;
   /** FNHOST_EGRESS_PROXY for runtimes: the gateway's egress proxy (docs/egress.md); undefined: none. */
   egressProxy?: () => string | undefined;
   tokens: RuntimeTokenSource;
@@ -119,8 +121,15 @@ interface Runtime {
   /** Its process, once spawned or taken from the pool. */
   proc: RuntimeProcess | undefined;
   ready: Promise<Upstream>;
+  /** `ready` has resolved: a call from now on does not wait for this runtime (Upstream.coldStart). */
+  started?: boolean;
   /** Why the process ended, when it did (out of memory is told apart from a crash). */
   exitReason: RecycleReason | 'stopped' | undefined;
+}
+
+/** The upstream of a call that waited for its runtime to start. */
+function cold(upstream: Upstream): Upstream {
+  return { ...upstream, coldStart: true };
 }
 
 export class LocalExecutor implements Executor {
@@ -281,10 +290,10 @@ export class LocalExecutor implements Executor {
 
   acquire(fn: FunctionRecord): Promise<Upstream> {
     const current = this.#runtimes.get(fn.function_id);
-    if (current !== undefined && current.proc?.exited !== true && current.hash === configHash(fn)) return current.ready;
+    if (current !== undefined && current.proc?.exited !== true && current.hash === configHash(fn)) return current.started === true ? current.ready : current.ready.then(cold);
     const failed = this.#failedStart.get(fn.function_id);
     if (failed !== undefined && failed.hash === configHash(fn) && Date.now() - failed.at < START_RETRY_MS) return Promise.reject(failed.error);
-    return this.#start(fn, current);
+    return this.#start(fn, current).then(cold);
   }
 
   /**
@@ -301,6 +310,7 @@ export class LocalExecutor implements Executor {
     if (this.#closed || (current !== undefined && current.proc?.exited !== true && current.hash === configHash(fn))) return nothing;
     const runtime: Runtime = { functionId: fn.function_id, name: fn.name, hash: configHash(fn), proc: undefined, ready: undefined as never, exitReason: undefined };
     runtime.ready = this.#run(fn, runtime);
+    runtime.ready.then(() => (runtime.started = true), () => undefined);
     let upstream: Upstream;
     try {
       upstream = await runtime.ready;
@@ -383,6 +393,7 @@ export class LocalExecutor implements Executor {
     const hash = configHash(fn);
     const runtime: Runtime = { functionId: fn.function_id, name: fn.name, hash, proc: undefined, ready: undefined as never, exitReason: undefined };
     runtime.ready = this.#run(fn, runtime);
+    runtime.ready.then(() => (runtime.started = true), () => undefined);
     this.#runtimes.set(fn.function_id, runtime);
     this.#idle?.started(fn.function_id);
     if (previous !== undefined) {
@@ -422,6 +433,7 @@ export class LocalExecutor implements Executor {
     };
     const egress = this.#opts.egressProxy?.();
     if (egress !== undefined) env.FNHOST_EGRESS_PROXY = egress;
+    if (this.#opts.consoleCapture === false) env.FNHOST_CONSOLE_CAPTURE = 'off';
     return this.#withProcessDefaults(env);
   }
 

@@ -1,12 +1,13 @@
 import Router from '@koa/router';
 import type { Context, Next } from 'koa';
-import { ValidationError, limits, type KvStore } from '@fnhost/core';
+import { ValidationError, limits, type InsightStore, type KvStore } from '@fnhost/core';
 import { UnauthorizedError, bearerToken } from '../auth.ts';
 import type { FunctionService } from '../functions/service.ts';
 import { PayloadTooLargeError } from '../invoke/errors.ts';
 import type { PolicyCache } from '../api/policy.ts';
 import { decide, type PlatformRanges } from '../policy/match.ts';
 import { readJson } from '../api/body.ts';
+import { addConsoleRoute } from './console.ts';
 
 // /internal/v1: what a runtime calls back (docs/internal-protocol.md), with
 // its per-function bearer token. The function's id is its KV namespace.
@@ -20,6 +21,11 @@ export interface InternalDeps {
   tokens: RuntimeTokenVerifier;
   functions: FunctionService;
   kv: KvStore;
+  /** Where runtimes' console output goes (./console.ts). */
+  insight: InsightStore;
+  flushRecords: () => Promise<void>;
+  /** FNHOST_CONSOLE_CAPTURE: false drops every console post. */
+  consoleCapture: boolean;
   policies: PolicyCache;
   /** The platform's own ranges (FNHOST_EGRESS_PLATFORM_CIDRS), protected in the policy check as in the egress proxy. */
   platform?: PlatformRanges;
@@ -93,6 +99,8 @@ export function internalRoutes(deps: InternalDeps): Router {
   router.delete('/kv/:key', async (ctx) => {
     ctx.body = { deleted: await deps.kv.delete(ctx.state.functionId, kvKey(ctx.params.key)) };
   });
+
+  addConsoleRoute(router, { insight: deps.insight, functions: deps.functions, now: deps.now, flushRecords: deps.flushRecords, enabled: deps.consoleCapture });
 
   router.get('/policy/check', async (ctx) => {
     const host = ctx.query.host;

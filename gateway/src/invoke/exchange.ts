@@ -34,6 +34,9 @@ export interface Exchange {
   /** The upstream the call went to (its pool is destroyed on a gateway timeout). */
   origin: string | undefined;
   logged: boolean;
+  /** Whether the call waited for a runtime to start, and how long it waited for one (ExecutionLog.cold_start, wait_ms). */
+  coldStart: boolean;
+  waitMs: number;
   /** The thrown error's stack the runtime answered with (./error-stack.ts), for the record. */
   errorStack: string | undefined;
 }

@@ -198,7 +198,7 @@ export class Invoker {
   #begin(fn: FunctionRecord, trigger: Trigger, startedAt: number, executedAt: number): Exchange {
     this.#inflight++;
     this.#o.executor.callStarted?.(fn.function_id);
-    return { fn, trigger, logId: fastLogId(), startedAt, executedAt, deadline: 0, timedOut: false, origin: undefined, logged: false, errorStack: undefined };
+    return { fn, trigger, logId: fastLogId(), startedAt, executedAt, deadline: 0, timedOut: false, origin: undefined, logged: false, errorStack: undefined, coldStart: false, waitMs: 0 };
   }
 
   #forward(ex: Exchange, req: IncomingMessage, res: ServerResponse, path: string, body: Buffer | null): void {
@@ -226,10 +226,15 @@ export class Invoker {
     for (let attempt = 0; ; attempt++) {
       let origin: string;
       let socketPath: string | undefined;
+      const waitFrom = performance.now();
       try {
-        ({ origin, socketPath } = await this.#o.executor.acquire(fn));
+        let coldStart: boolean | undefined;
+        ({ origin, socketPath, coldStart } = await this.#o.executor.acquire(fn));
+        if (coldStart === true) ex.coldStart = true;
       } catch (err) {
         throw ex.timedOut ? new FunctionTimeoutError(fn.timeout_seconds) : err;
+      } finally {
+        ex.waitMs += performance.now() - waitFrom;
       }
       if (ex.timedOut) throw new FunctionTimeoutError(fn.timeout_seconds);
       ex.origin = origin;
@@ -400,8 +405,11 @@ export class Invoker {
         ...(ex.errorStack === undefined ? {} : { error_stack: ex.errorStack }),
         executed_at: isoTimestamp(ex.executedAt),
         trigger: ex.trigger,
+        cold_start: ex.coldStart,
+        wait_ms: Math.round(ex.waitMs),
       };
       this.#o.metrics.observe(ex.trigger, statusCode, ms);
+      if (ex.coldStart) this.#o.metrics.coldStarts++;
       const queued = this.#o.recorder.record(log, ex.fn.retention);
       if (queued !== undefined) queued.catch((err: unknown) => this.#o.logger.error('recording an execution failed', { error: (err as Error).message }));
     }

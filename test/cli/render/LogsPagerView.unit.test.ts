@@ -18,7 +18,7 @@ describe('cli render: log views (ink-testing-library)', () => {
   it('shows title, header, rows with markers, footer and the keys', () => {
     const logs = [log({ status_code: 500, error_message: 'TypeError: boom', execution_time_ms: 3 }), log({ status_code: 302 })];
     const { lastFrame, unmount } = render(
-      h(LogsPagerView, { fn: fn(), status: 'all', page: page(logs, 120, 2, 1), width: 100, height: 40, offset: 0, loading: false, error: undefined, color: false }),
+      h(LogsPagerView, { fn: fn(), status: 'all', page: page(logs, 120, 2, 1), width: 100, height: 40, offset: 0, selected: 0, loading: false, error: undefined, color: false }),
     );
     const frame = lastFrame()!;
     const lines = frame.split('\n');
@@ -34,7 +34,7 @@ describe('cli render: log views (ink-testing-library)', () => {
 
   it('shows the empty state, loading and an error', () => {
     const { lastFrame, unmount } = render(
-      h(LogsPagerView, { fn: fn(), status: 'error', page: page([], 0), width: 100, height: 40, offset: 0, loading: true, error: 'cannot reach', color: false }),
+      h(LogsPagerView, { fn: fn(), status: 'error', page: page([], 0), width: 100, height: 40, offset: 0, selected: 0, loading: true, error: 'cannot reach', color: false }),
     );
     expect(lastFrame()).to.contain('(no executions)');
     expect(lastFrame()).to.contain('Page 1 of 1 (0 total)');
@@ -46,14 +46,14 @@ describe('cli render: log views (ink-testing-library)', () => {
 
   it('shows a window of rows when the page is taller than the screen', () => {
     const logs = Array.from({ length: 10 }, (_, i) => log({ status_code: 200 + i }));
-    const props = { fn: fn(), status: 'all' as const, page: page(logs, 10, 10, 1), width: 100, height: 9, loading: false, error: undefined, color: false };
+    const props = { fn: fn(), status: 'all' as const, page: page(logs, 10, 10, 1), width: 100, height: 9, selected: 0, loading: false, error: undefined, color: false };
     const { lastFrame, rerender, unmount } = render(h(LogsPagerView, { ...props, offset: 0 }));
     let lines = lastFrame()!.split('\n');
     expect(lines).to.have.length(8);
     expect(lines[2]).to.match(/✓ 200/);
     expect(lines[5]).to.match(/✓ 203/);
     expect(lines[6]).to.equal('Page 1 of 1 (10 total) · rows 1–4 of 10');
-    expect(lines[7]).to.contain('↑/↓ scroll');
+    expect(lines[7]).to.contain('↑/↓ select · Enter open');
     rerender(h(LogsPagerView, { ...props, offset: 99 }));
     lines = lastFrame()!.split('\n');
     expect(lines[2]).to.match(/✓ 206/);

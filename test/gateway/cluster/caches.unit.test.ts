@@ -173,7 +173,7 @@ describe('cluster mode: executor (pods as upstreams, hold queue)', () => {
     expect(ex.held).to.equal(1);
     await clock.advance(1500);
     idx.apply({ key: 'ns/s', object: slice('s', 'fn-a', [{ addresses: ['10.0.0.7'] }]) });
-    expect(await pending).to.deep.equal({ origin: 'http://10.0.0.7:8080' });
+    expect(await pending).to.deep.equal({ origin: 'http://10.0.0.7:8080', coldStart: true });
     expect(ex.held).to.equal(0);
     expect(clock.timers, 'its timer is cleared').to.deep.equal([]);
   });

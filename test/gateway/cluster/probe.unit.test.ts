@@ -97,14 +97,14 @@ describe('cluster mode: probing starting pods while calls are held', () => {
     const { idx, clock, fake, ex } = setup();
     fake.auto.set(A, true);
     idx.apply({ key: 'ns/s', object: slice('s', 'fn-a', [starting('10.0.0.7')]) });
-    expect(await ex.acquire(fn)).to.deep.equal({ origin: A });
+    expect(await ex.acquire(fn)).to.deep.equal({ origin: A, coldStart: true });
     expect(ex.releasedByProbe).to.equal(1);
     await clock.advance(PROBED_POD_TTL_MS - 1);
     expect(await ex.acquire(fn)).to.deep.equal({ origin: A });
     expect(ex.holds).to.equal(1);
     await clock.advance(1);
     // Past the TTL the call is held again, and probed again (the pod still answers 200).
-    expect(await ex.acquire(fn)).to.deep.equal({ origin: A });
+    expect(await ex.acquire(fn)).to.deep.equal({ origin: A, coldStart: true });
     expect(ex.holds).to.equal(2);
     expect(ex.releasedByProbe).to.equal(2);
     // The pod leaves the slice: never used again, the call is held (and times out, nothing else starting).
@@ -139,7 +139,7 @@ describe('cluster mode: probing starting pods while calls are held', () => {
     const last = fake.open(A);
     expect(last).to.have.length(1);
     idx.apply({ key: 'ns/s', object: slice('s', 'fn-a', [ready('10.0.0.7')]) });
-    expect(await pending).to.deep.equal({ origin: A });
+    expect(await pending).to.deep.equal({ origin: A, coldStart: true });
     expect(ex.releasedBySlice).to.equal(1);
     expect(ex.releasedByProbe).to.equal(0);
     expect(last[0]!.signal.aborted, 'the probe in flight is aborted').to.equal(true);
@@ -224,12 +224,12 @@ describe('cluster mode: probing starting pods while calls are held', () => {
     await settle();
     expect(ex.probing).to.equal(2);
     fake.open(A)[0]!.answer(true);
-    expect(await Promise.all(calls)).to.deep.equal([{ origin: A }, { origin: A }, { origin: A }]);
+    expect(await Promise.all(calls)).to.deep.equal([{ origin: A, coldStart: true }, { origin: A, coldStart: true }, { origin: A, coldStart: true }]);
     expect(ex.releasedByProbe).to.equal(3);
     expect(ex.probing).to.equal(1);
     expect(ex.held).to.equal(1);
     fake.open('http://10.0.1.1:8080')[0]!.answer(true);
-    expect(await otherCall).to.deep.equal({ origin: 'http://10.0.1.1:8080' });
+    expect(await otherCall).to.deep.equal({ origin: 'http://10.0.1.1:8080', coldStart: true });
     expect(clock.timers).to.deep.equal([]);
   });
 

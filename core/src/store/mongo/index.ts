@@ -4,6 +4,7 @@ import type { Stores } from '../../stores.ts';
 import { MongoContext } from './context.ts';
 import { ensureInstanceIndexes, MongoInstanceStore } from './instances.ts';
 import { ensureLogIndexes, MongoLogStore } from './logs.ts';
+import { ensureInsightIndexes, MongoInsightStore } from './insight.ts';
 import { ensureRecordIndexes, MongoCounterStore, MongoFunctionStore, MongoKvStore, MongoPolicyStore } from './records.ts';
 import { ensureSessionIndexes, MongoSessionStore } from './sessions.ts';
 import { DEFAULT_RETRY, runWithRetry, type RetryOptions } from './retry.ts';
@@ -44,6 +45,7 @@ export async function openMongoStores(options: MongoStoreOptions): Promise<Store
     await runWithRetry(`connect to ${redactUrl(options.url)}`, true, async () => {
       await client.connect();
       await ensureLogIndexes(db);
+      await ensureInsightIndexes(db);
       await ensureRecordIndexes(db);
       await ensureInstanceIndexes(db);
       await ensureSessionIndexes(db);
@@ -56,6 +58,7 @@ export async function openMongoStores(options: MongoStoreOptions): Promise<Store
   return {
     functions: new MongoFunctionStore(db, ctx),
     logs: new MongoLogStore(db, ctx, { seekFrom: options.deepPageSeekFrom }),
+    insight: new MongoInsightStore(db, ctx),
     counters: new MongoCounterStore(db, ctx),
     kv: new MongoKvStore(db, ctx),
     policies: new MongoPolicyStore(db, ctx),

@@ -5,6 +5,7 @@ import type { InsertResult, LogStore, RecentCounts, StoredLog, WriterProgress } 
 import type { MongoContext } from './context.ts';
 import { allDuplicates, LogCounts, writeErrorIndexes, type BucketDoc, type PendingDoc, type StatusClass, type TotalsDoc } from './counts.ts';
 import { recordProgress, type InstanceDoc } from './instances.ts';
+import { addLatency, consoleCollection, consoleDocId, MongoInsightStore, setConsoleExpiry } from './insight.ts';
 
 // Execution logs in one collection for every function.
 //
@@ -52,6 +53,9 @@ export interface LogDoc {
   /** Only when the record has one (ExecutionLog.error_stack). */
   error_stack?: string;
   trigger: Trigger;
+  /** ExecutionLog.cold_start and wait_ms, when the gateway gave them. */
+  cold_start?: boolean;
+  wait_ms?: number;
   expireAt?: Date;
 }
 
@@ -118,6 +122,8 @@ export function toLogDoc(record: StoredLog, seq: number): LogDoc {
     trigger: record.trigger,
   };
   if (record.error_stack !== undefined) doc.error_stack = record.error_stack;
+  if (record.cold_start !== undefined) doc.cold_start = record.cold_start;
+  if (record.wait_ms !== undefined) doc.wait_ms = record.wait_ms;
   if (record.expires_at !== null) doc.expireAt = new Date(record.expires_at);
   return doc;
 }
@@ -132,6 +138,8 @@ export function toLog(doc: LogDoc): ExecutionLog {
     ...(doc.error_stack === undefined ? {} : { error_stack: doc.error_stack }),
     executed_at: doc.executed_at.toISOString(),
     trigger: doc.trigger,
+    ...(doc.cold_start === undefined ? {} : { cold_start: doc.cold_start }),
+    ...(doc.wait_ms === undefined ? {} : { wait_ms: doc.wait_ms }),
   };
 }
 
@@ -152,6 +160,7 @@ function before(cut: Cut): Filter<LogDoc> {
 }
 
 export class MongoLogStore implements LogStore {
+  readonly #db: Db;
   readonly #ctx: MongoContext;
   readonly #logs: Collection<LogDoc>;
   readonly #buckets: Collection<BucketDoc>;
@@ -163,6 +172,7 @@ export class MongoLogStore implements LogStore {
   readonly #seekFrom: number;
 
   constructor(db: Db, ctx: MongoContext, options: { seekFrom?: number } = {}) {
+    this.#db = db;
     this.#ctx = ctx;
     this.#seekFrom = options.seekFrom ?? DEFAULT_SEEK_FROM;
     this.#logs = db.collection<LogDoc>('logs');
@@ -220,6 +230,9 @@ export class MongoLogStore implements LogStore {
         toCount = docs.filter((d, i) => !duplicates.has(i) || noted.has(d._id));
       }
     });
+    // The latency histogram counts what the counts count (a resent record once); at write time, never by scanning records.
+    const counted = new Set(toCount.map((d) => d._id));
+    await addLatency(this.#ctx, this.#db, records.filter((r) => counted.has(r.id)));
     await this.#counts.apply(toCount, 1, progress === undefined ? {} : { key: { writer: progress.instance, upTo: progress.written }, executions: true });
     if (progress === undefined) {
       await this.#ctx.run('log insert', true, () => this.#pending.deleteMany({ ids: { $in: ids } }));
@@ -396,6 +409,7 @@ export class MongoLogStore implements LogStore {
       const unexpiring = await this.#ctx.run('log expiry', true, () => this.#buckets.findOne({ function_id: functionId, expireAt: { $exists: false } }, { projection: { _id: 1 } }));
       if (totals.keepMs !== keepMs || unexpiring) {
         await this.#rewriteExpiry(functionId, keepMs);
+        await setConsoleExpiry(this.#ctx, this.#db, functionId, keepMs);
         await this.#ctx.run('log expiry', true, () => this.#totals.updateOne({ _id: functionId }, { $set: { keepMs } }));
       }
       return this.#deleteWhere(functionId, { executed_at: { $lt: new Date(now - keepMs) } });
@@ -406,6 +420,7 @@ export class MongoLogStore implements LogStore {
         await this.#logs.updateMany({ function_id: functionId, expireAt: { $exists: true } }, { $unset: { expireAt: '' } });
         await this.#buckets.updateMany({ function_id: functionId, expireAt: { $exists: true } }, { $unset: { expireAt: '' } });
         await this.#totals.updateOne({ _id: functionId }, { $set: { keepMs: null } });
+        await setConsoleExpiry(this.#ctx, this.#db, functionId, null);
       }
     });
     if (retention.type === 'none') return 0;
@@ -464,6 +479,7 @@ export class MongoLogStore implements LogStore {
       if (chunk.length === 0) break;
       const result = await this.#ctx.run('log sweep', true, () => this.#logs.deleteMany({ _id: { $in: chunk.map((d) => d._id) } }));
       deleted += result.deletedCount;
+      await this.#ctx.run('log sweep', true, () => consoleCollection(this.#db).deleteMany({ _id: { $in: chunk.map((d) => consoleDocId(functionId, d._id)) } }));
       // Taken off the counts as found; a record the TTL monitor removed between
       // the find and the delete was outside every read filter already.
       await this.#counts.apply(chunk, -1);
@@ -481,6 +497,7 @@ export class MongoLogStore implements LogStore {
       const result = await this.#logs.deleteMany({ function_id: functionId });
       await this.#buckets.deleteMany({ function_id: functionId });
       await this.#totals.deleteOne({ _id: functionId });
+      await MongoInsightStore.deleteFunction(this.#ctx, this.#db, functionId);
       return result.deletedCount;
     });
   }

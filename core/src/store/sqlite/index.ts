@@ -1,6 +1,7 @@
 import type { Stores } from '../../stores.ts';
 import { SqliteDb } from './db.ts';
 import { SqliteInstanceStore } from './instances.ts';
+import { SqliteInsightStore } from './insight.ts';
 import { SqliteLogStore } from './logs.ts';
 import { SqliteCounterStore, SqliteFunctionStore, SqliteKvStore, SqlitePolicyStore } from './records.ts';
 import { prepareDatabase } from './schema.ts';
@@ -26,6 +27,7 @@ export function openSqliteStores(options: SqliteStoreOptions): Stores {
   return {
     functions: new SqliteFunctionStore(db),
     logs: new SqliteLogStore(db),
+    insight: new SqliteInsightStore(db),
     counters: new SqliteCounterStore(db),
     kv: new SqliteKvStore(db),
     policies: new SqlitePolicyStore(db),

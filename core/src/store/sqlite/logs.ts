@@ -6,6 +6,7 @@ import type { InsertResult, LogStore, RecentCounts, StoredLog, WriterProgress } 
 import type { SqliteDb } from './db.ts';
 import { recordProgressSync } from './instances.ts';
 import { addExecutionsSync } from './records.ts';
+import { addLatencySync, deleteConsoleSync } from './insight.ts';
 
 // Execution logs on SQLite. How listings stay fast at a million records of one
 // function (performance target P3), with no COUNT over the function's records
@@ -103,9 +104,11 @@ interface LogRow {
   error_message: string | null;
   error_stack: string | null;
   trigger: string;
+  cold_start: number | null;
+  wait_ms: number | null;
 }
 
-function toLog(row: LogRow, functionId: string): ExecutionLog {
+export function toLog(row: LogRow, functionId: string): ExecutionLog {
   return {
     id: row.id,
     function_id: functionId,
@@ -115,6 +118,8 @@ function toLog(row: LogRow, functionId: string): ExecutionLog {
     ...(row.error_stack === null ? {} : { error_stack: row.error_stack }),
     executed_at: new Date(row.executed_ms).toISOString(),
     trigger: row.trigger as Trigger,
+    ...(row.cold_start === null ? {} : { cold_start: row.cold_start === 1 }),
+    ...(row.wait_ms === null ? {} : { wait_ms: row.wait_ms }),
   };
 }
 
@@ -132,7 +137,7 @@ const MAX_BUCKET = Number.MAX_SAFE_INTEGER;
 /** Rows deleted per retention transaction. */
 export const RETENTION_CHUNK = 5000;
 
-const LOG_COLUMNS = 'seq, executed_ms, id, status_code, execution_time_ms, error_message, error_stack, trigger';
+export const LOG_COLUMNS = 'seq, executed_ms, id, status_code, execution_time_ms, error_message, error_stack, trigger, cold_start, wait_ms';
 
 /** Count changes of one transaction for one function: per class, and per (bucket class, level, bucket). */
 class CountDelta {
@@ -182,15 +187,17 @@ export class SqliteLogStore implements LogStore {
         delta.add(cls, ms, 1);
       }
       const insert = this.db.stmt(
-        'INSERT INTO logs (fn, executed_ms, class, id, status_code, execution_time_ms, error_message, error_stack, trigger) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)',
+        'INSERT INTO logs (fn, executed_ms, class, id, status_code, execution_time_ms, error_message, error_stack, trigger, cold_start, wait_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
       );
       return this.db.transaction((): InsertResult => {
         const keys = new Map<string, number>();
         for (const functionId of deltas.keys()) keys.set(functionId, this.keyFor(functionId));
         for (const { r, ms, cls } of rows) {
-          insert.run(keys.get(r.function_id)!, ms, cls, r.id, r.status_code, Math.round(r.execution_time_ms), r.error_message, r.error_stack ?? null, r.trigger);
+          insert.run(keys.get(r.function_id)!, ms, cls, r.id, r.status_code, Math.round(r.execution_time_ms), r.error_message, r.error_stack ?? null, r.trigger,
+            r.cold_start === undefined ? null : r.cold_start ? 1 : 0, r.wait_ms === undefined ? null : Math.round(r.wait_ms));
         }
         for (const [functionId, delta] of deltas) this.applyDelta(keys.get(functionId)!, delta);
+        addLatencySync(this.db, records);
         if (progress === undefined) return undefined;
         // A writer's batch: its executions are counted with it, and its progress
         // commits with it, so what a killed gateway wrote is exactly known and
@@ -236,13 +243,14 @@ export class SqliteLogStore implements LogStore {
       const sql = `DELETE FROM logs WHERE seq IN (
           SELECT seq FROM logs INDEXED BY logs_by_time WHERE fn = ? AND ${where}
           ORDER BY executed_ms, seq LIMIT ?
-        ) RETURNING class, executed_ms`;
+        ) RETURNING class, executed_ms, id`;
       let deleted = 0;
       for (;;) {
         const removed = this.db.transaction(() => {
-          const gone = this.db.all<{ class: number; executed_ms: number }>(sql, fn, ...params, RETENTION_CHUNK);
+          const gone = this.db.all<{ class: number; executed_ms: number; id: string }>(sql, fn, ...params, RETENTION_CHUNK);
           const delta = new CountDelta();
           for (const row of gone) delta.add(row.class, row.executed_ms, -1);
+          deleteConsoleSync(this.db, functionId, gone.map((row) => row.id));
           this.applyDelta(fn, delta);
           return gone.length;
         });
@@ -256,8 +264,11 @@ export class SqliteLogStore implements LogStore {
   deleteFunction(functionId: string): Promise<number> {
     return this.db.guard('log delete', () =>
       this.db.transaction(() => {
+        this.db.run('DELETE FROM latency_buckets WHERE function_id = ?', functionId);
         const fn = this.existingKey(functionId);
         if (fn === undefined) return 0;
+        // Output exists only beside a record: its records' ids find it (on the (log_id, function_id) key).
+        this.db.run('DELETE FROM console_output WHERE function_id = ? AND log_id IN (SELECT id FROM logs WHERE fn = ?)', functionId, fn);
         const deleted = Number(this.db.run('DELETE FROM logs WHERE fn = ?', fn).changes);
         this.db.run('DELETE FROM log_counts WHERE fn = ?', fn);
         this.db.run('DELETE FROM log_buckets WHERE fn = ?', fn);

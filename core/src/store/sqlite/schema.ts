@@ -5,7 +5,7 @@ import { StoreError } from '../../errors.ts';
 // version a database file was last migrated to; MIGRATIONS[i] moves a database
 // from version i to i + 1, so a later release appends, never edits.
 
-export const SCHEMA_VERSION = 7;
+export const SCHEMA_VERSION = 8;
 
 const MIGRATIONS: readonly string[] = [
   // 0 -> 1: the first schema.
@@ -156,6 +156,33 @@ const MIGRATIONS: readonly string[] = [
   // 6 -> 7: a thrown error's stack, mapped to the user's sources (ExecutionLog.error_stack).
   `
   ALTER TABLE logs ADD COLUMN error_stack TEXT;
+  `,
+  // execution insight (core/src/insight.ts, sqlite/insight.ts): whether a call waited for a
+  // runtime and how long; a record's console output, kept while its record is; latency
+  // histogram rows per function, minute and hour, kept at write time.
+  `
+  ALTER TABLE logs ADD COLUMN cold_start INTEGER;
+  ALTER TABLE logs ADD COLUMN wait_ms INTEGER;
+  -- Looking a record up by its id (the API's GET .../logs/{id}).
+  CREATE INDEX IF NOT EXISTS logs_by_id ON logs (id);
+  -- A rowid table: its rows (~1 KB of JSON) are too large for WITHOUT ROWID to pay.
+  CREATE TABLE IF NOT EXISTS console_output (
+    log_id      TEXT NOT NULL,
+    function_id TEXT NOT NULL,            -- the posting runtime's: output never lands on another function's record
+    stored_ms   INTEGER NOT NULL,
+    output      TEXT NOT NULL,            -- ConsoleOutput as JSON
+    UNIQUE (log_id, function_id)
+  );
+  CREATE TABLE IF NOT EXISTS latency_buckets (
+    function_id TEXT NOT NULL,
+    level       INTEGER NOT NULL,         -- 0 minute, 1 hour
+    slot        INTEGER NOT NULL,         -- floor(executed_ms / width of the level)
+    bin         INTEGER NOT NULL,         -- insight.ts LATENCY_BOUNDS_MS
+    n           INTEGER NOT NULL,
+    cold        INTEGER NOT NULL,
+    PRIMARY KEY (function_id, level, slot, bin)
+  ) WITHOUT ROWID;
+  CREATE INDEX IF NOT EXISTS latency_by_slot ON latency_buckets (level, slot);
   `,
 ];
 
