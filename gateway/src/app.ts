@@ -10,6 +10,7 @@ import { FunctionService, type FunctionIndex, type ScheduleSink } from './functi
 import { adminApp } from './admin/listener.ts';
 import { adminPanel } from './admin/router.ts';
 import { functionRoutes } from './api/functions.ts';
+import { replayRoutes } from './api/replay.ts';
 import { infoRoutes } from './api/info.ts';
 import { PolicyCache, policyRoutes } from './api/policy.ts';
 import { internalRoutes, type RuntimeTokenVerifier } from './internal/routes.ts';
@@ -208,6 +209,7 @@ export async function startPlatform(options: PlatformOptions): Promise<Platform<
   });
   const api = [
     functionRoutes({ functions, invoker, writer, stores, now }),
+    replayRoutes({ functions, invoker, writer, stores, now, throwaway: executor.throwaway?.bind(executor) }),
     policyRoutes({ policies, functions, now }),
     infoRoutes({ mode: cluster === undefined ? 'local' : 'cluster', default_namespace: functions.defaultNamespace, sandbox: sandbox === undefined ? undefined : { enabled: sandbox.enabled, warning: sandbox.warning } }),
   ];

@@ -2,6 +2,7 @@ import { MongoClient, type MongoClientOptions } from 'mongodb';
 import { ValidationError } from '../../errors.ts';
 import type { Stores } from '../../stores.ts';
 import { MongoContext } from './context.ts';
+import { ensureExchangeIndexes, MongoExchangeStore } from './exchanges.ts';
 import { ensureInstanceIndexes, MongoInstanceStore } from './instances.ts';
 import { ensureLogIndexes, MongoLogStore } from './logs.ts';
 import { ensureRecordIndexes, MongoCounterStore, MongoFunctionStore, MongoKvStore, MongoPolicyStore } from './records.ts';
@@ -44,6 +45,7 @@ export async function openMongoStores(options: MongoStoreOptions): Promise<Store
     await runWithRetry(`connect to ${redactUrl(options.url)}`, true, async () => {
       await client.connect();
       await ensureLogIndexes(db);
+      await ensureExchangeIndexes(db);
       await ensureRecordIndexes(db);
       await ensureInstanceIndexes(db);
       await ensureSessionIndexes(db);
@@ -56,6 +58,7 @@ export async function openMongoStores(options: MongoStoreOptions): Promise<Store
   return {
     functions: new MongoFunctionStore(db, ctx),
     logs: new MongoLogStore(db, ctx, { seekFrom: options.deepPageSeekFrom }),
+    exchanges: new MongoExchangeStore(db, ctx),
     counters: new MongoCounterStore(db, ctx),
     kv: new MongoKvStore(db, ctx),
     policies: new MongoPolicyStore(db, ctx),

@@ -1,5 +1,6 @@
 import type { Stores } from '../../stores.ts';
 import { SqliteDb } from './db.ts';
+import { SqliteExchangeStore } from './exchanges.ts';
 import { SqliteInstanceStore } from './instances.ts';
 import { SqliteLogStore } from './logs.ts';
 import { SqliteCounterStore, SqliteFunctionStore, SqliteKvStore, SqlitePolicyStore } from './records.ts';
@@ -26,6 +27,7 @@ export function openSqliteStores(options: SqliteStoreOptions): Stores {
   return {
     functions: new SqliteFunctionStore(db),
     logs: new SqliteLogStore(db),
+    exchanges: new SqliteExchangeStore(db),
     counters: new SqliteCounterStore(db),
     kv: new SqliteKvStore(db),
     policies: new SqlitePolicyStore(db),

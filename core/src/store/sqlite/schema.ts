@@ -5,7 +5,7 @@ import { StoreError } from '../../errors.ts';
 // version a database file was last migrated to; MIGRATIONS[i] moves a database
 // from version i to i + 1, so a later release appends, never edits.
 
-export const SCHEMA_VERSION = 7;
+export const SCHEMA_VERSION = 8;
 
 const MIGRATIONS: readonly string[] = [
   // 0 -> 1: the first schema.
@@ -156,6 +156,17 @@ const MIGRATIONS: readonly string[] = [
   // 6 -> 7: a thrown error's stack, mapped to the user's sources (ExecutionLog.error_stack).
   `
   ALTER TABLE logs ADD COLUMN error_stack TEXT;
+  `,
+  // 7 -> 8: recorded requests and responses for replay (core/src/store/sqlite/exchanges.ts),
+  // one row per record of a function that records them. Keyed by the record's
+  // seq, so deleting the record (retention, a deleted function) deletes it too
+  // (ON DELETE CASCADE looks it up by its primary key); found by log id.
+  `
+  CREATE TABLE IF NOT EXISTS log_exchanges (
+    seq      INTEGER PRIMARY KEY REFERENCES logs (seq) ON DELETE CASCADE,
+    id       TEXT NOT NULL UNIQUE,
+    exchange TEXT NOT NULL              -- the RecordedExchange as JSON
+  );
   `,
 ];
 
