@@ -247,3 +247,10 @@ export class ReplayError extends FnhostError {
     super(code, status, message, { expose: true });
   }
 }
+
+/** A log id the function has no (visible) record of: 404 with a code of its own, so a client tells it from an unknown function. */
+export class LogNotFoundError extends FnhostError {
+  constructor(message: string) {
+    super('log_not_found', 404, message, { expose: true });
+  }
+}

@@ -15,6 +15,8 @@ import {
 import type {
   ApiFunction,
   CreateFunctionBody,
+  ApiRecordedExchange,
+  ApiReplayResult,
   LogPage,
   TestRequest,
   TestResult,
@@ -144,6 +146,15 @@ export class ApiClient {
     return this.#json('POST', fnPath(ref, '/test'), request, { ref, timeoutMs });
   }
 
+  recordedRequest(ref: string, logId: string): Promise<ApiRecordedExchange> {
+    return this.#json('GET', fnPath(ref, `/logs/${encodeURIComponent(logId)}/request`), undefined, { ref });
+  }
+
+  /** Runs the function: waits as long as it may run (`timeoutMs`). */
+  replay(ref: string, logId: string, code: string | undefined, timeoutMs?: number): Promise<ApiReplayResult> {
+    return this.#json('POST', fnPath(ref, `/logs/${encodeURIComponent(logId)}/replay`), code === undefined ? {} : { code }, { ref, timeoutMs });
+  }
+
   listLogs(ref: string, query: LogQuery): Promise<LogPage> {
     const qs = new URLSearchParams({ status: query.status, limit: String(query.limit), page: String(query.page) });
     return this.#json('GET', `${fnPath(ref, '/logs')}?${qs}`, undefined, { ref });
@@ -249,6 +260,7 @@ export class ApiClient {
           { ...details, hint: 'run fnhost login, or pass --token or set FNHOST_TOKEN' },
         );
       case 404:
+        if (code === 'log_not_found') return new ApiNotFoundError(said, { ...details, hint: ref === undefined ? undefined : `run fnhost function:logs ${ref} to see its records` });
         if (ref !== undefined && code === 'not_found') {
           const where = this.#namespace === undefined ? '' : ` in namespace ${this.#namespace}`;
           const hint =

@@ -1,6 +1,6 @@
 import Router from '@koa/router';
 import {
-  NotFoundError, ReplayError, ValidationError, bodyBytes, diffResponses, limits, recordResponse, recordingOf, validateCode,
+  LogNotFoundError, ReplayError, ValidationError, bodyBytes, diffResponses, limits, recordResponse, recordingOf, validateCode,
   type FunctionRecord, type RecordedExchange, type Stores, type ThrowawayRuntime,
 } from '@fnhost/core';
 import type { FunctionService } from '../functions/service.ts';
@@ -37,7 +37,7 @@ export function replayRoutes(deps: ReplayRoutesDeps): Router {
     // Read your own writes: a call made just before is found.
     await writer.flush();
     const found = await stores.exchanges.get(fn.function_id, logId, fn.retention, deps.now());
-    if (!found.found) throw new NotFoundError(`log "${logId}" not found for function ${fn.name} (never recorded, or past its retention)`);
+    if (!found.found) throw new LogNotFoundError(`log "${logId}" not found for function ${fn.name} (never recorded, or past its retention)`);
     if (found.exchange === null) {
       throw new ReplayError('replay_not_recorded', 409, recordingOf(fn).enabled
         ? `log ${logId} of ${fn.name} has no recorded request: ${fn.name} was not recording requests when it ran (record_requests was turned on later)`
