@@ -1,7 +1,8 @@
 import { expect } from 'chai';
+import { readdirSync, readFileSync } from 'node:fs';
 import { DatabaseSync } from 'node:sqlite';
 import { join } from 'node:path';
-import { startHarness, type Harness } from './harness.ts';
+import { startHarness, waitFor, type Harness } from './harness.ts';
 import { startGateway } from '../helpers/platform.ts';
 import { startMongoServer, type MongoTestServer } from '../helpers/mongo-server.ts';
 
@@ -161,6 +162,50 @@ describe('request recording and replay (one machine, SQLite)', function () {
     expect((await h.api('PATCH', '/api/v1/functions/pay', { record_requests: { max_body_bytes: 65536 } })).status).to.equal(200);
   });
 
+  it('a record is reached only through its own function: another function\'s log id is 404, its request never shown', async () => {
+    const logId = await call(h, id, { card: { number: '4111' } });
+    const other = await h.createFunction('other', ECHO, { record_requests: true });
+    for (const [method, path] of [['GET', `/api/v1/functions/other/logs/${logId}/request`], ['POST', `/api/v1/functions/other/logs/${logId}/replay`]] as const) {
+      const r = await h.api(method, path);
+      expect(r.status, path).to.equal(404);
+      expect(r.body.error).to.equal('log_not_found');
+    }
+    expect((await h.logs(other.function_id)).pagination.totalCount).to.equal(0);
+  });
+
+  it('records a streamed answer (over the buffering size): its first bytes, cut and marked with the whole size', async () => {
+    const big = await h.createFunction('big', `export default (req, res) => { res.type('text/plain'); res.write('a'.repeat(50000)); res.end('b'.repeat(50000)); }`, { record_requests: { enabled: true, max_body_bytes: 1000 } });
+    const r = await h.invoke(big.function_id, '/');
+    expect((await r.text()).length).to.equal(100_000);
+    const logId = (await h.logs('big', '?limit=1')).logs[0].id;
+    const got = await h.api('GET', `/api/v1/functions/big/logs/${logId}/request`);
+    expect(got.body.response.body).to.deep.include({ encoding: 'utf8', size: 100_000, truncated: true });
+    expect(got.body.response.body.data).to.equal('a'.repeat(1000));
+  });
+
+  it('a throwaway version runs once and stops: no runtime is left behind', async () => {
+    const logId = await call(h, id, { k: 2 });
+    // The runtimes (and their sandboxes) are this process's children: the gateway runs in it.
+    const children = () => readdirSync('/proc').filter((d) => /^\d+$/.test(d)).filter((pid) => {
+      try {
+        return readFileSync(`/proc/${pid}/stat`, 'utf8').replace(/^.*\) /, '').split(' ')[1] === String(process.pid);
+      } catch {
+        return false;
+      }
+    }).length;
+    // Settled first: the warm pool refills after each take.
+    const before = await waitFor(async () => {
+      const a = children();
+      await new Promise((r) => setTimeout(r, 300));
+      return a === children() ? a : undefined;
+    }, 'a settled process count');
+    const r = await h.api('POST', `/api/v1/functions/pay/logs/${logId}/replay`, { code: `export default (req, res) => res.json({ v: 9 })` });
+    expect(r.status).to.equal(200);
+    expect(JSON.parse(r.body.replayed.body.data).v).to.equal(9);
+    // The throwaway took a runtime from the pool (which refills) and stopped: back to as many processes as before.
+    await waitFor(() => children() === before, `${before} child processes again (${children()} now)`);
+  });
+
   it('an exchange goes with its record: count retention hides it at once and the sweep deletes its row', async () => {
     const first = await call(h, id, { n: 1 });
     await call(h, id, { n: 2 });
@@ -171,7 +216,7 @@ describe('request recording and replay (one machine, SQLite)', function () {
     try {
       const row = db.prepare('SELECT count(*) AS n FROM log_exchanges WHERE id = ?').get(first) as { n: number };
       expect(row.n).to.equal(0);
-      const left = db.prepare('SELECT count(*) AS n FROM log_exchanges').get() as { n: number };
+      const left = db.prepare('SELECT count(*) AS n FROM log_exchanges e JOIN logs l ON l.seq = e.seq JOIN log_functions f ON f.fn = l.fn WHERE f.function_id = ?').get(id) as { n: number };
       expect(left.n).to.equal(1);
     } finally {
       db.close();
@@ -180,7 +225,9 @@ describe('request recording and replay (one machine, SQLite)', function () {
     expect((await h.api('DELETE', '/api/v1/functions/pay')).status).to.equal(204);
     const after = new DatabaseSync(join(h.dataDir, 'fnhost.db'), { readOnly: true });
     try {
-      expect((after.prepare('SELECT count(*) AS n FROM log_exchanges').get() as { n: number }).n).to.equal(0);
+      const orphans = after.prepare('SELECT count(*) AS n FROM log_exchanges e LEFT JOIN logs l ON l.seq = e.seq WHERE l.seq IS NULL').get() as { n: number };
+      expect(orphans.n).to.equal(0);
+      expect((after.prepare("SELECT count(*) AS n FROM log_exchanges WHERE exchange LIKE '%/pay%'").get() as { n: number }).n).to.equal(0);
     } finally {
       after.close();
     }
