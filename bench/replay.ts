@@ -11,14 +11,13 @@
 // request and the response bodies are copied, masked and stored). Targets run
 // in interleaved rounds on the shared machine; medians of per-round ratios.
 
-import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { startGateway } from '../test/helpers/platform.ts';
+import { startServer, stopAll } from './lib/servers.ts';
 import { reportFigure } from './lib/summary.ts';
 
 const { values } = parseArgs({
@@ -61,23 +60,7 @@ const s = http.createServer(async (req, res) => {
 s.keepAliveTimeout = 65000;
 s.listen(0, '127.0.0.1', () => console.log(JSON.stringify({ port: s.address().port })));`;
 
-const children: ChildProcess[] = [];
 
-async function startServer(args: string[], env: Record<string, string> = {}): Promise<string> {
-  const child = spawn(process.execPath, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
-  children.push(child);
-  return await new Promise<string>((resolve, reject) => {
-    createInterface({ input: child.stdout! }).on('line', (line) => {
-      try {
-        const parsed = JSON.parse(line) as { port?: number };
-        if (typeof parsed.port === 'number') resolve(`http://127.0.0.1:${parsed.port}`);
-      } catch {
-        // other output
-      }
-    });
-    child.once('exit', (code) => reject(new Error(`server exited with ${code}`)));
-  });
-}
 
 function median(xs: number[]): number {
   const s = [...xs].sort((a, b) => a - b);
@@ -136,6 +119,6 @@ try {
   reportFigure({ target: 'P1', what: 'gateway / undici hop with record_requests on (1 KiB JSON body echoed)', measured: `${on.toFixed(2)}×`, bound: '≥ 0.8×', met: on >= 0.8 });
   reportFigure({ target: 'P1', what: 'record_requests on / off throughput', measured: `${onOff.toFixed(2)}×`, bound: '(cost)', met: true });
 } finally {
-  for (const c of children) c.kill('SIGTERM');
+  stopAll();
   await rm(dir, { recursive: true, force: true });
 }
