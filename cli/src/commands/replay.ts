@@ -2,11 +2,11 @@ import { MAX_TIMEOUT_SECONDS } from '@fnhost/core/limits.ts';
 import type { ApiRecordedExchange, ApiReplayResult } from '../api/types.ts';
 import { formatChanges } from '@fnhost/core/replay-diff.ts';
 import { validateCode } from '@fnhost/core/validation.ts';
-import { CancelledError, UsageError } from '../errors.ts';
 import { createPainter, type Painter } from '../format/color.ts';
 import { statusCell } from '../format/logs-table.ts';
 import { oneLine, printable } from '../format/text.ts';
 import { asUsage, functionRef, printJson, printLines, stringOption } from './common.ts';
+import { confirmOrRefuse } from './confirm.ts';
 import { existingFile } from './settings.ts';
 import type { CommandContext } from './spec.ts';
 
@@ -40,22 +40,6 @@ export function formatReplay(name: string, result: ApiReplayResult, paint: Paint
   return lines;
 }
 
-async function confirm(ctx: CommandContext, question: string): Promise<void> {
-  if (ctx.options.yes === true) return;
-  if (ctx.io.stdin.isTTY !== true) {
-    throw new UsageError('refusing to replay without confirmation: stdin is not a terminal, and a replay runs the function for real', { hint: 'pass --yes to replay without asking' });
-  }
-  const { createInterface } = await import('node:readline/promises');
-  const rl = createInterface({ input: ctx.io.stdin, output: ctx.io.stderr });
-  let answer: string;
-  try {
-    answer = await rl.question(question);
-  } finally {
-    rl.close();
-  }
-  if (!/^y(es)?$/i.test(answer.trim())) throw new CancelledError('not replayed: nothing ran');
-}
-
 export async function run(ctx: CommandContext): Promise<number> {
   const ref = functionRef(ctx);
   const logId = ctx.args[1]!;
@@ -74,7 +58,12 @@ export async function run(ctx: CommandContext): Promise<number> {
   // Fails early, before the question, on an unknown log or a record without its request.
   const exchange = await client.recordedRequest(fn.function_id, logId);
   const target = code === undefined ? `the deployed code of ${fn.name}` : `${codeFile} as a throwaway version of ${fn.name}`;
-  await confirm(ctx, `Replay ${describeRequest(exchange)} (${logId}, recorded ${exchange.executed_at}) against ${target}? It runs for real (KV writes, outbound calls). [y/N] `);
+  await confirmOrRefuse(ctx, {
+    question: `Replay ${describeRequest(exchange)} (${logId}, recorded ${exchange.executed_at}) against ${target}? It runs for real (KV writes, outbound calls).`,
+    refusal: 'refusing to replay without confirmation: stdin is not a terminal, and a replay runs the function for real',
+    hint: 'pass --yes to replay without asking',
+    cancelled: 'not replayed: nothing ran',
+  });
   const result = await client.replay(fn.function_id, logId, code, (MAX_TIMEOUT_SECONDS + 60) * 1000);
   if (ctx.output === 'json') printJson(ctx, result);
   else printLines(ctx, formatReplay(fn.name, result, createPainter(ctx.color)));
