@@ -15,16 +15,15 @@
 // function create → first 200 through a gateway with the warm pool (FNHOST_WARM_POOL=1, the
 // default) and through one without it (0), vs `node -e 0`, in interleaved rounds.
 
-import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { startGateway } from '../test/helpers/platform.ts';
 import { paced, type PacedResult } from './lib/paced.ts';
 import { count, nodeStartMs, poolReady } from './lib/pool.ts';
+import { startServer, stopAll } from './lib/servers.ts';
 import { reportFigure, type Figure } from './lib/summary.ts';
 
 const { values } = parseArgs({
@@ -54,25 +53,7 @@ const autocannon = (await import('autocannon' as string)).default as (opts: Reco
   timeouts: number;
 }>;
 
-const children: ChildProcess[] = [];
 
-/** Starts `node -e <code>` (or a file) and waits for a JSON line with `port`. */
-async function startServer(args: string[], env: Record<string, string> = {}): Promise<string> {
-  const child = spawn(process.execPath, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
-  children.push(child);
-  return await new Promise<string>((resolve, reject) => {
-    const lines = createInterface({ input: child.stdout! });
-    lines.on('line', (line) => {
-      try {
-        const parsed = JSON.parse(line) as { port?: number };
-        if (typeof parsed.port === 'number') resolve(`http://127.0.0.1:${parsed.port}`);
-      } catch {
-        // other output
-      }
-    });
-    child.once('exit', (code) => reject(new Error(`server exited with ${code}`)));
-  });
-}
 
 const BARE = `
 const http = require('node:http');
@@ -272,6 +253,6 @@ try {
   reportFigure({ target: 'P2b', what: 'runtime direct / bare node:http', measured: `${(runtime.rps / bare.rps).toFixed(2)}×`, bound: '≥ 0.7×', met: runtime.rps / bare.rps >= 0.7 });
   for (const figure of p5Figures) reportFigure(figure);
 } finally {
-  for (const c of children) c.kill('SIGTERM');
+  stopAll();
   await rm(dir, { recursive: true, force: true });
 }

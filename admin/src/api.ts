@@ -5,12 +5,12 @@
 // token lives in this module's memory only (never localStorage), and is
 // fetched again from /admin/api/session after a reload.
 
-import type { ApiFunction, ApiServerInfo, ApiTestResult } from '@fnhost/core/api.ts';
+import type { ApiFunction, ApiRecordedExchange, ApiServerInfo, ApiTestResult } from '@fnhost/core/api.ts';
 import type { ExecutionDetail, FunctionLatency, LatencySummary } from '@fnhost/core/insight.ts';
-import type { ExecutionLog, LogPage, NetworkPolicy } from '@fnhost/core/model.ts';
+import type { ExecutionLog, LogPage, NetworkPolicy, RecordedBody, RequestRecording } from '@fnhost/core/model.ts';
 
 // Wire shapes shared with the CLI (core/src/api.ts, core/src/model.ts, core/src/insight.ts).
-export type { ApiFunction, ExecutionDetail, FunctionLatency, LatencySummary, LogPage };
+export type { ApiFunction, ApiRecordedExchange, ExecutionDetail, FunctionLatency, LatencySummary, LogPage, RecordedBody, RequestRecording };
 export type LogRecord = ExecutionLog;
 export type TestResult = ApiTestResult;
 
@@ -110,6 +110,8 @@ export const api = {
     request<LogPage>('GET', `${fnPath(ref)}/logs?status=${encodeURIComponent(q.status)}&page=${q.page}&limit=${q.limit}`),
   setActive: (ref: string, active: boolean) => request<ApiFunction>('POST', `${fnPath(ref)}/${active ? 'activate' : 'deactivate'}`),
   test: (ref: string) => request<TestResult>('POST', `${fnPath(ref)}/test`, {}),
+  setRecording: (ref: string, recording: Partial<RequestRecording>) => request<ApiFunction>('PATCH', fnPath(ref), { record_requests: recording }),
+  recordedRequest: (ref: string, logId: string) => request<ApiRecordedExchange>('GET', `${fnPath(ref)}/logs/${encodeURIComponent(logId)}/request`),
   policies: () => request<{ global: NetworkPolicy; functions: Record<string, NetworkPolicy> }>('GET', `${API}/network-policy`),
   putGlobal: (p: NetworkPolicy) => request<NetworkPolicy>('PUT', `${API}/network-policy/global`, p),
   putFunction: (ref: string, p: NetworkPolicy) => request<NetworkPolicy>('PUT', `${API}/network-policy/functions/${encodeURIComponent(ref)}`, p),

@@ -5,6 +5,7 @@ import { ExecutionView, LatencyTable } from './execution.tsx';
 import { setQuery, type Navigate } from './navigation.ts';
 import { bucketLogs } from './stats.ts';
 import { formatTime } from './time.ts';
+import { RecordingCard, StoredRequest } from './replay.tsx';
 import { ClampedText, ConfirmButton, useHiddenColumns } from './widgets.tsx';
 
 export function retentionText(r: ApiFunction['retention']): string {
@@ -303,6 +304,7 @@ export function FunctionPage(props: { fnRef: string; navigate: Navigate }) {
           </dd>
         </dl>
       </section>
+      <RecordingCard key={fn.updated_at} fn={fn} onSaved={refresh} />
       <section aria-labelledby="chart-h" className="card">
         <h2 id="chart-h">Executions over time</h2>
         {chartLogs === null ? <p role="status">Loading…</p> : <ExecutionsChart buckets={bucketLogs(chartLogs)} sample={chartLogs.length} />}
@@ -374,6 +376,7 @@ export function FunctionPage(props: { fnRef: string; navigate: Navigate }) {
                             <pre className="code">{l.error_stack}</pre>
                           </details>
                         )}
+                        {fn.record_requests?.enabled && <StoredRequest fnRef={fn.function_id} fnName={fn.name} logId={l.id} />}
                       </td>
                     </tr>
                   ))}

@@ -1,4 +1,5 @@
-import type { RetentionPolicy } from './model.ts';
+import type { RecordedRequest, RecordedResponse, RequestRecording, RetentionPolicy } from './model.ts';
+import type { Change } from './replay-diff.ts';
 
 // The management API's wire shapes (gateway/openapi.yaml), as its clients
 // receive them: the CLI and the admin panel import these instead of each
@@ -25,6 +26,8 @@ export interface ApiFunction {
   active: boolean;
   retention: RetentionPolicy;
   schedule: ApiSchedule | null;
+  /** Request recording for replay (docs/replay.md); off unless turned on. */
+  record_requests?: RequestRecording;
   total_executions: number;
   invocation_url: string;
   created_at: string;
@@ -64,4 +67,28 @@ export interface ApiServerInfo {
   default_namespace: string;
   /** One machine: whether runtimes run sandboxed, and the warning when they do not (docs/sandbox.md). */
   sandbox?: { enabled: boolean; warning?: string };
+}
+
+/** `GET /api/v1/functions/{ref}/logs/{id}/request`: a record's stored request and response. */
+export interface ApiRecordedExchange {
+  log_id: string;
+  executed_at: string;
+  trigger: string;
+  request: RecordedRequest;
+  response: RecordedResponse | null;
+}
+
+/** `POST /api/v1/functions/{ref}/logs/{id}/replay`. */
+export interface ApiReplayResult {
+  /** The replay's own record (trigger `replay`). */
+  log_id: string;
+  replayed_from: string;
+  /** `current`: the deployed code; `throwaway`: the code sent with the request, run once. */
+  code: 'current' | 'throwaway';
+  execution_time_ms: number;
+  error_message: string | null;
+  recorded: RecordedResponse | null;
+  replayed: RecordedResponse;
+  /** null when the record kept no response (the platform answered instead). */
+  changes: Change[] | null;
 }

@@ -24,6 +24,12 @@ export interface PreparedRuntime {
   discard(): Promise<void>;
 }
 
+/** A runtime started for one call to an unstored version (Executor.throwaway). */
+export interface ThrowawayRuntime {
+  upstream: Upstream;
+  discard(): Promise<void>;
+}
+
 export interface Executor {
   /**
    * Where to send one call of this function; waits (bounded) while a runtime
@@ -38,6 +44,14 @@ export interface Executor {
    * operator parses the code, Ready=False CodeDoesNotParse.)
    */
   prepare?(fn: FunctionRecord): Promise<PreparedRuntime>;
+  /**
+   * One machine: a runtime of its own for a version of `fn` that is never stored (function:replay
+   * --code): started as a start would (same sandbox, environment, KV namespace), its module loaded,
+   * the function's serving runtime untouched. Rejects with a 400 FnhostError for code that does not
+   * parse or exports no handler, with another FnhostError when no runtime can be had. The caller
+   * discards it after its one call. (Cluster mode has none: docs/replay.md.)
+   */
+  throwaway?(fn: FunctionRecord): Promise<ThrowawayRuntime>;
   /**
    * One machine: a call to the function began / ended (HTTP, a schedule firing, a test run). A
    * runtime with a call in flight is never stopped for idleness (gateway/src/executor/idle.ts).

@@ -85,6 +85,13 @@ export interface FunctionRetention {
   count?: number;
 }
 
+/** Request recording for replay (docs/replay.md); CRD defaults: enabled false, maxBodyBytes 65536. */
+export interface FunctionRecordRequests {
+  enabled?: boolean;
+  maxBodyBytes?: number;
+  redact?: { headers?: string[]; jsonPaths?: string[] };
+}
+
 export interface FunctionSpec {
   code: string;
   functionId?: string;
@@ -95,6 +102,7 @@ export interface FunctionSpec {
   active?: boolean;
   schedule?: FunctionSchedule;
   retention?: FunctionRetention;
+  recordRequests?: FunctionRecordRequests;
   replicas?: number;
   /** idleSeconds has a CRD default (300), so the API server always returns it with scaleToZero. */
   scaleToZero?: { idleSeconds: number };

@@ -8,5 +8,7 @@ export * from './validation.ts';
 export * from './cron.ts';
 export * as limits from './limits.ts';
 export * from './instances.ts';
+export * from './recording.ts';
+export * from './replay-diff.ts';
 export type * from './stores.ts';
 export type * from './executor.ts';

@@ -44,3 +44,9 @@ export const MAX_KV_TTL_SECONDS = 365 * 24 * 3600;
 export const MAX_KV_LIST_KEYS = 1000;
 
 export const MAX_POLICY_PATTERNS = 500;
+
+/** A recorded request's or response's body is kept up to this many bytes (function setting record_requests.max_body_bytes, which may lower it). */
+export const MAX_RECORD_BODY_BYTES = 64 * 1024;
+export const MAX_REDACT_HEADERS = 50;
+export const MAX_REDACT_JSON_PATHS = 50;
+export const MAX_REDACT_JSON_PATH_LENGTH = 256;

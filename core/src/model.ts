@@ -16,8 +16,55 @@ export interface Schedule {
   enabled: boolean;
 }
 
-/** What started an execution. */
-export type Trigger = 'http' | 'schedule' | 'test';
+/** What started an execution. `replay`: a recorded request sent again (function:replay). */
+export type Trigger = 'http' | 'schedule' | 'test' | 'replay';
+
+/**
+ * Whether a function keeps each execution's request and response for replay
+ * (core/src/recording.ts, docs/replay.md). Off unless its owner turns it on:
+ * bodies may hold personal data.
+ */
+export interface RequestRecording {
+  enabled: boolean;
+  /** Each body is kept up to this many bytes (at most limits.MAX_RECORD_BODY_BYTES); a longer one is cut and marked. */
+  max_body_bytes: number;
+  /** Masked before anything is stored: header names (any case) and JSON paths (`$.card.number`, `$.items[*].iban`). */
+  redact: { headers: string[]; json_paths: string[] };
+}
+
+/** A recorded body: text as is, other bytes in base64; `truncated` when it was longer than the bound (`size` is its full length). */
+export interface RecordedBody {
+  encoding: 'utf8' | 'base64';
+  data: string;
+  size: number;
+  truncated: boolean;
+  /** Set when the body was not kept: a JSON body under a json_paths policy that could not be parsed (cut, or not JSON) cannot be masked. */
+  omitted?: string;
+}
+
+/** What a caller sent, as recorded (without Authorization, Cookie and the platform's own headers; redaction applied). */
+export interface RecordedRequest {
+  method: string;
+  /** The path the handler saw, without the query string. */
+  path: string;
+  /** The query string without `?`; '' when none. */
+  query: string;
+  headers: Record<string, string>;
+  body: RecordedBody | null;
+}
+
+export interface RecordedResponse {
+  status: number;
+  headers: Record<string, string>;
+  body: RecordedBody | null;
+}
+
+/** One execution's request and response, kept beside its log record under the same retention. */
+export interface RecordedExchange {
+  request: RecordedRequest;
+  /** null when the call ended before an answer was read (the platform answered instead). */
+  response: RecordedResponse | null;
+}
 
 /** A stored function, as the stores keep it. */
 export interface FunctionRecord {
@@ -38,6 +85,8 @@ export interface FunctionRecord {
   retention: RetentionPolicy;
   /** null when no schedule was ever set. */
   schedule: Schedule | null;
+  /** Absent (older records) means off. */
+  record_requests?: RequestRecording;
   /** ISO 8601 UTC with milliseconds and `Z`. */
   created_at: string;
   updated_at: string;

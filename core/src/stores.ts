@@ -1,6 +1,6 @@
 import type { ConsoleOutput, FunctionLatency } from './insight.ts';
 import type {
-  ExecutionLog, FunctionRecord, LogPage, LogQuery, NetworkPolicy, NetworkPolicyChange, RetentionPolicy,
+  ExecutionLog, FunctionRecord, RecordedExchange, LogPage, LogQuery, NetworkPolicy, NetworkPolicyChange, RetentionPolicy,
 } from './model.ts';
 
 // The storage seams. One machine implements them on node:sqlite
@@ -25,6 +25,29 @@ export interface FunctionStore {
 /** A log record as stored: `expires_at` (ms) is when time retention lets it go, null otherwise. */
 export interface StoredLog extends ExecutionLog {
   expires_at: number | null;
+  /**
+   * The execution's request and response, when its function records them
+   * (RequestRecording): stored by LogStore.insert with the record, under the
+   * same retention, and read only through ExchangeStore (never in listings).
+   */
+  exchange?: RecordedExchange;
+}
+
+/** What ExchangeStore.get finds for a log id. */
+export type ExchangeLookup =
+  /** No record with this id is visible for the function (never was, or retention let it go). */
+  | { found: false }
+  /** The record, with its exchange, or null when none was kept (the function did not record then). */
+  | { found: true; executed_at: string; trigger: ExecutionLog['trigger']; exchange: RecordedExchange | null };
+
+/**
+ * The recorded exchanges of execution records (replay, docs/replay.md).
+ * Written with their records by LogStore.insert and deleted with them (the
+ * retention sweep, a deleted function), so an exchange never outlives its record.
+ */
+export interface ExchangeStore {
+  /** The record `logId` of the function as the retention read filter shows it, and its exchange. */
+  get(functionId: string, logId: string, retention: RetentionPolicy, now: number): Promise<ExchangeLookup>;
 }
 
 export interface LogStore {
@@ -267,6 +290,7 @@ export interface Stores {
   functions: FunctionStore;
   logs: LogStore;
   insight: InsightStore;
+  exchanges: ExchangeStore;
   counters: CounterStore;
   kv: KvStore;
   policies: PolicyStore;

@@ -13,6 +13,7 @@ import { adminApp } from './admin/listener.ts';
 import { adminPanel } from './admin/router.ts';
 import { functionRoutes } from './api/functions.ts';
 import { executionRoutes } from './api/executions.ts';
+import { replayRoutes } from './api/replay.ts';
 import { infoRoutes } from './api/info.ts';
 import { PolicyCache, policyRoutes } from './api/policy.ts';
 import { internalRoutes, type RuntimeTokenVerifier } from './internal/routes.ts';
@@ -220,6 +221,7 @@ export async function startPlatform(options: PlatformOptions): Promise<Platform<
   const api = [
     functionRoutes({ functions, invoker, writer, stores, now, access }),
     executionRoutes({ functions, writer, stores, now, access }),
+    replayRoutes({ functions, invoker, writer, stores, now, access, throwaway: executor.throwaway?.bind(executor) }),
     policyRoutes({ policies, functions, now, access }),
     infoRoutes({ mode: cluster === undefined ? 'local' : 'cluster', default_namespace: functions.defaultNamespace, sandbox: sandbox === undefined ? undefined : { enabled: sandbox.enabled, warning: sandbox.warning } }),
   ];

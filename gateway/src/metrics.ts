@@ -3,7 +3,7 @@
 
 const BUCKETS_SECONDS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
 const CLASSES = ['1xx', '2xx', '3xx', '4xx', '5xx'] as const;
-const TRIGGERS = ['http', 'schedule', 'test'] as const;
+const TRIGGERS = ['http', 'schedule', 'test', 'replay'] as const;
 
 export class Metrics {
   /** invocations[trigger][class] */
@@ -19,9 +19,9 @@ export class Metrics {
   /** Executions that waited for a runtime to start (no per-function label: functions are unbounded). */
   coldStarts = 0;
 
-  observe(trigger: 'http' | 'schedule' | 'test', status: number, ms: number): void {
+  observe(trigger: (typeof TRIGGERS)[number], status: number, ms: number): void {
     const cls = Math.min(4, Math.max(0, Math.floor(status / 100) - 1));
-    const t = trigger === 'http' ? 0 : trigger === 'schedule' ? 1 : 2;
+    const t = TRIGGERS.indexOf(trigger);
     this.invocations[t]![cls]!++;
     const seconds = ms / 1000;
     let i = 0;

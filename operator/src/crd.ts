@@ -154,6 +154,22 @@ function specSchema() {
           suspend: { type: 'boolean', default: false, description: 'Keep the schedule but do not fire it.' },
         },
       },
+      recordRequests: {
+        type: 'object',
+        description: "Keep each execution's request and response for replay (fnhost function:replay; docs/replay.md). Off by default: bodies may hold personal data.",
+        properties: {
+          enabled: { type: 'boolean', default: false },
+          maxBodyBytes: { type: 'integer', minimum: 0, maximum: limits.MAX_RECORD_BODY_BYTES, default: limits.MAX_RECORD_BODY_BYTES, description: 'Each body is kept up to this many bytes.' },
+          redact: {
+            type: 'object',
+            description: 'Masked before anything is stored. A policy the gateway cannot parse turns recording off.',
+            properties: {
+              headers: { type: 'array', maxItems: limits.MAX_REDACT_HEADERS, items: { type: 'string', maxLength: 256 } },
+              jsonPaths: { type: 'array', maxItems: limits.MAX_REDACT_JSON_PATHS, items: { type: 'string', pattern: '^\\$', maxLength: limits.MAX_REDACT_JSON_PATH_LENGTH }, description: "$.card.number, $.items[*].iban, $..iban (no filters)" },
+            },
+          },
+        },
+      },
       retention: {
         type: 'object',
         required: ['type'],

@@ -16,6 +16,8 @@ import {
 import type {
   ApiFunction,
   CreateFunctionBody,
+  ApiRecordedExchange,
+  ApiReplayResult,
   LogPage,
   TestRequest,
   TestResult,
@@ -159,6 +161,15 @@ export class ApiClient {
     return this.#json('GET', fnPath(ref, '/latency'), undefined, { ref });
   }
 
+  recordedRequest(ref: string, logId: string): Promise<ApiRecordedExchange> {
+    return this.#json('GET', fnPath(ref, `/logs/${encodeURIComponent(logId)}/request`), undefined, { ref });
+  }
+
+  /** Runs the function: waits as long as it may run (`timeoutMs`). */
+  replay(ref: string, logId: string, code: string | undefined, timeoutMs?: number): Promise<ApiReplayResult> {
+    return this.#json('POST', fnPath(ref, `/logs/${encodeURIComponent(logId)}/replay`), code === undefined ? {} : { code }, { ref, timeoutMs });
+  }
+
   listLogs(ref: string, query: LogQuery): Promise<LogPage> {
     const qs = new URLSearchParams({ status: query.status, limit: String(query.limit), page: String(query.page) });
     return this.#json('GET', `${fnPath(ref, '/logs')}?${qs}`, undefined, { ref });
@@ -275,7 +286,7 @@ export class ApiClient {
       }
       case 404:
         // The function is there; the record is not (the server's message names both).
-        if (code === 'log_not_found') return new ApiNotFoundError(said, { ...details, hint: 'fnhost function:logs <function> lists the records kept' });
+        if (code === 'log_not_found') return new ApiNotFoundError(said, { ...details, hint: ref === undefined ? 'fnhost function:logs <function> lists the records kept' : `run fnhost function:logs ${ref} to see its records` });
         if (ref !== undefined && code === 'not_found') {
           const where = this.#namespace === undefined ? '' : ` in namespace ${this.#namespace}`;
           const hint =

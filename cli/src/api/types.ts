@@ -3,7 +3,8 @@ import type { ExecutionLog, LogPage, RetentionPolicy } from '@fnhost/core/model.
 // The management API's shapes the CLI sends and receives (docs/api-outline.md);
 // what it receives is core's (core/src/api.ts), shared with the admin panel.
 
-export type { ApiFunction, ApiSchedule } from '@fnhost/core/api.ts';
+export type { ApiFunction, ApiSchedule, ApiRecordedExchange, ApiReplayResult } from '@fnhost/core/api.ts';
+import type { RequestRecording } from '@fnhost/core/model.ts';
 
 export interface CreateFunctionBody {
   name: string;
@@ -13,6 +14,7 @@ export interface CreateFunctionBody {
   timeout_seconds?: number;
   memory_mib?: number;
   schedule?: { cron: string; timezone?: string };
+  record_requests?: Partial<RequestRecording>;
 }
 
 export interface UpdateFunctionBody {
@@ -21,6 +23,7 @@ export interface UpdateFunctionBody {
   routes?: string[];
   timeout_seconds?: number;
   memory_mib?: number;
+  record_requests?: Partial<RequestRecording>;
 }
 
 export interface TestRequest {

@@ -8,6 +8,10 @@ const fnArg = '<function>';
 const env: OptionSpec = { type: 'string', multiple: true, value: 'KEY=VALUE', description: 'environment variable for the function (repeatable)' };
 const timeout: OptionSpec = { type: 'string', value: '<seconds>', description: 'execution time limit (default 30)' };
 const memory: OptionSpec = { type: 'string', value: '<MiB>', description: 'memory limit (default 128)' };
+const recordRequests: OptionSpec = { type: 'string', value: 'on|off', description: 'keep each execution\'s request and response for function:replay (default off; bodies may hold personal data)' };
+const recordBodyLimit: OptionSpec = { type: 'string', value: '<bytes>', description: 'keep each recorded body up to this many bytes (0-65536, default 65536)' };
+const redactHeader: OptionSpec = { type: 'string', multiple: true, value: '<name>', description: 'mask this header in recorded requests and responses (repeatable; replaces the list)' };
+const redactJson: OptionSpec = { type: 'string', multiple: true, value: '<path>', description: 'mask this JSON path in recorded bodies, e.g. $.card.number or $..iban (repeatable; replaces the list)' };
 const route: OptionSpec = { type: 'string', multiple: true, value: '<pattern>', description: 'route pattern such as /users/:userId that fills req.params (repeatable)' };
 
 export const COMMANDS: CommandSpec[] = [
@@ -25,6 +29,10 @@ export const COMMANDS: CommandSpec[] = [
       timeout,
       memory,
       route,
+      'record-requests': recordRequests,
+      'record-body-limit': recordBodyLimit,
+      'redact-header': redactHeader,
+      'redact-json': redactJson,
       cron: { type: 'string', value: '<expr>', description: 'run on this 5-field cron schedule as well' },
       timezone: { type: 'string', value: '<zone>', description: 'IANA time zone of --cron (default UTC)' },
     },
@@ -50,6 +58,7 @@ export const COMMANDS: CommandSpec[] = [
       route,
       'no-wait': { type: 'boolean', description: 'return once the change is stored, without waiting for the new code to serve (cluster mode)' },
       'wait-timeout': { type: 'string', value: '<seconds>', description: 'how long to wait for the new code to serve (cluster mode; default 180)' },
+      'record-requests': recordRequests, 'record-body-limit': recordBodyLimit, 'redact-header': redactHeader, 'redact-json': redactJson,
     },
     json: true,
     remote: true,
@@ -192,6 +201,25 @@ export const COMMANDS: CommandSpec[] = [
     remote: true,
     examples: ['fnhost function:test hello', `fnhost function:test hello --data '{"name":"Ada"}'`, 'fnhost function:test users --method GET --path /users/42'],
     load: () => import('./test.ts'),
+  },
+  {
+    name: 'function:replay',
+    args: [fnArg, '<log-id>'],
+    summary: "Send a recorded request again and show how the answer differs",
+    details: [
+      'The record must have its request stored: the function records requests (--record-requests on) since before it ran.',
+      'The function runs for real (KV writes, outbound calls), so this asks first; --yes skips the question, and without a terminal --yes is required.',
+      'With --code, the request runs once against that module (bundled as function:create does) as a throwaway version: never deployed, the serving code untouched. One machine only.',
+      'Exits with 1 when the replay answered 5xx.',
+    ],
+    options: {
+      code: { type: 'string', value: '<file>', description: 'run against this module instead of the deployed code (not deployed)' },
+      yes: { type: 'boolean', short: 'y', description: 'do not ask for confirmation' },
+    },
+    json: true,
+    remote: true,
+    examples: ['fnhost function:replay pay log_Ab3dEf', 'fnhost function:replay pay log_Ab3dEf --code ./fix.ts --yes'],
+    load: () => import('./replay.ts'),
   },
   {
     name: 'bundle',

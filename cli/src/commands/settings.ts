@@ -2,6 +2,8 @@ import { stat } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { MAX_MEMORY_MIB, MAX_TIMEOUT_SECONDS } from '@fnhost/core/limits.ts';
 import { validateCode, validateEnv, validateMemoryMiB, validateRoutes, validateTimeoutSeconds } from '@fnhost/core/validation.ts';
+import { validateRequestRecording } from '@fnhost/core/recording.ts';
+import type { RequestRecording } from '@fnhost/core/model.ts';
 import { LocalIoError, UsageError } from '../errors.ts';
 import { asUsage, intOption, listOption, stringOption } from './common.ts';
 import type { CommandContext } from './spec.ts';
@@ -54,6 +56,33 @@ export interface SettingsFlags {
   routes?: string[];
   timeout_seconds?: number;
   memory_mib?: number;
+  record_requests?: Partial<RequestRecording>;
+}
+
+/**
+ * --record-requests on|off, --record-body-limit <bytes>, --redact-header <name>, --redact-json <path>
+ * (docs/replay.md): only the parts named are sent, so a deploy keeps the rest. The redaction
+ * lists, when given, replace the function's (as --env does); checked by core's rules.
+ */
+export function parseRecordingFlags(ctx: CommandContext): Partial<RequestRecording> | undefined {
+  const onOff = stringOption(ctx, 'record-requests');
+  const limit = stringOption(ctx, 'record-body-limit');
+  const headers = listOption(ctx, 'redact-header');
+  const paths = listOption(ctx, 'redact-json');
+  if (onOff === undefined && limit === undefined && headers.length === 0 && paths.length === 0) return undefined;
+  const out: Partial<RequestRecording> = {};
+  if (onOff !== undefined) {
+    if (onOff !== 'on' && onOff !== 'off') throw new UsageError(`--record-requests must be on or off, got "${onOff}"`);
+    out.enabled = onOff === 'on';
+  }
+  if (limit !== undefined) {
+    if (!/^\d{1,9}$/.test(limit)) throw new UsageError(`--record-body-limit must be a number of bytes from 0 to 65536, got "${limit}"`);
+    out.max_body_bytes = Number(limit);
+  }
+  if (headers.length > 0 || paths.length > 0) out.redact = { headers, json_paths: paths };
+  // The server's rules, early and with the flags named.
+  asUsage(() => validateRequestRecording(out), '--record-requests, --record-body-limit, --redact-header and --redact-json set record_requests');
+  return out;
 }
 
 export function parseSettings(ctx: CommandContext): SettingsFlags {
@@ -66,5 +95,7 @@ export function parseSettings(ctx: CommandContext): SettingsFlags {
   if (timeout !== undefined) settings.timeout_seconds = asUsage(() => validateTimeoutSeconds(timeout));
   const memory = intOption(ctx, 'memory', MAX_MEMORY_MIB);
   if (memory !== undefined) settings.memory_mib = asUsage(() => validateMemoryMiB(memory));
+  const recording = parseRecordingFlags(ctx);
+  if (recording !== undefined) settings.record_requests = recording;
   return settings;
 }

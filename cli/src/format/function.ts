@@ -42,6 +42,13 @@ export function invocationUrl(fn: ApiFunction, serverUrl: string): string {
   return fn.invocation_url || `${serverUrl}/invoke/${fn.function_id}`;
 }
 
+/** `on (bodies up to 65536 bytes; masked: x-card-token, $.card.number)` or `off`. */
+export function recordingText(recording: ApiFunction['record_requests']): string {
+  if (recording === undefined || !recording.enabled) return 'off';
+  const masked = [...recording.redact.headers, ...recording.redact.json_paths];
+  return oneLine(`on (bodies up to ${recording.max_body_bytes} bytes; ${masked.length === 0 ? 'nothing masked' : `masked: ${masked.join(', ')}`})`);
+}
+
 /** function:get: one labelled line per field, labels aligned. */
 export function functionDetails(fn: ApiFunction, serverUrl: string, paint: Painter, extra: Array<[string, string]> = []): string[] {
   const fields: Array<[string, string]> = [
@@ -57,6 +64,7 @@ export function functionDetails(fn: ApiFunction, serverUrl: string, paint: Paint
     ['Routes', fn.routes.length > 0 ? fn.routes.join(', ') : '-'],
     ['Env', Object.keys(fn.env).length > 0 ? Object.keys(fn.env).sort().join(', ') : '-'],
     ...(fn.rollout === undefined ? [] : [['Namespace', oneLine(fn.namespace)] as [string, string], ['Rollout', rolloutText(fn.rollout)] as [string, string]]),
+    ['Record Requests', recordingText(fn.record_requests)],
     ['Created', formatLocalDateTimeWithZone(fn.created_at)],
     ['Updated', formatLocalDateTimeWithZone(fn.updated_at)],
     ...extra,

@@ -1,6 +1,6 @@
 import { functionIdOf } from '@fnhost/core/function-identity.ts';
 import { API_VERSION, KIND, type FunctionEnvVar, type FunctionResource, type FunctionSpec } from '@fnhost/core/function-resource.ts';
-import { limits, isoTimestamp, type FunctionRecord, type RetentionPolicy, type Schedule } from '@fnhost/core';
+import { limits, isoTimestamp, validateRequestRecording, type FunctionRecord, type RequestRecording, type RetentionPolicy, type Schedule } from '@fnhost/core';
 import type { ApiRollout } from '@fnhost/core/api.ts';
 
 // The pure mapping between the Function custom resource (its shape, shared
@@ -31,6 +31,29 @@ function retentionOf(spec: FunctionSpec): RetentionPolicy {
   if (r?.type === 'time' && typeof r.days === 'number') return { type: 'time', days: r.days };
   if (r?.type === 'count' && typeof r.count === 'number') return { type: 'count', count: r.count };
   return { type: 'none' };
+}
+
+/**
+ * spec.recordRequests as the gateway applies it. The CRD checks shapes and bounds but cannot parse
+ * a JSON path; a policy core refuses (kubectl applied it) turns recording off rather than store
+ * what it was meant to mask.
+ */
+function recordingOf(spec: FunctionSpec): RequestRecording | undefined {
+  const r = spec.recordRequests;
+  if (r === undefined || r === null) return undefined;
+  try {
+    return validateRequestRecording({
+      enabled: r.enabled ?? false,
+      max_body_bytes: r.maxBodyBytes ?? limits.MAX_RECORD_BODY_BYTES,
+      redact: { headers: r.redact?.headers ?? [], json_paths: r.redact?.jsonPaths ?? [] },
+    });
+  } catch {
+    return undefined;
+  }
+}
+
+function specRecording(r: RequestRecording): NonNullable<FunctionSpec['recordRequests']> {
+  return { enabled: r.enabled, maxBodyBytes: r.max_body_bytes, redact: { headers: r.redact.headers, jsonPaths: r.redact.json_paths } };
 }
 
 function scheduleOf(spec: FunctionSpec): Schedule | null {
@@ -90,6 +113,7 @@ export function recordFromResource(res: FunctionResource): FunctionRecord | null
   const env: Record<string, string> = {};
   for (const e of spec.env ?? []) if (e.valueFrom === undefined) env[e.name] = e.value ?? '';
   const created = timestamp(res.metadata.creationTimestamp, isoTimestamp(0));
+  const recording = recordingOf(spec);
   return {
     function_id: functionIdOf(res),
     name: res.metadata.name,
@@ -104,6 +128,7 @@ export function recordFromResource(res: FunctionResource): FunctionRecord | null
     schedule: scheduleOf(spec),
     created_at: created,
     updated_at: updatedAt(res, created),
+    ...(recording === undefined ? {} : { record_requests: recording }),
   };
 }
 
@@ -131,6 +156,7 @@ export function resourceForCreate(fn: FunctionRecord): FunctionResource {
     retention: specRetention(fn.retention),
   };
   if (fn.schedule !== null) spec.schedule = specSchedule(fn.schedule);
+  if (fn.record_requests !== undefined) spec.recordRequests = specRecording(fn.record_requests);
   return {
     apiVersion: API_VERSION,
     kind: KIND,
@@ -163,6 +189,7 @@ export function specPatch(before: FunctionRecord, after: FunctionRecord, current
   if (before.active !== after.active) spec.active = after.active;
   // A merge patch merges objects: null first clears days/count that the new type must not carry.
   if (!same(before.retention, after.retention)) spec.retention = { days: null, count: null, ...specRetention(after.retention) };
+  if (after.record_requests !== undefined && !same(before.record_requests, after.record_requests)) spec.recordRequests = specRecording(after.record_requests);
   if (!same(before.schedule, after.schedule)) spec.schedule = after.schedule === null ? null : specSchedule(after.schedule);
   if (Object.keys(spec).length === 0) return null;
   return { metadata: { annotations: { [ANNOTATION_UPDATED_AT]: after.updated_at } }, spec };

@@ -4,12 +4,12 @@ import { mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Client, request } from 'undici';
-import type { Executor, FunctionRecord, PreparedRuntime, RecycleReason, Upstream } from '@fnhost/core';
+import { FnhostError, type Executor, type FunctionRecord, type PreparedRuntime, type RecycleReason, type ThrowawayRuntime, type Upstream } from '@fnhost/core';
 import { SANDBOX_CODE_DIR } from '../sandbox/argv.ts';
 import { Sandboxes, type SandboxInstance } from '../sandbox/sandbox.ts';
 import type { Logger } from '../log.ts';
 import type { Metrics } from '../metrics.ts';
-import { CodeRefusedError, loadFailureText, type LoadFailureKind } from '../functions/code-check.ts';
+import { CodeRefusedError, FunctionFailedToLoadError, loadFailureText, type LoadFailureKind } from '../functions/code-check.ts';
 import { moduleExtension } from './module-file.ts';
 import { WarmPool, warmPoolSize, type GenericRuntime } from './pool.ts';
 import { IdleRuntimes } from './idle.ts';
@@ -340,6 +340,32 @@ export class LocalExecutor implements Executor {
       },
       discard: () => this.#stop(runtime),
     };
+  }
+
+  /**
+   * A runtime for one call to a version of fn that is never stored (function:replay --code): started
+   * as prepare() starts one (warm pool or spawn, in a sandbox of its own, the function's environment),
+   * never put in #runtimes, so the serving runtime and the function's calls never see it.
+   */
+  async throwaway(fn: FunctionRecord): Promise<ThrowawayRuntime> {
+    if (this.#closed) throw new RuntimeUnavailableError('the gateway is shutting down');
+    const runtime: Runtime = { functionId: fn.function_id, name: fn.name, hash: configHash(fn), proc: undefined, ready: undefined as never, exitReason: undefined };
+    runtime.ready = this.#run(fn, runtime);
+    let upstream: Upstream;
+    try {
+      upstream = await runtime.ready;
+      const failure = await this.#loadFailure(upstream);
+      if (failure !== undefined) {
+        if (failure.kind === 'syntax' || failure.kind === 'no_handler') {
+          throw new CodeRefusedError(failure.kind, loadFailureText(failure.kind, failure.message, fn.code, moduleExtension(fn.code) === '.mjs'));
+        }
+        throw new FunctionFailedToLoadError(failure.message);
+      }
+    } catch (err) {
+      await this.#stop(runtime);
+      throw err instanceof FnhostError ? err : new RuntimeUnavailableError(`the throwaway version's runtime did not start: ${(err as Error).message}`, { cause: err });
+    }
+    return { upstream, discard: () => this.#stop(runtime) };
   }
 
   /** Asks a started runtime (GET /healthz with WAIT_LOAD_HEADER) how its module's load ended: undefined when it loaded. */

@@ -1,7 +1,7 @@
 import {
   ConflictError, NotFoundError, ValidationError, isUuid, isoTimestamp, limits, newFunctionId,
   validateCode, validateCron, validateEnv, validateFunctionName, validateMemoryMiB, validateRetention, validateRoutes,
-  validateTimeoutSeconds, validateTimezone,
+  validateTimeoutSeconds, validateTimezone, validateRequestRecording, recordingOf,
   type Executor, type FunctionRecord, type PreparedRuntime, type RetentionPolicy, type Schedule, type Stores,
 } from '@fnhost/core';
 import type { ApiRollout } from '@fnhost/core/api.ts';
@@ -69,8 +69,9 @@ export interface ScheduleSink {
   nextRun(functionId: string): number | undefined;
 }
 
-export interface ApiFunction extends Omit<FunctionRecord, 'code' | 'schedule'> {
+export interface ApiFunction extends Omit<FunctionRecord, 'code' | 'schedule' | 'record_requests'> {
   code?: string;
+  record_requests: NonNullable<FunctionRecord['record_requests']>;
   schedule: (Schedule & { next_run_at: string | null }) | null;
   total_executions: number;
   invocation_url: string;
@@ -97,8 +98,8 @@ export interface FunctionServiceOptions {
   newFunctionId?: (namespace: string, name: string) => string;
 }
 
-const CREATE_FIELDS = new Set(['name', 'code', 'env', 'routes', 'timeout_seconds', 'memory_mib', 'active', 'retention', 'schedule']);
-const PATCH_FIELDS = new Set(['code', 'env', 'routes', 'timeout_seconds', 'memory_mib']);
+const CREATE_FIELDS = new Set(['name', 'code', 'env', 'routes', 'timeout_seconds', 'memory_mib', 'active', 'retention', 'schedule', 'record_requests']);
+const PATCH_FIELDS = new Set(['code', 'env', 'routes', 'timeout_seconds', 'memory_mib', 'record_requests']);
 
 function checkFields(body: unknown, allowed: Set<string>, what: string): Record<string, unknown> {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new ValidationError(`${what} body must be a JSON object`);
@@ -188,6 +189,7 @@ export class FunctionService {
       ...rest,
       ...(includeCode ? { code } : {}),
       schedule: schedule === null ? null : { ...schedule, next_run_at: next === undefined ? null : isoTimestamp(next) },
+      record_requests: recordingOf(fn),
       total_executions: total,
       invocation_url: `${this.#o.executionUrl()}/invoke/${fn.function_id}`,
       ...this.#rollout(fn.function_id),
@@ -206,12 +208,14 @@ export class FunctionService {
     if (raw.active !== undefined && typeof raw.active !== 'boolean') throw new ValidationError(`active must be true or false, got ${JSON.stringify(raw.active)}`);
     const retention: RetentionPolicy = raw.retention === undefined ? { type: 'none' } : validateRetention(raw.retention);
     const schedule: Schedule | null = raw.schedule === undefined || raw.schedule === null ? null : { ...parseScheduleBody(raw.schedule), enabled: true };
+    const recording = raw.record_requests === undefined ? undefined : validateRequestRecording(raw.record_requests);
     return this.#serial(async () => {
       if (this.#index.getByName(ns, name) !== undefined) throw new ConflictError(`a function named "${name}" already exists${this.#o.multiNamespace ? ` in namespace "${ns}"` : ''}`);
       const now = isoTimestamp(this.#o.now());
       const fn: FunctionRecord = {
         function_id: this.#o.newFunctionId?.(ns, name) ?? newFunctionId(), name, namespace: ns, code, env, routes, timeout_seconds: timeout, memory_mib: memory,
         active: raw.active === undefined ? true : (raw.active as boolean), retention, schedule, created_at: now, updated_at: now,
+        ...(recording === undefined ? {} : { record_requests: recording }),
       };
       const prepared = await this.#prepare(fn);
       try {
@@ -286,7 +290,11 @@ export class FunctionService {
     if (raw.routes !== undefined) patch.routes = validateRoutes(raw.routes);
     if (raw.timeout_seconds !== undefined) patch.timeout_seconds = validateTimeoutSeconds(raw.timeout_seconds, this.#o.maxTimeoutSeconds);
     if (raw.memory_mib !== undefined) patch.memory_mib = validateMemoryMiB(raw.memory_mib);
-    return this.#replace(ref, namespace, (fn) => ({ ...fn, ...patch }), true, true);
+    // Fields of record_requests not named keep their current values.
+    const recording = raw.record_requests;
+    return this.#replace(ref, namespace, (fn) => ({
+      ...fn, ...patch, ...(recording === undefined ? {} : { record_requests: validateRequestRecording(recording, recordingOf(fn)) }),
+    }), true, true);
   }
 
   setActive(ref: string, active: boolean, namespace?: string): Promise<FunctionRecord> {

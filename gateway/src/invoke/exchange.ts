@@ -1,5 +1,6 @@
 import type { Dispatcher } from 'undici';
-import type { FunctionRecord, Trigger } from '@fnhost/core';
+import type { FunctionRecord, Trigger, Upstream } from '@fnhost/core';
+import type { ExchangeRecording } from './recording.ts';
 
 // One execution on its way through the invocation path, and what the runs
 // outside an HTTP call (./run.ts) need of that path (./proxy.ts implements it).
@@ -39,12 +40,19 @@ export interface Exchange {
   waitMs: number;
   /** The thrown error's stack the runtime answered with (./error-stack.ts), for the record. */
   errorStack: string | undefined;
+  /** The request and response kept for replay, when the function records them (./recording.ts). */
+  recording: ExchangeRecording | undefined;
+  /**
+   * A replay against a throwaway version (function:replay --code): the call goes to this
+   * runtime, never to the function's serving one, and is not retried elsewhere.
+   */
+  pinned: Upstream | undefined;
 }
 
 /** The send path as ./run.ts uses it: begin an execution, send it, write its one record. */
 export interface ExecutionPath {
   /** Counts the execution in flight; from here on it ends in finish(). */
-  begin(fn: FunctionRecord, trigger: Trigger): Exchange;
+  begin(fn: FunctionRecord, trigger: Trigger, pinned?: Upstream): Exchange;
   /** Sends the call to the function's runtime with the gateway's own time limit armed. */
   send(ex: Exchange, method: string, path: string, headers: Record<string, string | string[]>, body: Buffer | null): Promise<Dispatcher.ResponseData>;
   /** Ends the execution and writes its log record. */

@@ -4,7 +4,7 @@ import { pipeline } from 'node:stream';
 import type { Dispatcher } from 'undici';
 import {
   NotFoundError, isoTimestamp, limits,
-  type ExecutionLog, type Executor, type FunctionRecord, type RecycleReason, type Trigger,
+  type ExecutionLog, type Executor, type FunctionRecord, type RecordedExchange, type RecycleReason, type Trigger, type Upstream,
 } from '@fnhost/core';
 import { UnauthorizedError } from '../auth.ts';
 import type { Logger } from '../log.ts';
@@ -19,6 +19,7 @@ import { RuntimeUnavailableError } from '../executor/local.ts';
 import { fastLogId } from './ids.ts';
 import { InvalidResponseError, malformedAnswer, unreadableFraming } from './upstream-answer.ts';
 import { UpstreamPools } from './upstream-pools.ts';
+import { noteRequest, noteResponse, noteStreamedResponse, recordedExchange, startRecording } from './recording.ts';
 
 // The invocation path. It asks the Executor for an upstream and sends HTTP to
 // it over a keep-alive undici Pool (./upstream-pools.ts), so the same code serves local runtime
@@ -54,7 +55,8 @@ export interface FunctionLookup {
 export interface ExecutionRecorder {
   /** An execution that will end in record() began (it reached the function, or runs as a schedule or test). */
   begin?(): void;
-  record(log: ExecutionLog, retention: FunctionRecord['retention']): void | Promise<void>;
+  /** `exchange`: the request and response, when the function records them (./recording.ts). */
+  record(log: ExecutionLog & { exchange?: RecordedExchange }, retention: FunctionRecord['retention']): void | Promise<void>;
 }
 
 export interface Diagnoser {
@@ -92,8 +94,9 @@ export class Invoker {
 
   /** What ./run.ts needs of the send path, without making it public on Invoker. */
   readonly #path: ExecutionPath = {
-    begin: (fn, trigger) => {
+    begin: (fn, trigger, pinned) => {
       const ex = this.#begin(fn, trigger, performance.now(), Date.now());
+      ex.pinned = pinned;
       this.#o.recorder.begin?.();
       return ex;
     },
@@ -198,12 +201,16 @@ export class Invoker {
   #begin(fn: FunctionRecord, trigger: Trigger, startedAt: number, executedAt: number): Exchange {
     this.#inflight++;
     this.#o.executor.callStarted?.(fn.function_id);
-    return { fn, trigger, logId: fastLogId(), startedAt, executedAt, deadline: 0, timedOut: false, origin: undefined, logged: false, errorStack: undefined, coldStart: false, waitMs: 0 };
+    return {
+      fn, trigger, logId: fastLogId(), startedAt, executedAt, deadline: 0, timedOut: false, origin: undefined, logged: false, errorStack: undefined, coldStart: false, waitMs: 0,
+      recording: startRecording(fn), pinned: undefined,
+    };
   }
 
   #forward(ex: Exchange, req: IncomingMessage, res: ServerResponse, path: string, body: Buffer | null): void {
     // From here on every path ends in a record (#finish with ran = true).
     this.#o.recorder.begin?.();
+    if (ex.recording !== undefined) noteRequest(ex.recording, req.method!, path, req.headers, body);
     const headers = headersToFunction(req.headers, { remoteAddress: req.socket.remoteAddress ?? '', trustProxy: this.#o.trustProxy, executionId: ex.logId, trigger: ex.trigger });
     this.#send(ex, req.method!, path, headers, body).then(
       (response) => this.#respond(ex, res, response),
@@ -229,7 +236,7 @@ export class Invoker {
       const waitFrom = performance.now();
       try {
         let coldStart: boolean | undefined;
-        ({ origin, socketPath, coldStart } = await this.#o.executor.acquire(fn));
+        ({ origin, socketPath, coldStart } = ex.pinned ?? await this.#o.executor.acquire(fn));
         if (coldStart === true) ex.coldStart = true;
       } catch (err) {
         throw ex.timedOut ? new FunctionTimeoutError(fn.timeout_seconds) : err;
@@ -248,6 +255,8 @@ export class Invoker {
         const malformed = malformedAnswer(err);
         if (malformed !== undefined) throw new InvalidResponseError(malformed, { cause: err });
         const code = (err as { code?: string }).code;
+        // A throwaway version's runtime is the replay's own: nothing to retry on, and the serving one is not to be recycled.
+        if (ex.pinned !== undefined) throw new RuntimeUnavailableError(`the throwaway version's runtime did not answer (${code ?? (err as Error).message})`, { cause: err });
         // Never reached the runtime (it died between calls, or its pod is stopping): send it again,
         // to a new runtime or another pod (the executor passes this one over), a bounded number of times.
         if (attempt < UNREACHED_RUNTIME_RETRIES && (code === 'ECONNREFUSED' || (socketPath !== undefined && code === 'ENOENT'))) {
@@ -333,7 +342,7 @@ export class Invoker {
             // Bigger than it said, or an unlabelled 500 larger than we keep: stream what is left.
             res.writeHead(statusCode, headers);
             res.write(data);
-            this.#stream(ex, res, body, statusCode, errorMessage);
+            this.#stream(ex, res, body, statusCode, errorMessage, headers, data);
             return;
           }
           this.#sendWhole(ex, res, statusCode, headers, data, errorMessage);
@@ -343,7 +352,7 @@ export class Invoker {
       return;
     }
     res.writeHead(statusCode, headers);
-    this.#stream(ex, res, body, statusCode, errorMessage);
+    this.#stream(ex, res, body, statusCode, errorMessage, headers);
   }
 
   /** A whole (buffered) answer in one write, with its length; recorded when the client's side closes. */
@@ -354,13 +363,17 @@ export class Invoker {
       return;
     }
     headers['content-length'] = String(data.length);
+    if (ex.recording !== undefined) noteResponse(ex.recording, statusCode, headers, data);
     res.writeHead(statusCode, headers);
     res.end(data);
     res.once('close', () => this.#finish(ex, statusCode, res.writableFinished ? errorMessage : (errorMessage ?? 'client disconnected before the response ended'), true));
   }
 
-  #stream(ex: Exchange, res: ServerResponse, body: Dispatcher.ResponseData['body'], statusCode: number, errorMessage: string | null): void {
+  #stream(ex: Exchange, res: ServerResponse, body: Dispatcher.ResponseData['body'], statusCode: number, errorMessage: string | null, headers: Record<string, string | string[]>, head?: Buffer): void {
+    // A recording sees the part already written (head) too: it starts the body.
+    const noted = ex.recording === undefined ? undefined : noteStreamedResponse(ex.recording, statusCode, headers, body, head);
     pipeline(body, res, (err) => {
+      noted?.();
       if (err === undefined || err === null) {
         this.#finish(ex, statusCode, errorMessage, true);
         return;
@@ -408,9 +421,10 @@ export class Invoker {
         cold_start: ex.coldStart,
         wait_ms: Math.round(ex.waitMs),
       };
+      const exchange = recordedExchange(ex.recording);
       this.#o.metrics.observe(ex.trigger, statusCode, ms);
       if (ex.coldStart) this.#o.metrics.coldStarts++;
-      const queued = this.#o.recorder.record(log, ex.fn.retention);
+      const queued = this.#o.recorder.record(exchange === undefined ? log : { ...log, exchange }, ex.fn.retention);
       if (queued !== undefined) queued.catch((err: unknown) => this.#o.logger.error('recording an execution failed', { error: (err as Error).message }));
     }
     this.#o.executor.callEnded?.(ex.fn.function_id);
@@ -425,7 +439,7 @@ export class Invoker {
    * One execution outside of an HTTP call (schedule, test), through the same
    * send path and the same log record (./run.ts).
    */
-  run(fn: FunctionRecord, trigger: Trigger, request: RunRequest): Promise<RunResult> {
-    return runOutsideHttp(this.#path, fn, trigger, request);
+  run(fn: FunctionRecord, trigger: Trigger, request: RunRequest, pinned?: Upstream): Promise<RunResult> {
+    return runOutsideHttp(this.#path, fn, trigger, request, pinned);
   }
 }

@@ -1,5 +1,6 @@
 import { performance } from 'node:perf_hooks';
-import { FnhostError, type FunctionRecord, type Trigger } from '@fnhost/core';
+import { FnhostError, type FunctionRecord, type Trigger, type Upstream } from '@fnhost/core';
+import { noteRequest, noteResponse } from './recording.ts';
 import { RuntimeUnavailableError } from '../executor/local.ts';
 import { CAPTURE_LIMIT, collect, messageFrom500 } from './bodies.ts';
 import { FunctionInactiveError, FunctionTimeoutError, recordText, runtimeEndedCall } from './errors.ts';
@@ -14,10 +15,11 @@ import { decodeURIComponentSafe, headersToCaller, headersToFunction, lowerCaseNa
 // the headers and up to CAPTURE_LIMIT of the body. An inactive function is
 // refused before anything begins, as /invoke refuses it: no record.
 
-export async function runOutsideHttp(path: ExecutionPath, fn: FunctionRecord, trigger: Trigger, request: RunRequest): Promise<RunResult> {
+export async function runOutsideHttp(path: ExecutionPath, fn: FunctionRecord, trigger: Trigger, request: RunRequest, pinned?: Upstream): Promise<RunResult> {
   // Refused before it begins, as an HTTP call is: no execution, so no record.
   if (!fn.active) throw new FunctionInactiveError(fn.name);
-  const ex = path.begin(fn, trigger);
+  const ex = path.begin(fn, trigger, pinned);
+  if (ex.recording !== undefined) noteRequest(ex.recording, request.method, request.path, lowerCaseNames(request.headers), request.body);
   const headers = headersToFunction(lowerCaseNames(request.headers), { remoteAddress: '127.0.0.1', trustProxy: false, executionId: ex.logId, trigger });
   let status: number;
   let errorMessage: string | null;
@@ -51,6 +53,7 @@ export async function runOutsideHttp(path: ExecutionPath, fn: FunctionRecord, tr
       throw new RuntimeUnavailableError(`the function's response broke off: ${(err as Error).message}`);
     }
     if (status === 500 && errorMessage === null) errorMessage = messageFrom500(data, response.headers['content-type']);
+    if (ex.recording !== undefined) noteResponse(ex.recording, status, outHeaders, data, truncated ? data.length + 1 : data.length);
   } catch (err) {
     const e = err instanceof FnhostError ? err : new RuntimeUnavailableError((err as Error).message);
     status = e.status;

@@ -127,7 +127,7 @@ export class LogWriter {
   }
 
   /** Queues one record (and its counter increment). Resolves once queued or dropped. */
-  record(log: ExecutionLog, retention: RetentionPolicy): void | Promise<void> {
+  record(log: ExecutionLog & Pick<StoredLog, 'exchange'>, retention: RetentionPolicy): void | Promise<void> {
     if (this.#running > 0) this.#running--;
     const stored: StoredLog = { ...log, expires_at: expiresAt(retention, Date.parse(log.executed_at)) };
     if (this.#closed) {

@@ -2,6 +2,7 @@ import { MongoClient, type MongoClientOptions } from 'mongodb';
 import { ValidationError } from '../../errors.ts';
 import type { Stores } from '../../stores.ts';
 import { MongoContext } from './context.ts';
+import { ensureExchangeIndexes, MongoExchangeStore } from './exchanges.ts';
 import { ensureInstanceIndexes, MongoInstanceStore } from './instances.ts';
 import { ensureLogIndexes, MongoLogStore } from './logs.ts';
 import { ensureInsightIndexes, MongoInsightStore } from './insight.ts';
@@ -46,6 +47,7 @@ export async function openMongoStores(options: MongoStoreOptions): Promise<Store
       await client.connect();
       await ensureLogIndexes(db);
       await ensureInsightIndexes(db);
+      await ensureExchangeIndexes(db);
       await ensureRecordIndexes(db);
       await ensureInstanceIndexes(db);
       await ensureSessionIndexes(db);
@@ -59,6 +61,7 @@ export async function openMongoStores(options: MongoStoreOptions): Promise<Store
     functions: new MongoFunctionStore(db, ctx),
     logs: new MongoLogStore(db, ctx, { seekFrom: options.deepPageSeekFrom }),
     insight: new MongoInsightStore(db, ctx),
+    exchanges: new MongoExchangeStore(db, ctx),
     counters: new MongoCounterStore(db, ctx),
     kv: new MongoKvStore(db, ctx),
     policies: new MongoPolicyStore(db, ctx),

@@ -4,6 +4,7 @@ import { isError, isSuccess, paginate } from '../../status.ts';
 import type { InsertResult, LogStore, RecentCounts, StoredLog, WriterProgress } from '../../stores.ts';
 import type { MongoContext } from './context.ts';
 import { allDuplicates, LogCounts, writeErrorIndexes, type BucketDoc, type PendingDoc, type StatusClass, type TotalsDoc } from './counts.ts';
+import { exchangeCollection, writeExchanges, type ExchangeDoc } from './exchanges.ts';
 import { recordProgress, type InstanceDoc } from './instances.ts';
 import { addLatency, consoleCollection, consoleDocId, MongoInsightStore, setConsoleExpiry } from './insight.ts';
 
@@ -168,6 +169,7 @@ export class MongoLogStore implements LogStore {
   readonly #sequences: Collection<SequenceDoc>;
   readonly #pending: Collection<PendingDoc>;
   readonly #instances: Collection<InstanceDoc>;
+  readonly #exchanges: Collection<ExchangeDoc>;
   readonly #counts: LogCounts;
   readonly #seekFrom: number;
 
@@ -181,6 +183,7 @@ export class MongoLogStore implements LogStore {
     this.#sequences = db.collection<SequenceDoc>('sequences');
     this.#pending = db.collection<PendingDoc>('log_pending');
     this.#instances = db.collection<InstanceDoc>('gateway_instances');
+    this.#exchanges = exchangeCollection(db);
     this.#counts = new LogCounts(db, ctx);
   }
 
@@ -233,6 +236,8 @@ export class MongoLogStore implements LogStore {
     // The latency histogram counts what the counts count (a resent record once); at write time, never by scanning records.
     const counted = new Set(toCount.map((d) => d._id));
     await addLatency(this.#ctx, this.#db, records.filter((r) => counted.has(r.id)));
+    // Recorded exchanges (replay) go with their records, before the batch counts as written.
+    await writeExchanges(this.#ctx, this.#exchanges, records);
     await this.#counts.apply(toCount, 1, progress === undefined ? {} : { key: { writer: progress.instance, upTo: progress.written }, executions: true });
     if (progress === undefined) {
       await this.#ctx.run('log insert', true, () => this.#pending.deleteMany({ ids: { $in: ids } }));
@@ -418,6 +423,7 @@ export class MongoLogStore implements LogStore {
       const expiring = await this.#buckets.findOne({ function_id: functionId, expireAt: { $exists: true } }, { projection: { _id: 1 } });
       if (expiring || (totals.keepMs ?? null) !== null) {
         await this.#logs.updateMany({ function_id: functionId, expireAt: { $exists: true } }, { $unset: { expireAt: '' } });
+        await this.#exchanges.updateMany({ function_id: functionId, expireAt: { $exists: true } }, { $unset: { expireAt: '' } });
         await this.#buckets.updateMany({ function_id: functionId, expireAt: { $exists: true } }, { $unset: { expireAt: '' } });
         await this.#totals.updateOne({ _id: functionId }, { $set: { keepMs: null } });
         await setConsoleExpiry(this.#ctx, this.#db, functionId, null);
@@ -434,23 +440,8 @@ export class MongoLogStore implements LogStore {
   /** expireAt = executed_at + keepMs on every record of the function (and its buckets). */
   async #rewriteExpiry(functionId: string, keepMs: number): Promise<void> {
     await this.#ctx.run('log expiry', true, async () => {
-      try {
-        // One server-side update where the server supports update pipelines (MongoDB 4.2+).
-        await this.#logs.updateMany({ function_id: functionId }, [{ $set: { expireAt: { $add: ['$executed_at', keepMs] } } }]);
-      } catch (err) {
-        if (!(err instanceof MongoServerError)) throw err;
-        // Servers without update pipelines (the test stand-in): rewrite in batches.
-        const cursor = this.#logs.find({ function_id: functionId }, { projection: { executed_at: 1 } }).batchSize(DELETE_CHUNK);
-        let ops: AnyBulkWriteOperation<LogDoc>[] = [];
-        for await (const doc of cursor) {
-          ops.push({ updateOne: { filter: { _id: doc._id }, update: { $set: { expireAt: new Date(doc.executed_at.getTime() + keepMs) } } } });
-          if (ops.length >= DELETE_CHUNK) {
-            await this.#logs.bulkWrite(ops, { ordered: false });
-            ops = [];
-          }
-        }
-        if (ops.length > 0) await this.#logs.bulkWrite(ops, { ordered: false });
-      }
+      await rewriteExpiryOf(this.#logs, functionId, keepMs);
+      await rewriteExpiryOf(this.#exchanges, functionId, keepMs);
       const buckets = await this.#buckets.find({ function_id: functionId }, { projection: { span: 1, start: 1 } }).toArray();
       if (buckets.length > 0) {
         await this.#buckets.bulkWrite(buckets.map((b) => ({
@@ -477,7 +468,9 @@ export class MongoLogStore implements LogStore {
         .limit(DELETE_CHUNK)
         .toArray());
       if (chunk.length === 0) break;
-      const result = await this.#ctx.run('log sweep', true, () => this.#logs.deleteMany({ _id: { $in: chunk.map((d) => d._id) } }));
+      const ids = chunk.map((d) => d._id);
+      const result = await this.#ctx.run('log sweep', true, () => this.#logs.deleteMany({ _id: { $in: ids } }));
+      await this.#ctx.run('log sweep', true, () => this.#exchanges.deleteMany({ _id: { $in: ids } }));
       deleted += result.deletedCount;
       await this.#ctx.run('log sweep', true, () => consoleCollection(this.#db).deleteMany({ _id: { $in: chunk.map((d) => consoleDocId(functionId, d._id)) } }));
       // Taken off the counts as found; a record the TTL monitor removed between
@@ -495,11 +488,34 @@ export class MongoLogStore implements LogStore {
   async deleteFunction(functionId: string): Promise<number> {
     return this.#ctx.run('log delete', true, async () => {
       const result = await this.#logs.deleteMany({ function_id: functionId });
+      await this.#exchanges.deleteMany({ function_id: functionId });
       await this.#buckets.deleteMany({ function_id: functionId });
       await this.#totals.deleteOne({ _id: functionId });
       await MongoInsightStore.deleteFunction(this.#ctx, this.#db, functionId);
       return result.deletedCount;
     });
+  }
+}
+
+/** expireAt = executed_at + keepMs on every document of the function in a collection of records (logs, log_exchanges). */
+async function rewriteExpiryOf(collection: Collection<LogDoc> | Collection<ExchangeDoc>, functionId: string, keepMs: number): Promise<void> {
+  const docs = collection as unknown as Collection<{ _id: string; function_id: string; executed_at: Date; expireAt?: Date }>;
+  try {
+    // One server-side update where the server supports update pipelines (MongoDB 4.2+).
+    await docs.updateMany({ function_id: functionId }, [{ $set: { expireAt: { $add: ['$executed_at', keepMs] } } }]);
+  } catch (err) {
+    if (!(err instanceof MongoServerError)) throw err;
+    // Servers without update pipelines (the test stand-in): rewrite in batches.
+    const cursor = docs.find({ function_id: functionId }, { projection: { executed_at: 1 } }).batchSize(DELETE_CHUNK);
+    let ops: AnyBulkWriteOperation<{ _id: string; function_id: string; executed_at: Date; expireAt?: Date }>[] = [];
+    for await (const doc of cursor) {
+      ops.push({ updateOne: { filter: { _id: doc._id }, update: { $set: { expireAt: new Date(doc.executed_at.getTime() + keepMs) } } } });
+      if (ops.length >= DELETE_CHUNK) {
+        await docs.bulkWrite(ops, { ordered: false });
+        ops = [];
+      }
+    }
+    if (ops.length > 0) await docs.bulkWrite(ops, { ordered: false });
   }
 }
 

@@ -1,5 +1,6 @@
 import type { Stores } from '../../stores.ts';
 import { SqliteDb } from './db.ts';
+import { SqliteExchangeStore } from './exchanges.ts';
 import { SqliteInstanceStore } from './instances.ts';
 import { SqliteInsightStore } from './insight.ts';
 import { SqliteLogStore } from './logs.ts';
@@ -28,6 +29,7 @@ export function openSqliteStores(options: SqliteStoreOptions): Stores {
     functions: new SqliteFunctionStore(db),
     logs: new SqliteLogStore(db),
     insight: new SqliteInsightStore(db),
+    exchanges: new SqliteExchangeStore(db),
     counters: new SqliteCounterStore(db),
     kv: new SqliteKvStore(db),
     policies: new SqlitePolicyStore(db),

@@ -4,6 +4,7 @@ import type { ExecutionLog, LogPage, LogQuery, RetentionPolicy, StatusFilter, Tr
 import { isError, isSuccess, paginate } from '../../status.ts';
 import type { InsertResult, LogStore, RecentCounts, StoredLog, WriterProgress } from '../../stores.ts';
 import type { SqliteDb } from './db.ts';
+import { insertExchangeSync } from './exchanges.ts';
 import { recordProgressSync } from './instances.ts';
 import { addExecutionsSync } from './records.ts';
 import { addLatencySync, deleteConsoleSync } from './insight.ts';
@@ -193,8 +194,9 @@ export class SqliteLogStore implements LogStore {
         const keys = new Map<string, number>();
         for (const functionId of deltas.keys()) keys.set(functionId, this.keyFor(functionId));
         for (const { r, ms, cls } of rows) {
-          insert.run(keys.get(r.function_id)!, ms, cls, r.id, r.status_code, Math.round(r.execution_time_ms), r.error_message, r.error_stack ?? null, r.trigger,
+          const { lastInsertRowid } = insert.run(keys.get(r.function_id)!, ms, cls, r.id, r.status_code, Math.round(r.execution_time_ms), r.error_message, r.error_stack ?? null, r.trigger,
             r.cold_start === undefined ? null : r.cold_start ? 1 : 0, r.wait_ms === undefined ? null : Math.round(r.wait_ms));
+          if (r.exchange !== undefined) insertExchangeSync(this.db, lastInsertRowid, r.id, r.exchange);
         }
         for (const [functionId, delta] of deltas) this.applyDelta(keys.get(functionId)!, delta);
         addLatencySync(this.db, records);

@@ -5,7 +5,7 @@ import { StoreError } from '../../errors.ts';
 // version a database file was last migrated to; MIGRATIONS[i] moves a database
 // from version i to i + 1, so a later release appends, never edits.
 
-export const SCHEMA_VERSION = 8;
+export const SCHEMA_VERSION = 9;
 
 const MIGRATIONS: readonly string[] = [
   // 0 -> 1: the first schema.
@@ -157,7 +157,7 @@ const MIGRATIONS: readonly string[] = [
   `
   ALTER TABLE logs ADD COLUMN error_stack TEXT;
   `,
-  // execution insight (core/src/insight.ts, sqlite/insight.ts): whether a call waited for a
+  // 7 -> 8: execution insight (core/src/insight.ts, sqlite/insight.ts): whether a call waited for a
   // runtime and how long; a record's console output, kept while its record is; latency
   // histogram rows per function, minute and hour, kept at write time.
   `
@@ -183,6 +183,17 @@ const MIGRATIONS: readonly string[] = [
     PRIMARY KEY (function_id, level, slot, bin)
   ) WITHOUT ROWID;
   CREATE INDEX IF NOT EXISTS latency_by_slot ON latency_buckets (level, slot);
+  `,
+  // 8 -> 9: recorded requests and responses for replay (core/src/store/sqlite/exchanges.ts),
+  // one row per record of a function that records them. Keyed by the record's
+  // seq, so deleting the record (retention, a deleted function) deletes it too
+  // (ON DELETE CASCADE looks it up by its primary key); found by log id.
+  `
+  CREATE TABLE IF NOT EXISTS log_exchanges (
+    seq      INTEGER PRIMARY KEY REFERENCES logs (seq) ON DELETE CASCADE,
+    id       TEXT NOT NULL UNIQUE,
+    exchange TEXT NOT NULL              -- the RecordedExchange as JSON
+  );
   `,
 ];
 

@@ -1,0 +1,124 @@
+// The cost of request recording (record_requests, docs/replay.md) on P1: the
+// gateway's throughput with recording on vs the same function with it off,
+// and each against the P1 yardstick (a minimal undici hop in front of a
+// runtime of the same handler).
+//
+//   node bench/replay.ts [--seconds 6] [--connections 50] [--rounds 3] [--body-bytes 1024]
+//
+// One gateway, two functions with the same handler: `plain` (recording off)
+// and `recorded` (on, a header and two JSON paths masked), called with a
+// POST of a JSON body of --body-bytes, which the handler echoes (so both the
+// request and the response bodies are copied, masked and stored). Targets run
+// in interleaved rounds on the shared machine; medians of per-round ratios.
+
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { cpus, loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { startGateway } from '../test/helpers/platform.ts';
+import { startServer, stopAll } from './lib/servers.ts';
+import { reportFigure } from './lib/summary.ts';
+
+const { values } = parseArgs({
+  options: {
+    seconds: { type: 'string', default: '6' },
+    connections: { type: 'string', default: '50' },
+    rounds: { type: 'string', default: '3' },
+    'body-bytes': { type: 'string', default: '1024' },
+  },
+});
+const SECONDS = Number(values.seconds);
+const ROUNDS = Number(values.rounds);
+const CONNECTIONS = Number(values.connections);
+const BODY_BYTES = Number(values['body-bytes']);
+const RUNTIME_MAIN = fileURLToPath(new URL('../runtime-image/src/main.ts', import.meta.url));
+const UNDICI = fileURLToPath(import.meta.resolve('undici'));
+const ECHO = `export default (req, res) => res.json({ ok: true, got: req.body })`;
+
+const autocannon = (await import('autocannon' as string)).default as (opts: Record<string, unknown>) => Promise<{
+  requests: { average: number };
+  latency: { p50: number; p99: number };
+  non2xx: number;
+  errors: number;
+  timeouts: number;
+}>;
+
+const HOP = (upstream: string) => `
+const http = require('node:http');
+const { Pool } = require(${JSON.stringify(UNDICI)});
+const pool = new Pool(${JSON.stringify(upstream)}, { connections: 128 });
+const s = http.createServer(async (req, res) => {
+  try {
+    const chunks = []; for await (const c of req) chunks.push(c);
+    const r = await pool.request({ path: req.url, method: req.method, headers: req.headers, body: Buffer.concat(chunks) });
+    const data = Buffer.from(await r.body.arrayBuffer());
+    res.writeHead(r.statusCode, { 'content-type': r.headers['content-type'], 'content-length': data.length });
+    res.end(data);
+  } catch (e) { res.writeHead(502); res.end(); }
+});
+s.keepAliveTimeout = 65000;
+s.listen(0, '127.0.0.1', () => console.log(JSON.stringify({ port: s.address().port })));`;
+
+
+
+function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.floor(s.length / 2)]!;
+}
+
+// A JSON body of about BODY_BYTES with a card number and IBANs to mask.
+const payload = JSON.stringify({ card: { number: '4111111111111111', holder: 'Ada Lovelace' }, items: [{ iban: 'DE89370400440532013000' }], note: 'x'.repeat(Math.max(0, BODY_BYTES - 120)) });
+const request = { method: 'POST', body: payload, headers: { 'content-type': 'application/json', 'x-card-token': 'tok_123', authorization: 'Bearer caller' } };
+
+interface Row { name: string; rps: number; p50: number; p99: number; errors: number }
+
+async function load(name: string, url: string): Promise<Row> {
+  await autocannon({ url, connections: CONNECTIONS, duration: 1, ...request });
+  const r = await autocannon({ url, connections: CONNECTIONS, duration: SECONDS, ...request });
+  return { name, rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, errors: r.errors + r.timeouts + r.non2xx };
+}
+
+const dir = await mkdtemp(join(tmpdir(), 'fnhost-bench-replay-'));
+try {
+  const file = join(dir, 'echo.mjs');
+  await writeFile(file, ECHO);
+  const runtimeUrl = await startServer([RUNTIME_MAIN], { PORT: '0', HOST: '127.0.0.1', FNHOST_FUNCTION_FILE: file, FNHOST_FUNCTION_ID: '00000000-0000-4000-8000-000000000002', FNHOST_FUNCTION_NAME: 'echo' });
+  const hopUrl = await startServer(['-e', HOP(runtimeUrl)]);
+  const gw = await startGateway({ env: { FNHOST_QUIET: '1' } });
+  const auth = { authorization: `Bearer ${gw.token}`, 'content-type': 'application/json' };
+  const create = async (name: string, extra: Record<string, unknown>) => {
+    const r = await fetch(`${gw.url}/api/v1/functions`, { method: 'POST', headers: auth, body: JSON.stringify({ name, code: ECHO, ...extra }) });
+    if (r.status !== 201) throw new Error(`create ${name}: ${r.status} ${await r.text()}`);
+    return ((await r.json()) as { invocation_url: string }).invocation_url;
+  };
+  const plain = await create('plain', {});
+  const recorded = await create('recorded', { record_requests: { enabled: true, redact: { headers: ['x-card-token'], json_paths: ['$..card.number', '$.items[*].iban'] } } });
+  const targets = [['undici hop → runtime', hopUrl + '/'], ['gateway, recording off', plain], ['gateway, recording on', recorded]] as const;
+  const runs: Row[][] = targets.map(() => []);
+  for (let round = 0; round < ROUNDS; round++) {
+    for (const [i, [name, url]] of targets.entries()) runs[i]!.push(await load(name, url));
+  }
+  const ratio = (a: number, b: number) => median(runs[a]!.map((r, k) => r.rps / runs[b]![k]!.rps));
+  const rows = runs.map((rs) => ({ name: rs[0]!.name, rps: median(rs.map((r) => r.rps)), p50: median(rs.map((r) => r.p50)), p99: median(rs.map((r) => r.p99)), errors: rs.reduce((n, r) => n + r.errors, 0) }));
+  const logs = await (await fetch(`${gw.url}/api/v1/functions/recorded/logs?limit=1`, { headers: auth })).json() as { logs: { id: string }[]; pagination: { totalCount: number } };
+  const sample = await (await fetch(`${gw.url}/api/v1/functions/recorded/logs/${logs.logs[0]!.id}/request`, { headers: auth })).json();
+  await gw.stop();
+
+  console.log(`fnhost record_requests bench — ${new Date().toISOString()} — ${cpus().length}× ${cpus()[0]?.model} — load ${loadavg().map((l) => l.toFixed(2)).join(' ')} — node ${process.version}`);
+  console.log(`autocannon ${CONNECTIONS} connections, ${SECONDS} s each, POST of a ${payload.length}-byte JSON body echoed back; medians of ${ROUNDS} interleaved rounds\n`);
+  console.log('| target | req/s | p50 ms | p99 ms | errors |');
+  console.log('|---|---|---|---|---|');
+  for (const r of rows) console.log(`| ${r.name} | ${r.rps.toFixed(0)} | ${r.p50} | ${r.p99} | ${r.errors} |`);
+  const off = ratio(1, 0);
+  const on = ratio(2, 0);
+  const onOff = ratio(2, 1);
+  console.log('');
+  console.log(`P1  gateway / undici hop, recording off: ${off.toFixed(2)}×; recording on: ${on.toFixed(2)}× (target ≥ 0.8×)`);
+  console.log(`    recording on / off: ${onOff.toFixed(2)}×; ${logs.pagination.totalCount} records of the recorded function; a stored request body: ${JSON.stringify(sample.request?.body?.data ?? '').length} bytes, masked: ${String(sample.request?.body?.data ?? '').includes('[redacted]')}`);
+  reportFigure({ target: 'P1', what: 'gateway / undici hop with record_requests on (1 KiB JSON body echoed)', measured: `${on.toFixed(2)}×`, bound: '≥ 0.8×', met: on >= 0.8 });
+  reportFigure({ target: 'P1', what: 'record_requests on / off throughput', measured: `${onOff.toFixed(2)}×`, bound: '(cost)', met: true });
+} finally {
+  stopAll();
+  await rm(dir, { recursive: true, force: true });
+}

@@ -1,0 +1,60 @@
+import type { RecordedExchange, RetentionPolicy, Trigger } from '../../model.ts';
+import type { ExchangeLookup, ExchangeStore } from '../../stores.ts';
+import type { SqliteDb } from './db.ts';
+import { DAY_MS } from './logs.ts';
+
+// Recorded exchanges on SQLite (table log_exchanges, schema 7 -> 8): a row
+// per record that has one, written in the transaction that inserts the
+// record, and deleted with it by the foreign key's ON DELETE CASCADE, so the
+// retention sweep and a deleted function need no step of their own.
+
+/** Inside LogStore.insert's transaction: the exchange of the record just inserted as `seq`. */
+export function insertExchangeSync(db: SqliteDb, seq: number | bigint, logId: string, exchange: RecordedExchange): void {
+  db.run('INSERT INTO log_exchanges (seq, id, exchange) VALUES (?, ?, ?)', seq, logId, JSON.stringify(exchange));
+}
+
+interface Found {
+  seq: number;
+  fn: number;
+  executed_ms: number;
+  trigger: string;
+  exchange: string | null;
+}
+
+export class SqliteExchangeStore implements ExchangeStore {
+  readonly #db: SqliteDb;
+
+  constructor(db: SqliteDb) {
+    this.#db = db;
+  }
+
+  get(functionId: string, logId: string, retention: RetentionPolicy, now: number): Promise<ExchangeLookup> {
+    return this.#db.guard('exchange read', () => this.#db.snapshot(() => {
+      const fn = this.#db.get<{ fn: number }>('SELECT fn FROM log_functions WHERE function_id = ?', functionId)?.fn;
+      if (fn === undefined) return { found: false };
+      // By the exchange's unique id first (the common case); a record without
+      // one is found on the function's rows (only to tell 404 from "not recorded").
+      const found = this.#db.get<Found>(
+        `SELECT l.seq, l.fn, l.executed_ms, l.trigger, e.exchange FROM log_exchanges e JOIN logs l ON l.seq = e.seq WHERE e.id = ?`, logId,
+      ) ?? this.#db.get<Found>('SELECT seq, fn, executed_ms, trigger, NULL AS exchange FROM logs INDEXED BY logs_by_time WHERE fn = ? AND id = ?', fn, logId);
+      if (found === undefined || found.fn !== fn || !this.#visible(found, retention, now)) return { found: false };
+      return {
+        found: true,
+        executed_at: new Date(found.executed_ms).toISOString(),
+        trigger: found.trigger as Trigger,
+        exchange: found.exchange === null ? null : JSON.parse(found.exchange) as RecordedExchange,
+      };
+    }));
+  }
+
+  /** The retention read filter for one record: within the days, or among the `count` newest. */
+  #visible(row: Found, retention: RetentionPolicy, now: number): boolean {
+    if (retention.type === 'none') return true;
+    if (retention.type === 'time') return row.executed_ms >= now - retention.days * DAY_MS;
+    const newer = this.#db.get<{ n: number }>(
+      'SELECT count(*) AS n FROM (SELECT 1 FROM logs INDEXED BY logs_by_time WHERE fn = ? AND (executed_ms, seq) > (?, ?) LIMIT ?)',
+      row.fn, row.executed_ms, row.seq, retention.count,
+    )!.n;
+    return newer < retention.count;
+  }
+}

@@ -1,0 +1,141 @@
+import { expect } from 'chai';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { MongoClient } from 'mongodb';
+import { derivedFunctionId } from '../../gateway/src/cluster/resource.ts';
+import { startMongoServer, type MongoTestServer } from '../helpers/mongo-server.ts';
+import { getCluster, makeKubectl, uniqueName, type ClusterAccess } from '../operator/harness.ts';
+import { NODE, ROOT, buildPlatformImage, buildRuntimeImage, run, startRelay, testClusterPlatformNetworkPolicy, waitFor } from './helpers.ts';
+
+// Issue 21.3 (replay) in cluster mode on the test cluster: the chart installed with helm, a
+// Function applied with kubectl with spec.recordRequests, a call recorded by the gateway
+// replica into MongoDB (log_exchanges, masked), function:replay through the CLI against the
+// pods' current code (trigger replay), and --code refused with 501 (one machine only, docs/replay.md).
+
+const PLATFORM_IMAGE = 'localhost/fnhost-platform:e2e';
+const RUNTIME_IMAGE = 'localhost/fnhost-runtime:e2e';
+const V1 = `export default (req, res) => res.json({ v: 1, got: req.body ?? null })`;
+const V2 = `export default (req, res) => res.json({ v: 2, got: req.body ?? null })`;
+
+describe('fnhost on Kubernetes: request recording and replay (issue 21.3)', function () {
+  this.timeout(600_000);
+  let cluster: ClusterAccess;
+  let kubectl: ReturnType<typeof makeKubectl>;
+  let helm: string;
+  let mongo: MongoTestServer;
+  let relay: { port: number; close(): Promise<void> };
+  let relNs: string;
+  let ns: string;
+  let tmp: string;
+  let gatewayUrl: string;
+  let token: string;
+  let logId: string;
+  const release = 'e2e-replay';
+  const dbName = `fnhost_e2e_replay_${Date.now()}`;
+
+  const helmRun = (args: string[], timeoutMs = 600_000) => run(helm, args, { env: { KUBECONFIG: cluster.kubeconfig }, timeoutMs });
+  const cli = (args: string[]) =>
+    run(NODE, [`${ROOT}cli/bin/fnhost.js`, ...args, '--url', gatewayUrl, '--token', token, '--namespace', ns], {
+      env: { HOME: tmp, XDG_CONFIG_HOME: join(tmp, 'config'), FNHOST_URL: undefined, FNHOST_TOKEN: undefined, FNHOST_NAMESPACE: undefined, NO_COLOR: '1' },
+      timeoutMs: 120_000,
+      cwd: tmp,
+    });
+  const functionFrom = (code: string) => JSON.stringify({
+    apiVersion: 'fnhost.dev/v1alpha1', kind: 'Function', metadata: { name: 'pay', namespace: ns },
+    spec: { code, timeoutSeconds: 10, recordRequests: { enabled: true, redact: { headers: ['x-card-token'], jsonPaths: ['$..card.number'] } } },
+  });
+  const invoke = () => fetch(`${gatewayUrl}/invoke/${derivedFunctionId(ns, 'pay')}/pay?q=1`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: 'Bearer caller-secret', 'x-card-token': 'tok_1' },
+    body: JSON.stringify({ card: { number: '4111111111111111' }, qty: 2 }),
+    signal: AbortSignal.timeout(10_000),
+  });
+
+  before(async function () {
+    this.timeout(1_800_000);
+    cluster = await getCluster();
+    kubectl = makeKubectl(cluster);
+    helm = (JSON.parse((await run(`${ROOT}test/cluster/env.sh`, ['--json'])).stdout) as { helm: string }).helm;
+    tmp = await mkdtemp(join(tmpdir(), 'fnhost-e2e-replay-'));
+    const suffix = uniqueName('x').slice(2);
+    relNs = `fnhost-e2e-replay-${suffix}`;
+    ns = `e2e-replay-${suffix}`;
+    await Promise.all([buildPlatformImage(PLATFORM_IMAGE), buildRuntimeImage(RUNTIME_IMAGE)]);
+    mongo = await startMongoServer({ useEnv: false });
+    relay = await startRelay(cluster.hostIp ?? '10.244.0.1', mongo.port!);
+    expect((await kubectl(['create', 'namespace', ns])).code).to.equal(0);
+    const valuesFile = join(tmp, 'values.json');
+    await writeFile(valuesFile, JSON.stringify({
+      image: { repository: 'localhost/fnhost-platform', tag: 'e2e', pullPolicy: 'Never' },
+      runtimeImage: { repository: 'localhost/fnhost-runtime', tag: 'e2e', pullPolicy: 'Never' },
+      mongodb: { url: `mongodb://${cluster.hostIp ?? '10.244.0.1'}:${relay.port}/${dbName}` },
+      gateway: { replicas: 1, defaultNamespace: ns, resources: { requests: { cpu: '50m', memory: '128Mi' }, limits: { memory: '512Mi' } } },
+      operator: { resources: { requests: { cpu: '20m', memory: '96Mi' }, limits: { memory: '512Mi' } }, functionCpuRequest: '10m' },
+      networkPolicy: { platformCIDRs: ['10.244.0.0/24', '10.96.0.0/16'] },
+      platformNetworkPolicy: testClusterPlatformNetworkPolicy(cluster.hostIp ?? '10.244.0.1', relay.port),
+    }));
+    const installed = await helmRun(['install', release, `${ROOT}charts/fnhost`, '-n', relNs, '--create-namespace', '-f', valuesFile, '--wait', '--timeout', '8m']);
+    expect(installed.code, installed.stderr + installed.stdout).to.equal(0);
+    const svc = JSON.parse((await kubectl(['get', 'svc', `${release}-fnhost-gateway`, '-n', relNs, '-o', 'json'])).stdout);
+    gatewayUrl = `http://${svc.spec.clusterIP}:8080`;
+    const secret = JSON.parse((await kubectl(['get', 'secret', `${release}-fnhost-admin`, '-n', relNs, '-o', 'json'])).stdout);
+    token = Buffer.from(secret.data.token, 'base64').toString('utf8');
+  });
+
+  after(async function () {
+    this.timeout(300_000);
+    if (kubectl !== undefined) {
+      if (helm !== undefined && relNs) await helmRun(['uninstall', release, '-n', relNs, '--wait', '--timeout', '2m']);
+      if (ns) {
+        const list = await kubectl(['get', 'fn', '-n', ns, '-o', 'name']);
+        for (const name of list.stdout.split('\n').filter(Boolean)) await kubectl(['patch', name, '-n', ns, '--type=merge', '-p', '{"metadata":{"finalizers":null}}']);
+      }
+      for (const name of [ns, relNs]) if (name) await kubectl(['delete', 'namespace', name, '--wait=false']);
+    }
+    await relay?.close();
+    await mongo?.stop();
+    if (tmp) await rm(tmp, { recursive: true, force: true });
+  });
+
+  it('a Function applied with spec.recordRequests records its calls into MongoDB, masked, apart from the logs', async () => {
+    const applied = await kubectl(['apply', '--server-side', '-f', '-'], functionFrom(V1));
+    expect(applied.code, applied.stderr).to.equal(0);
+    await waitFor('pay answering 200', async () => ((await invoke().catch(() => null))?.status === 200 ? true : null), 240_000, 1000);
+    const get = await cli(['function:get', 'pay']);
+    expect(get.stdout).to.match(/^Record Requests:\s+on \(bodies up to 65536 bytes; masked: x-card-token, \$\.\.card\.number\)$/m);
+    const logs = JSON.parse((await cli(['function:logs', 'pay', '--output', 'json'])).stdout);
+    logId = logs.logs[0].id;
+    expect(JSON.stringify(logs)).to.not.include('card');
+    const client = new MongoClient(mongo.url);
+    try {
+      const doc = await client.db(dbName).collection('log_exchanges').findOne({ _id: logId as never });
+      expect(doc, 'the exchange document').to.not.equal(null);
+      const stored = JSON.stringify(doc);
+      expect(stored).to.include('[redacted]').and.not.include('4111111111111111').and.not.include('caller-secret').and.not.include('tok_1');
+    } finally {
+      await client.close();
+    }
+  });
+
+  it('function:replay sends the recorded request to the pods\' current code (trigger replay); --code is refused with 501', async () => {
+    expect((await kubectl(['apply', '--server-side', '-f', '-'], functionFrom(V2))).code).to.equal(0);
+    await waitFor('the new code serving', async () => {
+      const r = await invoke().catch(() => null);
+      return r?.status === 200 && ((await r.json()) as { v: number }).v === 2 ? true : null;
+    }, 240_000, 1000);
+    const replay = await cli(['function:replay', 'pay', logId, '--yes', '--output', 'json']);
+    expect(replay.code, replay.stderr).to.equal(0);
+    const result = JSON.parse(replay.stdout);
+    expect(result.changes).to.deep.equal([{ kind: 'json', path: '$.v', recorded: 1, replayed: 2 }]);
+    const newest = await waitFor('the replay record', async () => {
+      const logs = JSON.parse((await cli(['function:logs', 'pay', '--limit', '5', '--output', 'json'])).stdout);
+      return logs.logs.find((l: { id: string }) => l.id === result.log_id) ?? null;
+    }, 60_000, 1000);
+    expect(newest.trigger).to.equal('replay');
+    await writeFile(join(tmp, 'fix.js'), V1);
+    const withCode = await cli(['function:replay', 'pay', logId, '--code', 'fix.js', '--yes']);
+    expect(withCode.code).to.equal(1);
+    expect(withCode.stderr).to.match(/replay with code \(function:replay --code\) runs on one machine only/);
+  });
+});
