@@ -141,3 +141,37 @@ export function readyOf(res: FunctionResource): { status: string; reason: string
   const c = res.status?.conditions?.find((x) => x.type === 'Ready');
   return c === undefined ? null : { status: c.status, reason: c.reason ?? '', message: c.message ?? '' };
 }
+
+/**
+ * Ready reasons that say the function cannot run its current spec: holding a
+ * call for a pod would only end in a timeout. (RuntimeNotReady is not among
+ * them: every starting pod is not ready for a moment; a load error is found by
+ * the gateway's own probe of the pods.)
+ */
+export const UNRUNNABLE_REASONS: ReadonlySet<string> = new Set([
+  'CodeDoesNotParse',
+  'CodeTooLarge',
+  'InvalidCode',
+  'InvalidRoutes',
+  'InvalidEnv',
+  'InvalidScaling',
+  'InvalidCpu',
+  'CpuAboveMaximum',
+  'TimeoutAboveMaximum',
+  'NameTooLong',
+  'FunctionIdChanged',
+  'Rejected',
+  'RuntimeCrashing',
+  // An older operator refused a whole Function for its schedule; this one withholds only the CronJob.
+  'InvalidSchedule',
+]);
+
+/** Why a Function cannot run, from a Ready=False condition about its current generation; undefined otherwise. */
+export function cannotRunReason(res: FunctionResource | undefined): string | undefined {
+  const c = res?.status?.conditions?.find((x) => x.type === 'Ready');
+  if (res === undefined || c === undefined || c.status !== 'False' || !UNRUNNABLE_REASONS.has(c.reason)) return undefined;
+  // A condition about an older spec says nothing about the new one (the operator has not seen it yet).
+  if (c.observedGeneration !== undefined && res.metadata.generation !== undefined && c.observedGeneration !== res.metadata.generation) return undefined;
+  const { name, namespace = 'default' } = res.metadata;
+  return `function ${name} (namespace ${namespace}) cannot run: ${c.reason} (kubectl describe function ${name} -n ${namespace})`;
+}

@@ -1,3 +1,4 @@
+import { hostname } from 'node:os';
 import { ConfigError } from '../config.ts';
 import { DEFAULT_HOLD_MS, DEFAULT_MAX_HELD, DEFAULT_MAX_HELD_PER_FUNCTION } from './executor.ts';
 import { DEFAULT_STATUS_INTERVAL_MS } from './status.ts';
@@ -19,6 +20,8 @@ export interface ClusterSettings {
   statusIntervalMs: number;
   /** API requests in flight at most (watches not counted). */
   maxInFlight: number;
+  /** This replica's key in status.concurrency (FNHOST_POD_NAME, else the host name: the pod's name). */
+  gatewayId: string;
 }
 
 const LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
@@ -33,6 +36,13 @@ function int(env: Record<string, string | undefined>, name: string, fallback: nu
 function namespace(env: Record<string, string | undefined>, name: string, fallback: string): string {
   const raw = env[name]?.trim() || fallback;
   if (raw !== '' && (raw.length > 63 || !LABEL.test(raw))) throw new ConfigError(`${name}="${raw.slice(0, 80)}" is not a namespace name (a DNS-1123 label)`);
+  return raw;
+}
+
+/** A key of status.concurrency: the pod's name (a DNS subdomain, at most 253 characters). */
+function gatewayId(env: Record<string, string | undefined>): string {
+  const raw = (env.FNHOST_POD_NAME ?? '').trim() || hostname();
+  if (raw.length > 253 || !/^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/.test(raw)) throw new ConfigError(`FNHOST_POD_NAME="${raw.slice(0, 80)}" is not a pod name`);
   return raw;
 }
 
@@ -63,5 +73,6 @@ export function loadClusterSettings(env: Record<string, string | undefined>): Cl
     maxHeldPerFunction: int(env, 'FNHOST_MAX_HELD_CALLS_PER_FUNCTION', DEFAULT_MAX_HELD_PER_FUNCTION, 0, 100_000),
     statusIntervalMs: int(env, 'FNHOST_STATUS_INTERVAL_SECONDS', DEFAULT_STATUS_INTERVAL_MS / 1000, 1, 3600) * 1000,
     maxInFlight: int(env, 'FNHOST_KUBE_MAX_INFLIGHT', 10, 1, 1000),
+    gatewayId: gatewayId(env),
   };
 }
