@@ -1,4 +1,5 @@
 import type { RetentionPolicy } from './model.ts';
+import type { FunctionScalingSettings } from './scaling.ts';
 
 // The management API's wire shapes (gateway/openapi.yaml), as its clients
 // receive them: the CLI and the admin panel import these instead of each
@@ -29,6 +30,8 @@ export interface ApiFunction {
   invocation_url: string;
   created_at: string;
   updated_at: string;
+  /** Cluster mode only: how the function scales and its CPU (PUT /functions/{ref}/scaling). */
+  scaling?: FunctionScalingSettings;
 }
 
 /** `POST /api/v1/functions/{ref}/test`. */

@@ -1,4 +1,5 @@
 import type { RetentionPolicy } from '@fnhost/core/model.ts';
+import type { FunctionScalingSettings } from '@fnhost/core/scaling.ts';
 import type { ApiFunction, ApiSchedule } from '../api/types.ts';
 import type { Painter } from './color.ts';
 import { oneLine, padEnd } from './text.ts';
@@ -35,6 +36,14 @@ export function invocationUrl(fn: ApiFunction, serverUrl: string): string {
   return fn.invocation_url || `${serverUrl}/invoke/${fn.function_id}`;
 }
 
+/** Pods, autoscaling, scale to zero and CPU in one line (cluster mode). */
+export function scalingText(s: FunctionScalingSettings): string {
+  const pods = s.autoscale === null ? `${s.replicas} pod${s.replicas === 1 ? '' : 's'}` : `autoscale ${s.autoscale.min_replicas}-${s.autoscale.max_replicas} pods at ${s.autoscale.target_concurrency} calls in flight each`;
+  const zero = s.scale_to_zero !== null ? `, to zero after ${s.scale_to_zero.idle_seconds}s idle` : s.autoscale?.min_replicas === 0 ? ', to zero when idle' : '';
+  const cpu = s.cpu.request === null && s.cpu.limit === null ? '' : `, cpu ${s.cpu.request ?? 'default'}/${s.cpu.limit ?? 'default'} (request/limit)`;
+  return pods + zero + cpu;
+}
+
 /** function:get: one labelled line per field, labels aligned. */
 export function functionDetails(fn: ApiFunction, serverUrl: string, paint: Painter): string[] {
   const fields: Array<[string, string]> = [
@@ -47,6 +56,7 @@ export function functionDetails(fn: ApiFunction, serverUrl: string, paint: Paint
     ['Schedule', scheduleText(fn.schedule)],
     ['Timeout', `${fn.timeout_seconds}s`],
     ['Memory', `${fn.memory_mib} MiB`],
+    ...(fn.scaling === undefined ? [] : [['Scaling', scalingText(fn.scaling)] as [string, string]]),
     ['Routes', fn.routes.length > 0 ? fn.routes.join(', ') : '-'],
     ['Env', Object.keys(fn.env).length > 0 ? Object.keys(fn.env).sort().join(', ') : '-'],
     ['Created', formatLocalDateTimeWithZone(fn.created_at)],

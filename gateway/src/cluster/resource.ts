@@ -1,6 +1,7 @@
 import { functionIdOf } from '@fnhost/core/function-identity.ts';
 import { API_VERSION, KIND, type FunctionEnvVar, type FunctionResource, type FunctionSpec } from '@fnhost/core/function-resource.ts';
 import { limits, isoTimestamp, type FunctionRecord, type RetentionPolicy, type Schedule } from '@fnhost/core';
+import { DEFAULT_IDLE_SECONDS, DEFAULT_MAX_REPLICAS, DEFAULT_MIN_REPLICAS, DEFAULT_TARGET_CONCURRENCY, type FunctionScalingSettings } from '@fnhost/core/scaling.ts';
 
 // The pure mapping between the Function custom resource (its shape, shared
 // with the operator, is core/src/function-resource.ts) and core's
@@ -72,7 +73,32 @@ export function recordFromResource(res: FunctionResource): FunctionRecord | null
     schedule: scheduleOf(spec),
     created_at: created,
     updated_at: timestamp(res.metadata.annotations?.[ANNOTATION_UPDATED_AT], created),
+    scaling: scalingOf(spec),
   };
+}
+
+/** The spec's pods, autoscaling, scale to zero and CPU as the management API shows them (CRD defaults filled). */
+export function scalingOf(spec: FunctionSpec): FunctionScalingSettings {
+  const a = spec.scaling;
+  return {
+    replicas: spec.replicas ?? 1,
+    autoscale: a == null ? null : { min_replicas: a.minReplicas ?? DEFAULT_MIN_REPLICAS, max_replicas: a.maxReplicas ?? DEFAULT_MAX_REPLICAS, target_concurrency: a.targetConcurrency ?? DEFAULT_TARGET_CONCURRENCY },
+    scale_to_zero: spec.scaleToZero == null ? null : { idle_seconds: spec.scaleToZero.idleSeconds ?? DEFAULT_IDLE_SECONDS },
+    cpu: { request: spec.cpu?.request ?? null, limit: spec.cpu?.limit ?? null },
+  };
+}
+
+/** The merge patch of spec for a scaling change (null removes an object). */
+function scalingPatch(before: FunctionScalingSettings | undefined, after: FunctionScalingSettings | undefined): Record<string, unknown> {
+  const spec: Record<string, unknown> = {};
+  if (after === undefined || same(before, after)) return spec;
+  if (before?.replicas !== after.replicas) spec.replicas = after.replicas;
+  if (!same(before?.autoscale, after.autoscale)) {
+    spec.scaling = after.autoscale === null ? null : { minReplicas: after.autoscale.min_replicas, maxReplicas: after.autoscale.max_replicas, targetConcurrency: after.autoscale.target_concurrency };
+  }
+  if (!same(before?.scale_to_zero, after.scale_to_zero)) spec.scaleToZero = after.scale_to_zero === null ? null : { idleSeconds: after.scale_to_zero.idle_seconds };
+  if (!same(before?.cpu, after.cpu)) spec.cpu = after.cpu.request === null && after.cpu.limit === null ? null : { request: after.cpu.request, limit: after.cpu.limit };
+  return spec;
 }
 
 function specRetention(r: RetentionPolicy): NonNullable<FunctionSpec['retention']> {
@@ -132,6 +158,7 @@ export function specPatch(before: FunctionRecord, after: FunctionRecord, current
   // A merge patch merges objects: null first clears days/count that the new type must not carry.
   if (!same(before.retention, after.retention)) spec.retention = { days: null, count: null, ...specRetention(after.retention) };
   if (!same(before.schedule, after.schedule)) spec.schedule = after.schedule === null ? null : specSchedule(after.schedule);
+  Object.assign(spec, scalingPatch(before.scaling, after.scaling));
   if (Object.keys(spec).length === 0) return null;
   return { metadata: { annotations: { [ANNOTATION_UPDATED_AT]: after.updated_at } }, spec };
 }
