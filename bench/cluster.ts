@@ -116,6 +116,9 @@ async function cleanup(): Promise<void> {
 }
 
 try {
+  // This checkout's CRD: helm leaves an existing (maybe older) one as it is.
+  const crd = await kubectl(['apply', '--server-side', '--force-conflicts', '-f', `${ROOT}crds/fnhost.dev_functions.yaml`]);
+  if (crd.code !== 0) throw new Error(`applying the CRD: ${crd.stderr}`);
   const installed = await run(helm, ['install', release, `${ROOT}charts/fnhost`, '-n', relNs, '--create-namespace', '-f', valuesFile, '--wait', '--timeout', '8m'], { env: { KUBECONFIG: cluster.kubeconfig }, timeoutMs: 600_000 });
   if (installed.code !== 0) throw new Error(`helm install: ${installed.stderr}`);
   const svc = await getJson(['get', 'svc', `${release}-fnhost-gateway`, '-n', relNs]);

@@ -184,6 +184,12 @@ export async function installPlatform(options: {
     await mongo.stop();
   };
   try {
+    // The CRD of this checkout: helm installs crds/ only when the CRD is absent, and the shared
+    // test cluster may hold an older one, whose schema would prune the fields this checkout adds.
+    const crd = await kubectl(['apply', '--server-side', '--force-conflicts', '-f', `${ROOT}crds/fnhost.dev_functions.yaml`]);
+    if (crd.code !== 0) throw new Error(`applying the CRD: ${crd.stderr}`);
+    const established = await kubectl(['wait', '--for=condition=Established', '--timeout=60s', 'crd/functions.fnhost.dev']);
+    if (established.code !== 0) throw new Error(`the CRD is not established: ${established.stderr}`);
     const created = await kubectl(['create', 'namespace', ns]);
     if (created.code !== 0) throw new Error(`kubectl create namespace ${ns}: ${created.stderr}`);
     const { writeFile } = await import('node:fs/promises');
