@@ -1,6 +1,6 @@
 // Cluster mode on the test cluster (test/cluster/): P1 on the cluster, P5b, P6, P7.
 //
-//   node bench/cluster.ts [--seconds 6] [--rounds 2] [--functions 1000] [--cold 5] [--only p1,p7,p1off,p5b,p6,egress] [--netpol on|off]
+//   node bench/cluster.ts [--seconds 6] [--rounds 2] [--functions 1000] [--cold 5] [--only p1,p7,p1off,p5b,p6,egress,autoscale] [--netpol on|off]
 //
 // Installs the chart as test/e2e does (images built with the harness's buildah,
 // MongoDB = the wire-protocol stand-in on the host behind a relay on the bridge
@@ -15,6 +15,8 @@
 //        (spec.scaleToZero.idleSeconds 30): the gateway holds it, its wake
 //        write makes the operator scale the Deployment up, and the call is
 //        answered by the new pod; timed from the call to its answer.
+//   autoscale a 10× load step (1 → 10 calls in flight) on a function with spec.scaling:
+//        time to the new replica count (asked for, all ready) and p50/p99 during the step.
 //   egress (P11) sequential fetches to a server outside the cluster from a function
 //        (through the gateway's egress proxy) vs from a plain pod (direct).
 //   P6   N Functions (replicas 0, no pods: the node's pod limit is 110)
@@ -114,6 +116,9 @@ async function cleanup(): Promise<void> {
 }
 
 try {
+  // This checkout's CRD: helm leaves an existing (maybe older) one as it is.
+  const crd = await kubectl(['apply', '--server-side', '--force-conflicts', '-f', `${ROOT}crds/fnhost.dev_functions.yaml`]);
+  if (crd.code !== 0) throw new Error(`applying the CRD: ${crd.stderr}`);
   const installed = await run(helm, ['install', release, `${ROOT}charts/fnhost`, '-n', relNs, '--create-namespace', '-f', valuesFile, '--wait', '--timeout', '8m'], { env: { KUBECONFIG: cluster.kubeconfig }, timeoutMs: 600_000 });
   if (installed.code !== 0) throw new Error(`helm install: ${installed.stderr}`);
   const svc = await getJson(['get', 'svc', `${release}-fnhost-gateway`, '-n', relNs]);
@@ -271,6 +276,72 @@ s.keepAliveTimeout = 65000; s.listen(8080, '0.0.0.0');`;
     log(`\n## P5b: first call to a function scaled to zero for idleness (${COLD} runs)`);
     log(`samples ms: ${samples.map((s) => s.toFixed(0)).join(', ')}; p50 ${percentile(samples, 50).toFixed(0)} ms, max ${Math.max(...samples).toFixed(0)} ms`);
     reportFigure({ target: 'P5b', what: 'first call to a function scaled to zero, p50', measured: `${percentile(samples, 50).toFixed(0)} ms`, bound: '≤ 1 s', met: percentile(samples, 50) <= 1000 });
+  }
+
+  if (ONLY.has('autoscale')) {
+    // A 10× load step on an autoscaled function (spec.scaling, target 2 calls in flight per pod,
+    // a handler that takes 200 ms): 1 call in flight for 30 s, then 10 for up to 120 s. Measured:
+    // from the step to the Deployment asking for the new replica count (the operator's decision,
+    // from the gateway's panic-window report), to that many pods ready, and the latency of every
+    // call during the step (p50/p99), against the same handler's latency before it.
+    await apply('scaled', {
+      code: 'export default async (req, res) => { await new Promise((r) => setTimeout(r, 200)); res.json({ ok: true }); }',
+      timeoutSeconds: 30,
+      scaling: { minReplicas: 1, maxReplicas: 5, targetConcurrency: 2 },
+    });
+    await ready('scaled');
+    const url = `${gateway}/invoke/${derivedFunctionId(fnNs, 'scaled')}`;
+    await waitFor('scaled served', async () => (await fetch(url)).status === 200, 60_000, 500);
+    let concurrency = 1;
+    let stop = false;
+    const before: number[] = [];
+    const during: number[] = [];
+    let errors = 0;
+    let stepAt = 0;
+    const worker = async (i: number) => {
+      while (!stop) {
+        if (i >= concurrency) {
+          await new Promise((r) => setTimeout(r, 20));
+          continue;
+        }
+        const t = performance.now();
+        const r = await fetch(url).catch(() => null);
+        await r?.arrayBuffer().catch(() => undefined);
+        if (r?.status !== 200) errors++;
+        (stepAt === 0 ? before : during).push(performance.now() - t);
+      }
+    };
+    const workers = Array.from({ length: 10 }, (_, i) => worker(i));
+    await new Promise((r) => setTimeout(r, 30_000));
+    stepAt = performance.now();
+    concurrency = 10;
+    const deployment = () => getJson(['get', 'deploy', 'fn-scaled', '-n', fnNs]);
+    // The count the step calls for: ceil(10 calls in flight / target 2), within maxReplicas 5.
+    const wanted = 5;
+    let firstAskMs = Number.NaN;
+    let askedMs = Number.NaN;
+    let readyMs = Number.NaN;
+    const steps: number[] = [];
+    const deadline = stepAt + 120_000;
+    while (performance.now() < deadline && Number.isNaN(readyMs)) {
+      const d = await deployment();
+      const at = performance.now() - stepAt;
+      if (steps[steps.length - 1] !== d.spec.replicas) steps.push(d.spec.replicas);
+      if (Number.isNaN(firstAskMs) && d.spec.replicas > 1) firstAskMs = at;
+      if (Number.isNaN(askedMs) && d.spec.replicas >= wanted) askedMs = at;
+      if (!Number.isNaN(askedMs) && (d.status?.readyReplicas ?? 0) >= wanted) readyMs = at;
+      await new Promise((r) => setTimeout(r, 250));
+    }
+    // A few more seconds at the new size, inside the step's latency figures.
+    await new Promise((r) => setTimeout(r, 10_000));
+    stop = true;
+    await Promise.all(workers);
+    log('\n## Autoscaling: a 10× load step (1 → 10 calls in flight, 200 ms handler, targetConcurrency 2, max 5 pods)');
+    log(`replica counts asked for: ${steps.join(' → ')}; first scale-up asked ${(firstAskMs / 1000).toFixed(1)} s after the step, ${wanted} asked ${(askedMs / 1000).toFixed(1)} s, ${wanted} ready ${(readyMs / 1000).toFixed(1)} s; ` +
+      `latency before the step p50 ${percentile(before, 50).toFixed(0)} ms p99 ${percentile(before, 99).toFixed(0)} ms (${before.length} calls); ` +
+      `during the step p50 ${percentile(during, 50).toFixed(0)} ms p99 ${percentile(during, 99).toFixed(0)} ms (${during.length} calls); errors ${errors}`);
+    reportFigure({ target: 'autoscale', what: '10× load step: time to the new replica count (all ready)', measured: `${(readyMs / 1000).toFixed(1)} s`, bound: 'report', met: !Number.isNaN(readyMs) });
+    reportFigure({ target: 'autoscale', what: '10× load step: p99 during the step', measured: `${percentile(during, 99).toFixed(0)} ms`, bound: 'report', met: errors === 0 });
   }
 
   if (ONLY.has('egress')) {

@@ -1,5 +1,6 @@
 import type { RecordedRequest, RecordedResponse, RequestRecording, RetentionPolicy } from './model.ts';
 import type { Change } from './replay-diff.ts';
+import type { FunctionScalingSettings } from './scaling.ts';
 
 // The management API's wire shapes (gateway/openapi.yaml), as its clients
 // receive them: the CLI and the admin panel import these instead of each
@@ -33,6 +34,8 @@ export interface ApiFunction {
   created_at: string;
   /** When the function last changed, by the API or (cluster mode) by any writer of its spec, kubectl included. */
   updated_at: string;
+  /** Cluster mode only: how the function scales and its CPU (PUT /functions/{ref}/scaling). */
+  scaling?: FunctionScalingSettings;
   /** Cluster mode: how far the operator has rolled out the current spec (absent on one machine, where a write returns once the new code serves). */
   rollout?: ApiRollout;
 }

@@ -106,6 +106,45 @@ export interface FunctionSpec {
   replicas?: number;
   /** idleSeconds has a CRD default (300), so the API server always returns it with scaleToZero. */
   scaleToZero?: { idleSeconds: number };
+  /** Autoscaling on concurrency (replaces spec.replicas when set; docs/cluster-mode.md, Autoscaling). */
+  scaling?: FunctionScaling;
+  /** CPU of the runtime container, Kubernetes quantities ("250m", "1"); the operator's settings when unset. */
+  cpu?: { request?: string; limit?: string };
+}
+
+/** spec.scaling: the CRD fills the defaults (min 1, max 10, target 10). */
+export interface FunctionScaling {
+  /** 0: the function may be scaled to zero when idle (spec.scaleToZero.idleSeconds, default 300). */
+  minReplicas?: number;
+  maxReplicas?: number;
+  /** Calls in flight per pod the autoscaler aims at. */
+  targetConcurrency?: number;
+}
+
+/**
+ * One gateway replica's view of a function's calls in flight, time-averaged
+ * over the stable and the panic window (status.concurrency[<gateway>]). Each
+ * replica writes only its own key; the operator adds the fresh ones up.
+ */
+export interface ConcurrencyReport {
+  /** Average calls in flight over the stable window (60 s). */
+  stable: number;
+  /** Average calls in flight over the panic window (6 s). */
+  panic: number;
+  /** RFC 3339: when the gateway measured it. */
+  at: string;
+}
+
+/** What the operator's autoscaler decided last (status.autoscaler). */
+export interface AutoscalerStatus {
+  /** The replica count it set on the Deployment. */
+  replicas: number;
+  /** Stable or panic (scale-ups on the short window, no scale-down). */
+  mode: 'stable' | 'panic';
+  /** RFC 3339: panic mode lasts until then unless the panic condition holds again. */
+  panicUntil?: string;
+  /** The summed concurrency the decision saw (for describe), such as "12.4/18.0". */
+  observed?: string;
 }
 
 /** A status condition; the CRD requires every field but observedGeneration. */
@@ -127,6 +166,10 @@ export interface FunctionStatus {
   lastInvocationTime?: string;
   /** Written by the gateway (invocation feedback), such as `5%`. */
   errorRate?: string;
+  /** Written by each gateway replica under its own key (autoscaling input); a key set to null is removed by a merge patch. */
+  concurrency?: Record<string, ConcurrencyReport | null>;
+  /** Written by the operator. */
+  autoscaler?: AutoscalerStatus;
 }
 
 export interface FunctionResource {

@@ -1,3 +1,4 @@
+import type { FunctionScalingSettings } from './scaling.ts';
 // The fnhost domain model, shared by the gateway, the operator and the CLI.
 // Field names of records that leave the process (logs, functions) follow the
 // spec: snake_case for records, camelCase for the pagination object.
@@ -90,6 +91,8 @@ export interface FunctionRecord {
   /** ISO 8601 UTC with milliseconds and `Z`. */
   created_at: string;
   updated_at: string;
+  /** Cluster mode only: pods, autoscaling, scale to zero and CPU (the Function's spec; one machine has none). */
+  scaling?: FunctionScalingSettings;
 }
 
 /** One execution log record, exactly the spec's fields plus the trigger. */

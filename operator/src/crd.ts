@@ -1,5 +1,6 @@
 import { limits } from '@fnhost/core';
 import { MAX_CRONJOB_NAME_LENGTH } from './names.ts';
+import * as scale from '@fnhost/core/scaling.ts';
 
 // The Function CRD as data, built from core's limits so that the schema, the
 // gateway and the CLI agree. crds/fnhost.dev_functions.yaml is this object
@@ -130,12 +131,33 @@ function specSchema() {
         description: "Heap limit of the handler in MiB. The container's memory limit is this plus the runtime's overhead (an operator setting).",
       },
       active: { type: 'boolean', default: true, description: 'false scales the function to zero pods, suspends its schedule, and invocations are refused.' },
-      replicas: { type: 'integer', minimum: 0, maximum: 100, default: 1, description: 'Runtime pods while active.' },
+      replicas: { type: 'integer', minimum: 0, maximum: 100, default: 1, description: 'Runtime pods while active (ignored when scaling is set).' },
       scaleToZero: {
         type: 'object',
         description:
           'Opt-in idle scale to zero: the operator scales the Deployment to zero pods when nothing invoked the function for idleSeconds (counted from status.lastInvocationTime or creation); the next call is held by the gateway while a pod starts. Unlike active: false, calls are served.',
         properties: { idleSeconds: { type: 'integer', minimum: 30, maximum: 86400, default: 300, description: 'Seconds without an invocation before the function is scaled to zero.' } },
+      },
+      scaling: {
+        type: 'object',
+        description:
+          'Autoscaling on concurrency (replaces replicas): the gateways measure the calls in flight, averaged over a stable window (60 s) and a panic window (6 s); the operator runs ceil(demand / targetConcurrency) pods within minReplicas..maxReplicas, scaling up at once on a burst (the short window above twice the capacity) and down only on the stable window. minReplicas 0 lets an idle function go to zero pods (after scaleToZero.idleSeconds, default 300).',
+        'x-kubernetes-validations': [
+          { rule: '!has(self.minReplicas) || !has(self.maxReplicas) || self.minReplicas <= self.maxReplicas', message: 'scaling.minReplicas must not be above scaling.maxReplicas', reason: 'FieldValueInvalid', fieldPath: '.minReplicas' },
+        ],
+        properties: {
+          minReplicas: { type: 'integer', minimum: 0, maximum: scale.MAX_REPLICAS, default: scale.DEFAULT_MIN_REPLICAS, description: 'Fewest pods while the function is not idle; 0 allows scale to zero when idle.' },
+          maxReplicas: { type: 'integer', minimum: 1, maximum: scale.MAX_REPLICAS, default: scale.DEFAULT_MAX_REPLICAS, description: 'Most pods.' },
+          targetConcurrency: { type: 'integer', minimum: 1, maximum: scale.MAX_TARGET_CONCURRENCY, default: scale.DEFAULT_TARGET_CONCURRENCY, description: 'Calls in flight per pod the autoscaler aims at.' },
+        },
+      },
+      cpu: {
+        type: 'object',
+        description: "CPU of the runtime container as Kubernetes quantities (250m, 0.5, 2). Unset: the operator's FNHOST_CPU_REQUEST and FNHOST_CPU_LIMIT; never above FNHOST_CPU_LIMIT (Ready=False CpuAboveMaximum).",
+        properties: {
+          request: { type: 'string', maxLength: 16, pattern: scale.CPU_QUANTITY_PATTERN, description: 'CPU request (what the scheduler reserves).' },
+          limit: { type: 'string', maxLength: 16, pattern: scale.CPU_QUANTITY_PATTERN, description: 'CPU limit (the most the container may use).' },
+        },
       },
       schedule: {
         type: 'object',
@@ -215,6 +237,27 @@ function statusSchema() {
       // Written by the gateway (field manager fnhost-gateway), at most once per function per interval.
       lastInvocationTime: { type: 'string', format: 'date-time', description: 'When the function was last invoked (written by the gateway, batched).' },
       errorRate: { type: 'string', maxLength: 16, description: 'Share of executions with status >= 400 in the last 5 minutes, over every gateway replica, such as 5% (written by the gateway at most once per status interval while there are calls, and 0% once the window has passed the last call).' },
+      concurrency: {
+        type: 'object',
+        maxProperties: 64,
+        description: 'Calls in flight, one entry per gateway replica (its own key): averages over the stable and panic windows (written by the gateways; input of the autoscaler).',
+        additionalProperties: {
+          type: 'object',
+          required: ['stable', 'panic', 'at'],
+          properties: { stable: { type: 'number', minimum: 0 }, panic: { type: 'number', minimum: 0 }, at: { type: 'string', format: 'date-time' } },
+        },
+      },
+      autoscaler: {
+        type: 'object',
+        description: 'What the autoscaler decided last (written by the operator).',
+        required: ['replicas', 'mode'],
+        properties: {
+          replicas: { type: 'integer', minimum: 0 },
+          mode: { type: 'string', enum: ['stable', 'panic'] },
+          panicUntil: { type: 'string', format: 'date-time' },
+          observed: { type: 'string', maxLength: 64, description: 'Summed concurrency seen: stable/panic.' },
+        },
+      },
     },
   };
 }
@@ -246,6 +289,7 @@ export function functionCrd() {
             { name: 'Function ID', type: 'string', priority: 1, jsonPath: '.status.functionId' },
             { name: 'Last Invocation', type: 'date', priority: 1, jsonPath: '.status.lastInvocationTime' },
             { name: 'Errors-5min', type: 'string', priority: 1, description: 'Share of executions with status >= 400 in the last 5 minutes, over every gateway replica.', jsonPath: '.status.errorRate' },
+            { name: 'Replicas', type: 'integer', priority: 1, jsonPath: '.status.autoscaler.replicas' },
           ],
           schema: {
             openAPIV3Schema: {

@@ -1,4 +1,5 @@
 import type { FunctionResource } from '@fnhost/core/function-resource.ts';
+import { DEFAULT_IDLE_SECONDS } from '@fnhost/core/scaling.ts';
 
 // Idle scale to zero (spec.scaleToZero.idleSeconds), decided from the
 // Function alone so that a reconcile stays level-triggered: the gateway
@@ -33,8 +34,19 @@ export function lastActivityMs(fn: FunctionResource, nowMs: number): number {
   return Math.min(nowMs, Math.max(...times));
 }
 
+/**
+ * Seconds without a call before the function may run zero pods: spec.scaleToZero
+ * opts in, and so does spec.scaling.minReplicas 0 (with scaleToZero's idleSeconds,
+ * else DEFAULT_IDLE_SECONDS). undefined: never scaled to zero for idleness.
+ */
+export function idleSecondsOf(fn: FunctionResource): number | undefined {
+  if (fn.spec.scaleToZero?.idleSeconds !== undefined) return fn.spec.scaleToZero.idleSeconds;
+  if (fn.spec.scaling?.minReplicas === 0) return DEFAULT_IDLE_SECONDS;
+  return undefined;
+}
+
 export function idleDecision(fn: FunctionResource, nowMs: number): IdleDecision {
-  const idleSeconds = fn.spec.scaleToZero?.idleSeconds;
+  const idleSeconds = idleSecondsOf(fn);
   if (idleSeconds === undefined || (fn.spec.active ?? true) === false) return { idle: false };
   const sinceMs = lastActivityMs(fn, nowMs);
   const quietMs = nowMs - sinceMs;

@@ -5,12 +5,16 @@ import type { LogCleaner } from './logcleaner.ts';
 import type { Logger } from './log.ts';
 import { FIELD_MANAGER, FINALIZER, LABEL_FUNCTION, LABEL_ROLE, ROLE_RUNTIME, functionIdOf, ownedNames, ownerReference, splitKey } from './names.ts';
 import { desiredStatus, statusChanged } from './status.ts';
-import type { ReadyInput } from './status.ts';
+import type { ReadyInput, StatusInput } from './status.ts';
+import { autoscaleDecision, autoscalerStatus, observedConcurrency, scalingOf, staleConcurrencyKeys } from './autoscale.ts';
+import type { AutoscaleDecision, ObservedConcurrency } from './autoscale.ts';
+import { transitionEvents } from './events.ts';
+import type { EventSink } from './events.ts';
 import type { FunctionResource } from '@fnhost/core/function-resource.ts';
 import type { KubeObject, Settings } from './types.ts';
-import { idleDecision } from './idle.ts';
+import { idleDecision, idleSecondsOf } from './idle.ts';
 import type { IdleDecision } from './idle.ts';
-import { checkSpec } from './validate.ts';
+import { checkSchedule, checkSpec } from './validate.ts';
 import { namespaceProblem } from './namespaces.ts';
 import type { CodeChecker, SpecProblem } from './validate.ts';
 
@@ -32,6 +36,8 @@ export interface ReconcilerDeps {
   logCleaner: LogCleaner;
   clock: Clock;
   log: Logger;
+  /** Kubernetes Events on Functions (events.ts). */
+  events: EventSink;
 }
 
 /**
@@ -71,7 +77,7 @@ export class Reconciler {
       return found === null ? undefined : (found.metadata?.labels ?? {});
     });
     if (refused) {
-      await this.#writeStatus(fn, functionIdOf(fn), { status: 'False', reason: refused.reason, message: refused.message });
+      await this.#writeStatus(fn, functionIdOf(fn), { ready: { status: 'False', reason: refused.reason, message: refused.message } }, true);
       return { outcome: `invalid:${refused.reason}` };
     }
 
@@ -86,35 +92,61 @@ export class Reconciler {
     const identity = this.#identityProblem(fn, functionId);
     if (identity) {
       // The recorded id stays in status: adopting the new one is the user's decision.
-      await this.#writeStatus(fn, fn.status!.functionId!, { status: 'False', reason: identity.reason, message: identity.message });
+      await this.#writeStatus(fn, fn.status!.functionId!, { ready: { status: 'False', reason: identity.reason, message: identity.message } }, true);
       return { outcome: `invalid:${identity.reason}` };
     }
     const problem = checkSpec(fn, this.#d.settings) ?? (await this.#d.codeChecker(fn.spec.code));
     if (problem) {
       // The last good objects keep running; nothing is retried until the spec changes.
-      await this.#writeStatus(fn, functionId, { status: 'False', reason: problem.reason, message: problem.message });
+      await this.#writeStatus(fn, functionId, { ready: { status: 'False', reason: problem.reason, message: problem.message } }, true);
       return { outcome: `invalid:${problem.reason}` };
     }
+    // A schedule the operator cannot run withholds only the CronJob: the function serves HTTP.
+    const scheduleProblem = checkSchedule(fn);
 
-    const idle = idleDecision(fn, this.#d.clock.now());
+    const now = this.#d.clock.now();
+    const idle = idleDecision(fn, now);
+    const scaling = this.#autoscale(fn, now);
     let ready: ReadyInput;
     try {
-      ready = await this.#applyChildren(fn, idle);
+      ready = await this.#applyChildren(fn, idle, scaling?.decision.replicas, scheduleProblem !== null);
     } catch (err) {
       // A refusal by the API server is shown on the Function, not only in the operator's log.
       if (!(err instanceof KubeApiError) || (err.statusCode !== 422 && err.statusCode !== 403)) throw err;
       const reason = err.statusCode === 422 ? 'Rejected' : 'Forbidden';
-      await this.#writeStatus(fn, functionId, { status: 'False', reason, message: `the API server refused an owned object: ${err.message}` });
+      await this.#writeStatus(fn, functionId, { ready: { status: 'False', reason, message: `the API server refused an owned object: ${err.message}` } }, err.statusCode === 422);
       // 422: the spec itself is refused; nothing changes until the spec does. 403 (a quota, a terminating namespace, RBAC): retried with backoff.
       if (err.statusCode === 422) return { outcome: 'invalid:Rejected' };
       throw err;
     }
-    const since = await this.#writeStatus(fn, functionId, ready);
-    // Nothing else happens when a function falls idle, so look again then.
-    const idleRecheck = idle.idleInMs === undefined ? undefined : idle.idleInMs + IDLE_RECHECK_SLACK_MS;
-    if (ready.status === 'True') return { outcome: `ready:${ready.reason}`, requeueAfterMs: idleRecheck };
+    const since = await this.#writeStatus(
+      fn,
+      functionId,
+      {
+        ready,
+        scheduled: scheduleProblem === null ? null : { status: 'False', reason: scheduleProblem.reason, message: `${scheduleProblem.message}; the CronJob is withheld until the schedule is fixed (HTTP calls are served)` },
+        autoscaler: scaling === undefined ? null : autoscalerStatus(scaling.decision, scaling.observed),
+        dropConcurrency: staleConcurrencyKeys(fn.status?.concurrency, now),
+      },
+      false,
+    );
+    // Nothing else happens when a function falls idle, a panic ends or a gateway's report turns stale: look again then.
+    const rechecks = [
+      idle.idleInMs === undefined ? undefined : idle.idleInMs + IDLE_RECHECK_SLACK_MS,
+      scaling?.decision.recheckAtMs === undefined || idle.idle ? undefined : Math.max(0, scaling.decision.recheckAtMs - now) + IDLE_RECHECK_SLACK_MS,
+    ].filter((t): t is number => t !== undefined);
+    const recheck = rechecks.length === 0 ? undefined : Math.min(...rechecks);
+    if (ready.status === 'True') return { outcome: `ready:${ready.reason}`, requeueAfterMs: recheck };
     const progress = progressRecheckMs(this.#d.clock.now() - since);
-    return { outcome: `waiting:${ready.reason}`, requeueAfterMs: idleRecheck === undefined ? progress : Math.min(progress, idleRecheck) };
+    return { outcome: `waiting:${ready.reason}`, requeueAfterMs: recheck === undefined ? progress : Math.min(progress, recheck) };
+  }
+
+  /** spec.scaling's decision from the gateways' reports (autoscale.ts); undefined without spec.scaling. */
+  #autoscale(fn: FunctionResource, now: number): { decision: AutoscaleDecision; observed: ObservedConcurrency } | undefined {
+    const scaling = scalingOf(fn);
+    if (scaling === undefined) return undefined;
+    const observed = observedConcurrency(fn.status?.concurrency, now);
+    return { decision: autoscaleDecision({ scaling, observed, previous: fn.status?.autoscaler, nowMs: now }), observed };
   }
 
   #identityProblem(fn: FunctionResource, functionId: string): SpecProblem | null {
@@ -147,17 +179,19 @@ export class Reconciler {
     return this.#d.client.apply(paths.object(obj.apiVersion, obj.kind, obj.metadata.namespace!, obj.metadata.name), obj, FIELD_MANAGER);
   }
 
-  async #applyChildren(fn: FunctionResource, idle: IdleDecision): Promise<ReadyInput> {
+  async #applyChildren(fn: FunctionResource, idle: IdleDecision, replicas: number | undefined, withholdCronJob: boolean): Promise<ReadyInput> {
     const { settings, client } = this.#d;
     const ns = fn.metadata.namespace!;
     // First: no pod of this Function may run before its namespace's policy exists.
     if (settings.networkPolicy !== undefined) await this.#ensureNamespacePolicy(fn, settings.networkPolicy);
     await this.#apply(secretFor(fn, settings));
     await this.#apply(configMapFor(fn));
-    const deployment = await this.#apply(deploymentFor(fn, settings, { idle: idle.idle }));
+    const deployment = await this.#apply(deploymentFor(fn, settings, { idle: idle.idle, replicas }));
     await this.#apply(serviceFor(fn));
     const cronJob = cronJobFor(fn, settings);
-    if (cronJob) {
+    if (withholdCronJob) {
+      // An invalid schedule (an unknown time zone): the last good CronJob, if any, is left as it is.
+    } else if (cronJob) {
       await this.#apply(cronJob);
     } else {
       const name = ownedNames(fn.metadata.name).cronJob;
@@ -197,7 +231,7 @@ export class Reconciler {
       return {
         status: 'True',
         reason: 'Idle',
-        message: `no invocation since ${new Date(idle.sinceMs!).toISOString().replace(/\.\d{3}Z$/, 'Z')} (spec.scaleToZero.idleSeconds ${fn.spec.scaleToZero!.idleSeconds}): scaled to zero; the next invocation scales it up`,
+        message: `no invocation since ${new Date(idle.sinceMs!).toISOString().replace(/\.\d{3}Z$/, 'Z')} (${fn.spec.scaleToZero ? `spec.scaleToZero.idleSeconds ${idleSecondsOf(fn)}` : `spec.scaling.minReplicas 0, idle after ${idleSecondsOf(fn)} s`}): scaled to zero; the next invocation scales it up`,
       };
     }
     if (want === 0) return { status: 'True', reason: 'ScaledToZero', message: 'spec.replicas is 0: no runtime pod is running' };
@@ -238,19 +272,18 @@ export class Reconciler {
     return null;
   }
 
-  /** Writes status when it changed; returns when the Ready condition last changed (ms). */
-  async #writeStatus(fn: FunctionResource, functionId: string, ready: ReadyInput): Promise<number> {
-    const next = desiredStatus(
-      fn.status,
-      { functionId, url: invokeUrl(this.#d.settings, functionId), generation: fn.metadata.generation ?? 0, ready },
-      new Date(this.#d.clock.now()),
-    );
+  /** Writes status when it changed, and records the Events the change tells; returns when the Ready condition last changed (ms). */
+  async #writeStatus(fn: FunctionResource, functionId: string, input: Omit<StatusInput, 'functionId' | 'url' | 'generation'>, invalid: boolean): Promise<number> {
+    const generation = fn.metadata.generation ?? 0;
+    const next = desiredStatus(fn.status, { functionId, url: invokeUrl(this.#d.settings, functionId), generation, ...input }, new Date(this.#d.clock.now()));
     const since = Date.parse(next.conditions![0]!.lastTransitionTime);
     if (!statusChanged(fn.status, next)) return since;
     await this.#d.client.mergePatch(paths.functionStatus(fn.metadata.namespace!, fn.metadata.name), {
       metadata: { resourceVersion: fn.metadata.resourceVersion },
       status: next,
     });
+    // Only once the write held: a 409 retries the reconcile, which would tell it again.
+    for (const event of transitionEvents(fn.status, next, generation, invalid)) this.#d.events.record(fn, event);
     return since;
   }
 }

@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import { limits } from '@fnhost/core';
 import { NAMESPACES_VARIABLE, PLATFORM_NAMESPACE_VARIABLE, SELECTOR_VARIABLE, parseFunctionNamespaces, type FunctionNamespaces } from '@fnhost/core/function-namespaces.ts';
 import type { NetworkPolicySettings, Settings } from './types.ts';
+import { millicores } from '@fnhost/core/scaling.ts';
 
 // Settings come only from environment variables (documented in
 // docs/operator.md). A bad value stops the operator at start with a message
@@ -45,10 +46,6 @@ function cpuQuantity(env: NodeJS.ProcessEnv, name: string, fallback: string): st
   const raw = env[name] || fallback;
   if (!/^\d+(\.\d+)?m?$/.test(raw)) throw new SettingsError(`${name} must be a CPU quantity such as 50m or 0.5, got ${JSON.stringify(raw)}`);
   return raw;
-}
-
-function millicores(quantity: string): number {
-  return quantity.endsWith('m') ? Number(quantity.slice(0, -1)) : Number(quantity) * 1000;
 }
 
 function podNamespace(): string | undefined {

@@ -1,4 +1,4 @@
-import type { Condition, FunctionStatus } from '@fnhost/core/function-resource.ts';
+import type { AutoscalerStatus, Condition, FunctionStatus } from '@fnhost/core/function-resource.ts';
 
 // Status is computed as a whole, then compared with what is stored; it is
 // written only when it differs. A condition keeps its lastTransitionTime while
@@ -10,24 +10,34 @@ export interface ReadyInput {
   message: string;
 }
 
-export function desiredStatus(
-  current: FunctionStatus | undefined,
-  next: { functionId: string; url: string; generation: number; ready: ReadyInput },
-  now: Date,
-): FunctionStatus {
-  const previous = current?.conditions?.find((c) => c.type === 'Ready');
-  const transition = previous && previous.status === next.ready.status ? previous.lastTransitionTime : now.toISOString().replace(/\.\d{3}Z$/, 'Z');
-  const ready: Condition = {
-    type: 'Ready',
-    status: next.ready.status,
-    reason: next.ready.reason,
-    message: next.ready.message,
-    observedGeneration: next.generation,
-    lastTransitionTime: transition,
-  };
-  const others = (current?.conditions ?? []).filter((c) => c.type !== 'Ready');
-  return {
-    // Fields other writers own (the gateway's lastInvocationTime and errorRate) are kept,
+export interface StatusInput {
+  functionId: string;
+  url: string;
+  generation: number;
+  ready: ReadyInput;
+  /** The Scheduled condition: a schedule the operator cannot run (InvalidSchedule); null removes it; undefined keeps it. */
+  scheduled?: ReadyInput | null;
+  /** What the autoscaler decided; null removes it (no spec.scaling); undefined keeps it. */
+  autoscaler?: AutoscalerStatus | null;
+  /** Gateway keys of status.concurrency to remove (reports long stale: a gateway gone). */
+  dropConcurrency?: string[];
+}
+
+function condition(type: string, input: ReadyInput, previous: Condition | undefined, generation: number, now: Date): Condition {
+  const transition = previous && previous.status === input.status ? previous.lastTransitionTime : now.toISOString().replace(/\.\d{3}Z$/, 'Z');
+  return { type, status: input.status, reason: input.reason, message: input.message, observedGeneration: generation, lastTransitionTime: transition };
+}
+
+export function desiredStatus(current: FunctionStatus | undefined, next: StatusInput, now: Date): FunctionStatus {
+  const find = (type: string) => current?.conditions?.find((c) => c.type === type);
+  const ready = condition('Ready', next.ready, find('Ready'), next.generation, now);
+  let others = (current?.conditions ?? []).filter((c) => c.type !== 'Ready');
+  if (next.scheduled !== undefined) {
+    others = others.filter((c) => c.type !== 'Scheduled');
+    if (next.scheduled !== null) others.push(condition('Scheduled', next.scheduled, find('Scheduled'), next.generation, now));
+  }
+  const status: FunctionStatus = {
+    // Fields other writers own (the gateway's lastInvocationTime, errorRate and concurrency) are kept,
     // so that they never make the status look changed to the operator.
     ...current,
     functionId: next.functionId,
@@ -35,6 +45,17 @@ export function desiredStatus(
     observedGeneration: next.generation,
     conditions: [ready, ...others],
   };
+  if (next.autoscaler === null) {
+    // A merge patch removes a field given as null.
+    if (current?.autoscaler !== undefined) status.autoscaler = null as unknown as undefined;
+  } else if (next.autoscaler !== undefined) {
+    status.autoscaler = next.autoscaler;
+  }
+  if ((next.dropConcurrency ?? []).length > 0) {
+    status.concurrency = { ...current?.concurrency };
+    for (const key of next.dropConcurrency!) status.concurrency[key] = null;
+  }
+  return status;
 }
 
 function canonical(value: unknown): unknown {

@@ -5,6 +5,7 @@ import { limits, validateCron, validateRoutes, validateTimezone } from '@fnhost/
 import { nameFits, ownedNames, MAX_CRONJOB_NAME_LENGTH } from './names.ts';
 import type { FunctionResource } from '@fnhost/core/function-resource.ts';
 import type { Settings } from './types.ts';
+import { DEFAULT_MAX_REPLICAS, DEFAULT_MIN_REPLICAS, isCpuQuantity, millicores } from '@fnhost/core/scaling.ts';
 
 // What the CRD schema cannot check (or an older CRD might not), checked before
 // anything is applied. A problem becomes Ready=False with `reason` and
@@ -46,13 +47,51 @@ export function checkSpec(fn: FunctionResource, settings: Settings): SpecProblem
   for (const v of s.env ?? []) {
     if (v.name.startsWith('FNHOST_')) return { reason: 'InvalidEnv', message: `env name "${v.name}" is reserved: the FNHOST_ prefix belongs to the platform` };
   }
-  if (s.schedule) {
-    try {
-      validateTimezone(s.schedule.timezone ?? 'UTC');
-      validateCron(s.schedule.cron, s.schedule.timezone ?? 'UTC');
-    } catch (err) {
-      return { reason: 'InvalidSchedule', message: (err as Error).message };
+  return checkScaling(fn) ?? checkCpu(fn, settings);
+}
+
+/**
+ * The schedule alone: a problem withholds only the CronJob (the function still
+ * serves HTTP) and shows as the condition Scheduled=False InvalidSchedule.
+ */
+export function checkSchedule(fn: FunctionResource): SpecProblem | null {
+  const schedule = fn.spec.schedule;
+  if (!schedule) return null;
+  try {
+    validateTimezone(schedule.timezone ?? 'UTC');
+    validateCron(schedule.cron, schedule.timezone ?? 'UTC');
+  } catch (err) {
+    return { reason: 'InvalidSchedule', message: (err as Error).message };
+  }
+  return null;
+}
+
+function checkScaling(fn: FunctionResource): SpecProblem | null {
+  const s = fn.spec.scaling;
+  if (!s) return null;
+  const min = s.minReplicas ?? DEFAULT_MIN_REPLICAS;
+  const max = s.maxReplicas ?? DEFAULT_MAX_REPLICAS;
+  if (min > max) return { reason: 'InvalidScaling', message: `spec.scaling.minReplicas (${min}) is above spec.scaling.maxReplicas (${max})` };
+  if (min > 0 && fn.spec.scaleToZero) {
+    return { reason: 'InvalidScaling', message: `spec.scaleToZero asks for zero pods when idle but spec.scaling.minReplicas is ${min}: set minReplicas to 0 (or remove scaleToZero)` };
+  }
+  return null;
+}
+
+function checkCpu(fn: FunctionResource, settings: Settings): SpecProblem | null {
+  const cpu = fn.spec.cpu;
+  if (!cpu) return null;
+  for (const [field, value] of [['request', cpu.request], ['limit', cpu.limit]] as const) {
+    if (value !== undefined && !isCpuQuantity(value)) return { reason: 'InvalidCpu', message: `spec.cpu.${field} "${value}" is not a CPU quantity such as 250m or 0.5` };
+  }
+  const max = millicores(settings.cpuLimit);
+  for (const [field, value] of [['request', cpu.request], ['limit', cpu.limit]] as const) {
+    if (value !== undefined && millicores(value) > max) {
+      return { reason: 'CpuAboveMaximum', message: `spec.cpu.${field} is ${value}; this platform allows at most ${settings.cpuLimit} per function (operator setting FNHOST_CPU_LIMIT)` };
     }
+  }
+  if (cpu.request !== undefined && cpu.limit !== undefined && millicores(cpu.request) > millicores(cpu.limit)) {
+    return { reason: 'InvalidCpu', message: `spec.cpu.request (${cpu.request}) is above spec.cpu.limit (${cpu.limit})` };
   }
   return null;
 }

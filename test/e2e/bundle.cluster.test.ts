@@ -1,12 +1,11 @@
 import { expect } from 'chai';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { derivedFunctionId } from '../../gateway/src/cluster/resource.ts';
 import { installFixtureProject, type FixtureProject } from '../helpers/fixture-project.ts';
-import { startMongoServer, type MongoTestServer } from '../helpers/mongo-server.ts';
 import { getCluster, makeKubectl, uniqueName, type ClusterAccess } from '../operator/harness.ts';
-import { NODE, ROOT, buildPlatformImage, buildRuntimeImage, run, startRelay, testClusterPlatformNetworkPolicy, waitFor } from './helpers.ts';
+import { NODE, ROOT, buildPlatformImage, buildRuntimeImage, installPlatform, run, waitFor, type InstalledPlatform } from './helpers.ts';
 
 // Issue 19 in cluster mode, on the test cluster, the way a user runs it: the chart installed with
 // helm, the fixture project (real registry packages, a TypeScript handler) created with the CLI
@@ -23,19 +22,13 @@ describe('fnhost on Kubernetes: handlers that import packages (issue 19)', funct
   this.timeout(600_000);
   let cluster: ClusterAccess;
   let kubectl: ReturnType<typeof makeKubectl>;
-  let helm: string;
-  let mongo: MongoTestServer;
-  let relay: { port: number; close(): Promise<void> };
+  let platform: InstalledPlatform | undefined;
   let project: FixtureProject;
-  let relNs: string;
   let ns: string;
   let tmp: string;
   let gatewayUrl: string;
   let token: string;
-  const release = 'e2e-bundle';
-  const dbName = `fnhost_e2e_bundle_${Date.now()}`;
 
-  const helmRun = (args: string[], timeoutMs = 600_000) => run(helm, args, { env: { KUBECONFIG: cluster.kubeconfig }, timeoutMs });
   /** The CLI from the fixture project's folder, so paths read as the user typed them. */
   const cli = (args: string[]) =>
     run(NODE, [`${ROOT}cli/bin/fnhost.js`, ...args, ...(args[0] === 'bundle' ? [] : ['--url', gatewayUrl, '--token', token, '--namespace', ns])], {
@@ -54,49 +47,17 @@ describe('fnhost on Kubernetes: handlers that import packages (issue 19)', funct
     this.timeout(1_800_000);
     cluster = await getCluster();
     kubectl = makeKubectl(cluster);
-    helm = (JSON.parse((await run(`${ROOT}test/cluster/env.sh`, ['--json'])).stdout) as { helm: string }).helm;
     tmp = await mkdtemp(join(tmpdir(), 'fnhost-e2e-bundle-'));
     const suffix = uniqueName('x').slice(2);
-    relNs = `fnhost-e2e-bundle-${suffix}`;
     ns = `e2e-bundle-${suffix}`;
     [project] = await Promise.all([installFixtureProject(), buildPlatformImage(PLATFORM_IMAGE), buildRuntimeImage(RUNTIME_IMAGE)]);
-    mongo = await startMongoServer({ useEnv: false });
-    relay = await startRelay(cluster.hostIp ?? '10.244.0.1', mongo.port!);
-    expect((await kubectl(['create', 'namespace', ns])).code).to.equal(0);
-    const valuesFile = join(tmp, 'values.json');
-    await writeFile(
-      valuesFile,
-      JSON.stringify({
-        image: { repository: 'localhost/fnhost-platform', tag: 'e2e', pullPolicy: 'Never' },
-        runtimeImage: { repository: 'localhost/fnhost-runtime', tag: 'e2e', pullPolicy: 'Never' },
-        mongodb: { url: `mongodb://${cluster.hostIp ?? '10.244.0.1'}:${relay.port}/${dbName}` },
-        gateway: { replicas: 1, defaultNamespace: ns, resources: { requests: { cpu: '50m', memory: '128Mi' }, limits: { memory: '512Mi' } } },
-        operator: { resources: { requests: { cpu: '20m', memory: '96Mi' }, limits: { memory: '512Mi' } }, functionCpuRequest: '10m' },
-        networkPolicy: { platformCIDRs: ['10.244.0.0/24', '10.96.0.0/16'] },
-        platformNetworkPolicy: testClusterPlatformNetworkPolicy(cluster.hostIp ?? '10.244.0.1', relay.port),
-      }),
-    );
-    const installed = await helmRun(['install', release, `${ROOT}charts/fnhost`, '-n', relNs, '--create-namespace', '-f', valuesFile, '--wait', '--timeout', '8m']);
-    expect(installed.code, installed.stderr + installed.stdout).to.equal(0);
-    const svc = JSON.parse((await kubectl(['get', 'svc', `${release}-fnhost-gateway`, '-n', relNs, '-o', 'json'])).stdout);
-    gatewayUrl = `http://${svc.spec.clusterIP}:8080`;
-    const secret = JSON.parse((await kubectl(['get', 'secret', `${release}-fnhost-admin`, '-n', relNs, '-o', 'json'])).stdout);
-    token = Buffer.from(secret.data.token, 'base64').toString('utf8');
+    platform = await installPlatform({ cluster, kubectl, release: 'e2e-bundle', relNs: `fnhost-e2e-bundle-${suffix}`, ns, tag: 'e2e', dbName: `fnhost_e2e_bundle_${Date.now()}`, tmp });
+    ({ gatewayUrl, token } = platform);
   });
 
   after(async function () {
     this.timeout(300_000);
-    if (kubectl !== undefined) {
-      if (helm !== undefined && relNs) await helmRun(['uninstall', release, '-n', relNs, '--wait', '--timeout', '2m']);
-      // Without the operator nobody removes the finalizers: take them off so the namespace can go.
-      if (ns) {
-        const list = await kubectl(['get', 'fn', '-n', ns, '-o', 'name']);
-        for (const name of list.stdout.split('\n').filter(Boolean)) await kubectl(['patch', name, '-n', ns, '--type=merge', '-p', '{"metadata":{"finalizers":null}}']);
-      }
-      for (const name of [ns, relNs]) if (name) await kubectl(['delete', 'namespace', name, '--wait=false']);
-    }
-    await relay?.close();
-    await mongo?.stop();
+    await platform?.remove();
     project?.remove();
     if (tmp) await rm(tmp, { recursive: true, force: true });
   });

@@ -180,3 +180,79 @@ export async function installTestRelease(options: {
   const secret = JSON.parse((await options.kubectl(['get', 'secret', `${options.release}-fnhost-admin`, '-n', options.namespace, '-o', 'json'])).stdout);
   return { gatewayUrl: `http://${svc.spec.clusterIP}:8080`, adminToken: Buffer.from(secret.data.token, 'base64').toString('utf8') };
 }
+
+export interface InstalledPlatform {
+  /** The gateway's Service, reachable from the host (ClusterIP). */
+  gatewayUrl: string;
+  /** The admin token of the release. */
+  token: string;
+  /** helm with the cluster's kubeconfig. */
+  helm(args: string[], timeoutMs?: number): Promise<Run>;
+  /** helm uninstall, the Functions' finalizers taken off, both namespaces deleted, the MongoDB stand-in and its relay stopped. */
+  remove(): Promise<void>;
+}
+
+/**
+ * The chart installed as a user installs it, for an e2e suite: images `localhost/fnhost-platform:<tag>`
+ * and `localhost/fnhost-runtime:<tag>` (built beforehand), the MongoDB stand-in on the host behind a
+ * relay on the bridge address, one gateway whose default namespace is `ns` (created here).
+ */
+export async function installPlatform(options: {
+  cluster: { kubeconfig: string; hostIp?: string };
+  kubectl: (args: string[], input?: string) => Promise<Run>;
+  release: string;
+  relNs: string;
+  ns: string;
+  tag: string;
+  dbName: string;
+  tmp: string;
+}): Promise<InstalledPlatform> {
+  const { cluster, kubectl, release, relNs, ns, tag, tmp } = options;
+  const helmPath = (JSON.parse((await run(`${ROOT}test/cluster/env.sh`, ['--json'])).stdout) as { helm: string }).helm;
+  const helm = (args: string[], timeoutMs = 600_000) => run(helmPath, args, { env: { KUBECONFIG: cluster.kubeconfig }, timeoutMs });
+  const { startMongoServer } = await import('../helpers/mongo-server.ts');
+  const mongo = await startMongoServer({ useEnv: false });
+  const hostIp = cluster.hostIp ?? '10.244.0.1';
+  const relay = await startRelay(hostIp, mongo.port!);
+  const remove = async () => {
+    await helm(['uninstall', release, '-n', relNs, '--wait', '--timeout', '2m']);
+    // Without the operator nobody removes the finalizers: take them off so the namespace can go.
+    const list = await kubectl(['get', 'fn', '-n', ns, '-o', 'name']);
+    for (const name of list.stdout.split('\n').filter(Boolean)) await kubectl(['patch', name, '-n', ns, '--type=merge', '-p', '{"metadata":{"finalizers":null}}']);
+    for (const name of [ns, relNs]) await kubectl(['delete', 'namespace', name, '--wait=false']);
+    await relay.close();
+    await mongo.stop();
+  };
+  try {
+    // The CRD of this checkout: helm installs crds/ only when the CRD is absent, and the shared
+    // test cluster may hold an older one, whose schema would prune the fields this checkout adds.
+    const crd = await kubectl(['apply', '--server-side', '--force-conflicts', '-f', `${ROOT}crds/fnhost.dev_functions.yaml`]);
+    if (crd.code !== 0) throw new Error(`applying the CRD: ${crd.stderr}`);
+    const established = await kubectl(['wait', '--for=condition=Established', '--timeout=60s', 'crd/functions.fnhost.dev']);
+    if (established.code !== 0) throw new Error(`the CRD is not established: ${established.stderr}`);
+    const created = await kubectl(['create', 'namespace', ns]);
+    if (created.code !== 0) throw new Error(`kubectl create namespace ${ns}: ${created.stderr}`);
+    const { writeFile } = await import('node:fs/promises');
+    const valuesFile = join(tmp, 'values.json');
+    await writeFile(
+      valuesFile,
+      JSON.stringify({
+        image: { repository: 'localhost/fnhost-platform', tag, pullPolicy: 'Never' },
+        runtimeImage: { repository: 'localhost/fnhost-runtime', tag, pullPolicy: 'Never' },
+        mongodb: { url: `mongodb://${hostIp}:${relay.port}/${options.dbName}` },
+        gateway: { replicas: 1, defaultNamespace: ns, resources: { requests: { cpu: '50m', memory: '128Mi' }, limits: { memory: '512Mi' } } },
+        operator: { resources: { requests: { cpu: '20m', memory: '96Mi' }, limits: { memory: '512Mi' } }, functionCpuRequest: '10m' },
+        networkPolicy: { platformCIDRs: ['10.244.0.0/24', '10.96.0.0/16'] },
+        platformNetworkPolicy: testClusterPlatformNetworkPolicy(hostIp, relay.port),
+      }),
+    );
+    const installed = await helm(['install', release, `${ROOT}charts/fnhost`, '-n', relNs, '--create-namespace', '-f', valuesFile, '--wait', '--timeout', '8m']);
+    if (installed.code !== 0) throw new Error(`helm install: ${installed.stderr}${installed.stdout}`);
+    const svc = JSON.parse((await kubectl(['get', 'svc', `${release}-fnhost-gateway`, '-n', relNs, '-o', 'json'])).stdout);
+    const secret = JSON.parse((await kubectl(['get', 'secret', `${release}-fnhost-admin`, '-n', relNs, '-o', 'json'])).stdout);
+    return { gatewayUrl: `http://${svc.spec.clusterIP}:8080`, token: Buffer.from(secret.data.token, 'base64').toString('utf8'), helm, remove };
+  } catch (err) {
+    await remove().catch(() => undefined);
+    throw err;
+  }
+}

@@ -45,6 +45,17 @@ describe('gateway management API: functions', function () {
     expect(list.body.functions[0]).to.not.have.property('code');
   });
 
+  it('scaling settings are cluster mode only: one machine shows none and refuses a change with 400', async () => {
+    const fn = await h.createFunction('no-scaling', 'export default (req, res) => res.json({})');
+    expect(fn).to.not.have.property('scaling');
+    const r = await h.api('PUT', '/api/v1/functions/no-scaling/scaling', { autoscale: { max_replicas: 3 } });
+    expect(r.status).to.equal(400);
+    expect(r.body.message).to.contain('cluster mode');
+    const bad = await h.api('PUT', '/api/v1/functions/no-scaling/scaling', { cpu: { limit: '1Gi' } });
+    expect(bad.status).to.equal(400);
+    expect(bad.body.message).to.equal('cpu.limit must be a CPU quantity such as 250m or 0.5, got "1Gi"');
+  });
+
   it('rejects bad input with 400 naming the value and the rule, 409 for a taken name, 404 for an unknown ref', async () => {
     const bad = await h.api('POST', '/api/v1/functions', { name: 'Bad_Name', code: 'export default () => {}' });
     expect(bad.status).to.equal(400);

@@ -88,6 +88,13 @@ describe('operator builders', () => {
     expect(() => testSettings({ FNHOST_CPU_LIMIT: 'lots' })).to.throw('FNHOST_CPU_LIMIT must be a CPU quantity such as 50m or 0.5, got "lots"');
   });
 
+  it('CPU per function: spec.cpu request and limit replace the settings; a limit below the default request lowers the request', () => {
+    const cpu = (spec: object) => (deploymentFor(fnResource({ cpu: spec }), settings) as any).spec.template.spec.containers[0].resources;
+    expect(cpu({ request: '250m', limit: '500m' })).to.deep.include({ requests: { cpu: '250m', memory: '224Mi' }, limits: { cpu: '500m', memory: '224Mi' } });
+    expect(cpu({ request: '300m' }).limits.cpu).to.equal('1');
+    expect(cpu({ limit: '20m' }).requests.cpu).to.equal('20m');
+  });
+
   it('the Deployment and the CronJob name the scanner checks they decide against, with reasons, on their own metadata (no pod rolls)', () => {
     const fn = fnResource({ schedule: { cron: '0 * * * *' } });
     const dep: any = deploymentFor(fn, settings);

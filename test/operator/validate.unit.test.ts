@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { limits } from '@fnhost/core';
-import { checkSpec, makeCodeChecker } from '../../operator/src/validate.ts';
+import { checkSchedule, checkSpec, makeCodeChecker } from '../../operator/src/validate.ts';
 import { loadSettings, SettingsError } from '../../operator/src/settings.ts';
 import { fnResource, testSettings, TOKEN_KEY } from './fixtures.ts';
 
@@ -17,9 +17,31 @@ describe('operator spec checks beyond the schema', () => {
     expect(p.message).to.contain('120').and.to.contain('60').and.to.contain('FNHOST_MAX_TIMEOUT_SECONDS');
   });
 
-  it('an unknown timezone or an impossible date is an InvalidSchedule', () => {
-    expect(checkSpec(fnResource({ schedule: { cron: '0 * * * *', timezone: 'Mars/Olympus' } }), settings)).to.include({ reason: 'InvalidSchedule' });
-    expect(checkSpec(fnResource({ schedule: { cron: '0 0 31 2 *' } }), settings)!.message).to.contain('0 0 31 2 *');
+  it('an unknown timezone or an impossible date is an InvalidSchedule of the schedule alone (the function itself is valid)', () => {
+    const unknownZone = fnResource({ schedule: { cron: '0 * * * *', timezone: 'Mars/Olympus' } });
+    expect(checkSpec(unknownZone, settings)).to.equal(null);
+    expect(checkSchedule(unknownZone)).to.include({ reason: 'InvalidSchedule' });
+    expect(checkSchedule(fnResource({ schedule: { cron: '0 0 31 2 *' } }))!.message).to.contain('0 0 31 2 *');
+    expect(checkSchedule(fnResource({ schedule: { cron: '*/5 * * * *', timezone: 'Europe/Paris' } }))).to.equal(null);
+  });
+
+  it('scaling: min above max, or scaleToZero with a floor above zero, is InvalidScaling', () => {
+    expect(checkSpec(fnResource({ scaling: { minReplicas: 5, maxReplicas: 2 } }), settings)).to.include({ reason: 'InvalidScaling' });
+    const both = checkSpec(fnResource({ scaling: { minReplicas: 1 }, scaleToZero: { idleSeconds: 60 } }), settings)!;
+    expect(both.reason).to.equal('InvalidScaling');
+    expect(both.message).to.contain('minReplicas');
+    expect(checkSpec(fnResource({ scaling: { minReplicas: 0, maxReplicas: 3, targetConcurrency: 2 }, scaleToZero: { idleSeconds: 60 } }), settings)).to.equal(null);
+  });
+
+  it('cpu: a quantity within FNHOST_CPU_LIMIT, the request not above the limit', () => {
+    const s = testSettings({ FNHOST_CPU_LIMIT: '2' });
+    expect(checkSpec(fnResource({ cpu: { request: '250m', limit: '1500m' } }), s)).to.equal(null);
+    const above = checkSpec(fnResource({ cpu: { limit: '3' } }), s)!;
+    expect(above.reason).to.equal('CpuAboveMaximum');
+    expect(above.message).to.contain('3').and.to.contain('FNHOST_CPU_LIMIT');
+    expect(checkSpec(fnResource({ cpu: { request: '2500m' } }), s)).to.include({ reason: 'CpuAboveMaximum' });
+    expect(checkSpec(fnResource({ cpu: { request: '1', limit: '500m' } }), s)).to.include({ reason: 'InvalidCpu' });
+    expect(checkSpec(fnResource({ cpu: { request: 'lots' } }), s)!.message).to.contain('"lots"');
   });
 
   it('a name too long for the CronJob, reserved env names and oversized code are refused', () => {

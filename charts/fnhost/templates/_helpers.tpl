@@ -205,6 +205,10 @@ capabilities:
 - apiGroups: ["networking.k8s.io"]
   resources: ["networkpolicies"]
   verbs: ["get", "create", "patch"]
+# Events on Functions (Created, Scaled, ...: kubectl describe fn).
+- apiGroups: ["events.k8s.io"]
+  resources: ["events"]
+  verbs: ["create"]
 {{- end -}}
 
 {{/* The Secrets the gateway (all three) and the operator (token key, MongoDB URL) read, as files

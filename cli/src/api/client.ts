@@ -138,6 +138,11 @@ export class ApiClient {
     return this.#json('PUT', fnPath(ref, '/retention'), policy, { ref });
   }
 
+  /** Cluster mode: pods, autoscaling, scale to zero, CPU (fields not given stay). */
+  setScaling(ref: string, change: Record<string, unknown>): Promise<ApiFunction> {
+    return this.#json('PUT', fnPath(ref, '/scaling'), change, { ref });
+  }
+
   setSchedule(ref: string, schedule: { cron: string; timezone?: string }): Promise<ApiFunction> {
     return this.#json('PUT', fnPath(ref, '/schedule'), schedule, { ref });
   }

@@ -1,4 +1,5 @@
 import type { RetentionPolicy } from '@fnhost/core/model.ts';
+import type { FunctionScalingSettings } from '@fnhost/core/scaling.ts';
 import type { ApiFunction, ApiSchedule } from '../api/types.ts';
 import type { Painter } from './color.ts';
 import { oneLine, padEnd } from './text.ts';
@@ -49,6 +50,14 @@ export function recordingText(recording: ApiFunction['record_requests']): string
   return oneLine(`on (bodies up to ${recording.max_body_bytes} bytes; ${masked.length === 0 ? 'nothing masked' : `masked: ${masked.join(', ')}`})`);
 }
 
+/** Pods, autoscaling, scale to zero and CPU in one line (cluster mode). */
+export function scalingText(s: FunctionScalingSettings): string {
+  const pods = s.autoscale === null ? `${s.replicas} pod${s.replicas === 1 ? '' : 's'}` : `autoscale ${s.autoscale.min_replicas}-${s.autoscale.max_replicas} pods at ${s.autoscale.target_concurrency} calls in flight each`;
+  const zero = s.scale_to_zero !== null ? `, to zero after ${s.scale_to_zero.idle_seconds}s idle` : s.autoscale?.min_replicas === 0 ? ', to zero when idle' : '';
+  const cpu = s.cpu.request === null && s.cpu.limit === null ? '' : `, cpu ${s.cpu.request ?? 'default'}/${s.cpu.limit ?? 'default'} (request/limit)`;
+  return pods + zero + cpu;
+}
+
 /** function:get: one labelled line per field, labels aligned. */
 export function functionDetails(fn: ApiFunction, serverUrl: string, paint: Painter, extra: Array<[string, string]> = []): string[] {
   const fields: Array<[string, string]> = [
@@ -61,6 +70,7 @@ export function functionDetails(fn: ApiFunction, serverUrl: string, paint: Paint
     ['Schedule', scheduleText(fn.schedule)],
     ['Timeout', `${fn.timeout_seconds}s`],
     ['Memory', `${fn.memory_mib} MiB`],
+    ...(fn.scaling === undefined ? [] : [['Scaling', scalingText(fn.scaling)] as [string, string]]),
     ['Routes', fn.routes.length > 0 ? fn.routes.join(', ') : '-'],
     ['Env', Object.keys(fn.env).length > 0 ? Object.keys(fn.env).sort().join(', ') : '-'],
     ...(fn.rollout === undefined ? [] : [['Namespace', oneLine(fn.namespace)] as [string, string], ['Rollout', rolloutText(fn.rollout)] as [string, string]]),

@@ -185,6 +185,10 @@ export function functionRoutes(deps: FunctionRoutesDeps): Router {
     ctx.body = await functions.toApi(await functions.setRetention(ctx.params.ref!, await readJson(ctx, limits.MAX_API_BODY_BYTES), ns(ctx)), true);
   });
 
+  router.put('/:ref/scaling', async (ctx) => {
+    ctx.body = await functions.toApi(await functions.setScaling(ctx.params.ref!, await readJson(ctx, 4096), ns(ctx)), true);
+  });
+
   router.put('/:ref/schedule', async (ctx) => {
     await target(ctx, 'update');
     ctx.body = await functions.toApi(await functions.setSchedule(ctx.params.ref!, await readJson(ctx, limits.MAX_API_BODY_BYTES), ns(ctx)), true);

@@ -59,7 +59,9 @@ export const REFUSED_ORIGIN_TTL_MS = 5000;
  * (`error`), and a generic runtime not specialized yet answers 503 too. The
  * executor aborts `signal` after PROBE_TIMEOUT_MS.
  */
-export type HealthProbe = (origin: string, signal: AbortSignal) => Promise<boolean>;
+export type HealthProbe = (origin: string, signal: AbortSignal) => Promise<boolean | typeof LOAD_ERROR>;
+/** A probe's answer when the runtime says its function module failed to load (503 `{"status":"error","error":"load"}`). */
+export const LOAD_ERROR = 'load_error';
 
 export class FunctionUnavailableError extends FnhostError {
   constructor(message: string) {
@@ -106,6 +108,14 @@ export interface ClusterExecutorOptions {
   lookup?: (functionId: string) => FunctionRecord | undefined;
   /** Asks for the function to be scaled up (the status feedback's wake). */
   wake: (fn: FunctionRecord) => void;
+  /**
+   * Why the function cannot run (its status says so for its current spec: code that does
+   * not parse, ...), or undefined. A call with no ready pod then gets a 503 at once
+   * instead of being held.
+   */
+  cannotRun?: (fn: FunctionRecord) => string | undefined;
+  /** A call began / ended (autoscaling: the status feedback measures calls in flight). */
+  calls?: { started(functionId: string): void; ended(functionId: string): void };
   /** Probes a starting pod while calls are held (unset: held calls wait for the slice only). */
   probe?: HealthProbe;
   holdMs?: number;
@@ -116,8 +126,10 @@ export interface ClusterExecutorOptions {
 /** The one prober of a Service while calls of its function are held. */
 interface Prober {
   service: string;
-  /** Releases of the held calls: each sends its call to the origin given. */
-  held: Set<(origin: string) => void>;
+  /** Releases of the held calls: each sends its call to the origin given (undefined: every starting pod failed to load the code). */
+  held: Set<(origin: string | undefined) => void>;
+  /** Starting pods whose runtime answered that the function module failed to load. */
+  failed: Set<string>;
   /** origin → its probe in flight */
   inflight: Map<string, { abort: AbortController; timer: unknown }>;
   /** Where the next round starts among the starting origins (more than MAX_PROBES_PER_FUNCTION take turns). */
@@ -159,6 +171,8 @@ export class ClusterExecutor implements Executor {
   releasedBySlice = 0;
   /** Health probes started. */
   probes = 0;
+  /** Calls answered 503 at once: the function cannot run (its status, or every starting pod failed to load it). */
+  unrunnable = 0;
   /** Pods passed over because their runtime port refused a connection. */
   refusals = 0;
 
@@ -185,7 +199,20 @@ export class ClusterExecutor implements Executor {
     const service = keyOf(fn.namespace, serviceNameOf(fn.name));
     const origin = this.#usable(service);
     if (origin !== undefined) return Promise.resolve({ origin });
+    const why = this.#o.cannotRun?.(fn);
+    if (why !== undefined) {
+      this.unrunnable++;
+      return Promise.reject(new FunctionUnavailableError(why));
+    }
     return this.#hold(fn, service);
+  }
+
+  callStarted(functionId: string): void {
+    this.#o.calls?.started(functionId);
+  }
+
+  callEnded(functionId: string): void {
+    this.#o.calls?.ended(functionId);
   }
 
   /** A ready pod (round robin), else a pod that answered the probe; never one that refused a connection lately. */
@@ -254,12 +281,13 @@ export class ClusterExecutor implements Executor {
     this.#o.wake(fn);
     const bound = holdBoundMs(this.#o.holdMs ?? DEFAULT_HOLD_MS, fn.timeout_seconds);
     try {
-      const released = await new Promise<{ origin: string; by: 'probe' | 'slice' } | undefined>((resolve) => {
+      type Released = { origin: string; by: 'probe' | 'slice' } | { loadError: true } | undefined;
+      const released = await new Promise<Released>((resolve) => {
         let done = false;
         let timer: unknown;
         let stopWaiting = (): void => undefined;
         let leave = (): void => undefined;
-        const finish = (result: { origin: string; by: 'probe' | 'slice' } | undefined): void => {
+        const finish = (result: Released): void => {
           if (done) return;
           done = true;
           this.#o.clock.clearTimeout(timer);
@@ -281,8 +309,14 @@ export class ClusterExecutor implements Executor {
           if (set !== undefined && set.size === 0) this.#waiting.delete(service);
         };
         timer = this.#o.clock.setTimeout(() => finish(undefined), bound);
-        if (this.#o.probe !== undefined && !this.#closed) leave = this.#join(service, (origin) => finish({ origin, by: 'probe' }));
+        if (this.#o.probe !== undefined && !this.#closed) leave = this.#join(service, (origin) => finish(origin === undefined ? { loadError: true } : { origin, by: 'probe' }));
       });
+      if (released !== undefined && 'loadError' in released) {
+        this.unrunnable++;
+        throw new FunctionUnavailableError(
+          `function ${fn.name} (namespace ${fn.namespace}) cannot run: its code failed to load in its pods (kubectl logs deployment/fn-${fn.name} -n ${fn.namespace})`,
+        );
+      }
       if (released === undefined) {
         this.holdTimeouts++;
         const why = this.#o.endpoints.origins(service).length > 0
@@ -304,11 +338,11 @@ export class ClusterExecutor implements Executor {
   // --- probing the starting pods of functions with held calls -------------
 
   /** A held call joins its Service's prober (started by the first); returns how to leave it (the last one out stops it). */
-  #join(service: string, release: (origin: string) => void): () => void {
+  #join(service: string, release: (origin: string | undefined) => void): () => void {
     let p = this.#probers.get(service);
     const first = p === undefined;
     if (p === undefined) {
-      p = { service, held: new Set(), inflight: new Map(), cursor: 0, turn: 0 };
+      p = { service, held: new Set(), failed: new Set(), inflight: new Map(), cursor: 0, turn: 0 };
       this.#probers.set(service, p);
     }
     p.held.add(release);
@@ -384,26 +418,27 @@ export class ClusterExecutor implements Executor {
     const probe = { abort: new AbortController(), timer: undefined as unknown };
     p.inflight.set(origin, probe);
     let settled = false;
-    const settle = (ok: boolean): void => {
+    const settle = (ok: boolean | typeof LOAD_ERROR): void => {
       if (settled) return;
       settled = true;
       this.#o.clock.clearTimeout(probe.timer);
       // Cancelled meanwhile (the prober stopped, or the pod left): its answer is not used.
       if (p.inflight.get(origin) !== probe) return;
       p.inflight.delete(origin);
-      if (ok) this.#answered(p, origin);
+      if (ok === true) this.#answered(p, origin);
+      else if (ok === LOAD_ERROR) this.#failedToLoad(p, origin);
     };
     probe.timer = this.#o.clock.setTimeout(() => {
       probe.abort.abort();
       settle(false);
     }, PROBE_TIMEOUT_MS);
-    let answer: Promise<boolean>;
+    let answer: Promise<boolean | typeof LOAD_ERROR>;
     try {
       answer = this.#o.probe!(origin, probe.abort.signal);
     } catch {
       answer = Promise.resolve(false);
     }
-    answer.then((ok) => settle(ok === true), () => settle(false));
+    answer.then((ok) => settle(ok === true || ok === LOAD_ERROR ? ok : false), () => settle(false));
   }
 
   /** A starting pod answered /healthz 200: the Service's held calls go to it, and new calls until its slice catches up. */
@@ -413,6 +448,20 @@ export class ClusterExecutor implements Executor {
     if (!this.#o.endpoints.starting(p.service).includes(origin)) return;
     this.#probed.set(p.service, { origin, until: this.#o.clock.now() + PROBED_POD_TTL_MS });
     for (const release of [...p.held]) release(origin);
+  }
+
+  /**
+   * A starting pod's runtime says the function module failed to load. When every
+   * starting pod of the function says so (none of a rollout is still loading), and
+   * none is ready, the held calls fail at once: holding them would only time out.
+   */
+  #failedToLoad(p: Prober, origin: string): void {
+    if (this.#probers.get(p.service) !== p) return;
+    const starting = this.#o.endpoints.starting(p.service);
+    if (!starting.includes(origin)) return;
+    p.failed.add(origin);
+    if (this.#o.endpoints.origins(p.service).length > 0 || !starting.every((o) => p.failed.has(o))) return;
+    for (const release of [...p.held]) release(undefined);
   }
 
   /** A Service's slices changed: drop what they no longer allow, wake held calls a pod can take, and probe a newly starting pod at once. */

@@ -2,6 +2,7 @@ import { functionIdOf } from '@fnhost/core/function-identity.ts';
 import { API_VERSION, KIND, type FunctionEnvVar, type FunctionResource, type FunctionSpec } from '@fnhost/core/function-resource.ts';
 import { limits, isoTimestamp, validateRequestRecording, type FunctionRecord, type RequestRecording, type RetentionPolicy, type Schedule } from '@fnhost/core';
 import type { ApiRollout } from '@fnhost/core/api.ts';
+import { DEFAULT_IDLE_SECONDS, DEFAULT_MAX_REPLICAS, DEFAULT_MIN_REPLICAS, DEFAULT_TARGET_CONCURRENCY, type FunctionScalingSettings } from '@fnhost/core/scaling.ts';
 
 // The pure mapping between the Function custom resource (its shape, shared
 // with the operator, is core/src/function-resource.ts) and core's
@@ -129,7 +130,32 @@ export function recordFromResource(res: FunctionResource): FunctionRecord | null
     created_at: created,
     updated_at: updatedAt(res, created),
     ...(recording === undefined ? {} : { record_requests: recording }),
+    scaling: scalingOf(spec),
   };
+}
+
+/** The spec's pods, autoscaling, scale to zero and CPU as the management API shows them (CRD defaults filled). */
+export function scalingOf(spec: FunctionSpec): FunctionScalingSettings {
+  const a = spec.scaling;
+  return {
+    replicas: spec.replicas ?? 1,
+    autoscale: a == null ? null : { min_replicas: a.minReplicas ?? DEFAULT_MIN_REPLICAS, max_replicas: a.maxReplicas ?? DEFAULT_MAX_REPLICAS, target_concurrency: a.targetConcurrency ?? DEFAULT_TARGET_CONCURRENCY },
+    scale_to_zero: spec.scaleToZero == null ? null : { idle_seconds: spec.scaleToZero.idleSeconds ?? DEFAULT_IDLE_SECONDS },
+    cpu: { request: spec.cpu?.request ?? null, limit: spec.cpu?.limit ?? null },
+  };
+}
+
+/** The merge patch of spec for a scaling change (null removes an object). */
+function scalingPatch(before: FunctionScalingSettings | undefined, after: FunctionScalingSettings | undefined): Record<string, unknown> {
+  const spec: Record<string, unknown> = {};
+  if (after === undefined || same(before, after)) return spec;
+  if (before?.replicas !== after.replicas) spec.replicas = after.replicas;
+  if (!same(before?.autoscale, after.autoscale)) {
+    spec.scaling = after.autoscale === null ? null : { minReplicas: after.autoscale.min_replicas, maxReplicas: after.autoscale.max_replicas, targetConcurrency: after.autoscale.target_concurrency };
+  }
+  if (!same(before?.scale_to_zero, after.scale_to_zero)) spec.scaleToZero = after.scale_to_zero === null ? null : { idleSeconds: after.scale_to_zero.idle_seconds };
+  if (!same(before?.cpu, after.cpu)) spec.cpu = after.cpu.request === null && after.cpu.limit === null ? null : { request: after.cpu.request, limit: after.cpu.limit };
+  return spec;
 }
 
 function specRetention(r: RetentionPolicy): NonNullable<FunctionSpec['retention']> {
@@ -191,6 +217,7 @@ export function specPatch(before: FunctionRecord, after: FunctionRecord, current
   if (!same(before.retention, after.retention)) spec.retention = { days: null, count: null, ...specRetention(after.retention) };
   if (after.record_requests !== undefined && !same(before.record_requests, after.record_requests)) spec.recordRequests = specRecording(after.record_requests);
   if (!same(before.schedule, after.schedule)) spec.schedule = after.schedule === null ? null : specSchedule(after.schedule);
+  Object.assign(spec, scalingPatch(before.scaling, after.scaling));
   if (Object.keys(spec).length === 0) return null;
   return { metadata: { annotations: { [ANNOTATION_UPDATED_AT]: after.updated_at } }, spec };
 }
@@ -199,4 +226,38 @@ export function specPatch(before: FunctionRecord, after: FunctionRecord, current
 export function readyOf(res: FunctionResource): { status: string; reason: string; message: string } | null {
   const c = res.status?.conditions?.find((x) => x.type === 'Ready');
   return c === undefined ? null : { status: c.status, reason: c.reason ?? '', message: c.message ?? '' };
+}
+
+/**
+ * Ready reasons that say the function cannot run its current spec: holding a
+ * call for a pod would only end in a timeout. (RuntimeNotReady is not among
+ * them: every starting pod is not ready for a moment; a load error is found by
+ * the gateway's own probe of the pods.)
+ */
+export const UNRUNNABLE_REASONS: ReadonlySet<string> = new Set([
+  'CodeDoesNotParse',
+  'CodeTooLarge',
+  'InvalidCode',
+  'InvalidRoutes',
+  'InvalidEnv',
+  'InvalidScaling',
+  'InvalidCpu',
+  'CpuAboveMaximum',
+  'TimeoutAboveMaximum',
+  'NameTooLong',
+  'FunctionIdChanged',
+  'Rejected',
+  'RuntimeCrashing',
+  // An older operator refused a whole Function for its schedule; this one withholds only the CronJob.
+  'InvalidSchedule',
+]);
+
+/** Why a Function cannot run, from a Ready=False condition about its current generation; undefined otherwise. */
+export function cannotRunReason(res: FunctionResource | undefined): string | undefined {
+  const c = res?.status?.conditions?.find((x) => x.type === 'Ready');
+  if (res === undefined || c === undefined || c.status !== 'False' || !UNRUNNABLE_REASONS.has(c.reason)) return undefined;
+  // A condition about an older spec says nothing about the new one (the operator has not seen it yet).
+  if (c.observedGeneration !== undefined && res.metadata.generation !== undefined && c.observedGeneration !== res.metadata.generation) return undefined;
+  const { name, namespace = 'default' } = res.metadata;
+  return `function ${name} (namespace ${namespace}) cannot run: ${c.reason} (kubectl describe function ${name} -n ${namespace})`;
 }

@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { parseFunctionNamespaces, PLATFORM_NAMESPACE_VARIABLE, NAMESPACES_VARIABLE, SELECTOR_VARIABLE, type FunctionNamespaces } from '@fnhost/core/function-namespaces.ts';
+import { hostname } from 'node:os';
 import { ConfigError } from '../config.ts';
 import { DEFAULT_HOLD_MS, DEFAULT_MAX_HELD, DEFAULT_MAX_HELD_PER_FUNCTION } from './executor.ts';
 import { DEFAULT_STATUS_INTERVAL_MS } from './status.ts';
@@ -21,6 +22,8 @@ export interface ClusterSettings {
   statusIntervalMs: number;
   /** API requests in flight at most (watches not counted). */
   maxInFlight: number;
+  /** This replica's key in status.concurrency (FNHOST_POD_NAME, else the host name: the pod's name). */
+  gatewayId: string;
   /** Namespaces where functions may live (every management call is checked against it). */
   functionNamespaces: FunctionNamespaces;
   /** Accept Kubernetes bearer tokens on /api/v1 (TokenReview, SubjectAccessReview). */
@@ -72,6 +75,13 @@ function namespace(env: Record<string, string | undefined>, name: string, fallba
   return raw;
 }
 
+/** A key of status.concurrency: the pod's name (a DNS subdomain, at most 253 characters). */
+function gatewayId(env: Record<string, string | undefined>): string {
+  const raw = (env.FNHOST_POD_NAME ?? '').trim() || hostname();
+  if (raw.length > 253 || !/^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/.test(raw)) throw new ConfigError(`FNHOST_POD_NAME="${raw.slice(0, 80)}" is not a pod name`);
+  return raw;
+}
+
 export function isClusterMode(env: Record<string, string | undefined>): boolean {
   const mode = (env.FNHOST_MODE ?? '').trim().toLowerCase();
   if (mode !== '' && mode !== 'local' && mode !== 'cluster') throw new ConfigError(`FNHOST_MODE="${env.FNHOST_MODE}" must be local or cluster`);
@@ -101,5 +111,6 @@ export function loadClusterSettings(env: Record<string, string | undefined>): Cl
     maxInFlight: int(env, 'FNHOST_KUBE_MAX_INFLIGHT', 10, 1, 1000),
     functionNamespaces: loadFunctionNamespaces(env),
     kubeTokens: bool(env, 'FNHOST_KUBE_TOKENS', true),
+    gatewayId: gatewayId(env),
   };
 }

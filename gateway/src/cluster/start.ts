@@ -10,7 +10,9 @@ import { httpHealthProbe } from './probe.ts';
 import { KubeApiError, KubeClient, paths } from './kube.ts';
 import { Reflector } from './reflector.ts';
 import type { FunctionResource } from '@fnhost/core/function-resource.ts';
-import { derivedFunctionId } from './resource.ts';
+import { cannotRunReason, derivedFunctionId, keyOf, serviceNameOf } from './resource.ts';
+import { ConcurrencyMeter } from './concurrency.ts';
+import { DEFAULT_TARGET_CONCURRENCY } from '@fnhost/core/scaling.ts';
 import type { ClusterSettings } from './settings.ts';
 import { ERROR_WINDOW_MS, StatusFeedback, type ErrorWindow, type StatusFields } from './status.ts';
 import { DerivedTokens } from './tokens.ts';
@@ -87,6 +89,16 @@ export async function startCluster(options: ClusterStartOptions): Promise<Starte
     logger,
     intervalMs: settings.statusIntervalMs,
     window: options.recentCounts === undefined ? undefined : { ms: ERROR_WINDOW_MS, counts: options.recentCounts },
+    concurrency: {
+      meter: new ConcurrencyMeter(),
+      gatewayId: settings.gatewayId,
+      capacity: (functionId) => {
+        const res = cache.resource(functionId);
+        if (res?.spec.scaling == null) return undefined;
+        const ready = endpoints.origins(keyOf(res.metadata.namespace ?? 'default', serviceNameOf(res.metadata.name))).length;
+        return (res.spec.scaling.targetConcurrency ?? DEFAULT_TARGET_CONCURRENCY) * Math.max(1, ready);
+      },
+    },
     writer: {
       async write(functionId: string, fields: StatusFields): Promise<boolean> {
         const fn = cache.get(functionId);
@@ -108,6 +120,8 @@ export async function startCluster(options: ClusterStartOptions): Promise<Starte
     runtimePods: async (fn) =>
       (await client.list<PodStatusView>(paths.pods(fn.namespace), { labelSelector: `fnhost.dev/function=${fn.name},fnhost.dev/role=runtime` })).items,
     wake: (fn) => feedback.wake(fn.function_id),
+    cannotRun: (fn) => cannotRunReason(cache.resource(fn.function_id)),
+    calls: { started: (id) => feedback.callStarted(id), ended: (id) => feedback.callEnded(id) },
     probe: httpHealthProbe,
     holdMs: settings.holdMs,
     maxHeld: settings.maxHeld,
@@ -168,6 +182,7 @@ export async function startCluster(options: ClusterStartOptions): Promise<Starte
         ['fnhost_cluster_hold_timeouts_total', 'counter', 'Held calls that got no pod within their bound (503).', executor.holdTimeouts],
         ['fnhost_cluster_hold_rejections_total', 'counter', 'Calls refused because too many were held (503).', executor.holdRejections],
         ['fnhost_cluster_pod_probes_total', 'counter', 'Health probes of starting pods while calls were held.', executor.probes],
+        ['fnhost_cluster_unrunnable_calls_total', 'counter', 'Calls answered 503 at once because the function cannot run (its status, or its pods failed to load the code).', executor.unrunnable],
         ['fnhost_cluster_refused_pods_total', 'counter', 'Calls refused by a pod its slice still listed as ready (the call went to another pod or was held).', executor.refusals],
         ['fnhost_cluster_status_writes_total', 'counter', 'Function status writes (invocation feedback).', feedback.writes],
         ['fnhost_cluster_api_requests_total', 'counter', 'Kubernetes API requests (not watches).', client.requests],

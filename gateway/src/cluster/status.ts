@@ -1,6 +1,8 @@
 import type { Clock } from '@fnhost/core/clock.ts';
 import type { RecentCounts } from '@fnhost/core/stores.ts';
 import type { Logger } from '../log.ts';
+import type { ConcurrencyReport } from '@fnhost/core/function-resource.ts';
+import type { ConcurrencyAverages, ConcurrencyMeter } from './concurrency.ts';
 
 // Invocation feedback onto each Function's status: the last invocation time
 // and the error rate, shown by `kubectl get fn` as printer columns, and read
@@ -28,6 +30,14 @@ export interface ErrorWindow {
   ms: number;
   counts(functionId: string, since: number): Promise<RecentCounts>;
 }
+/**
+ * While this gateway sees a burst (the panic window's calls in flight at least
+ * PANIC_THRESHOLD times what the function's ready pods are meant to carry), its
+ * concurrency report may be written this soon after the last write instead of
+ * a whole interval: the operator scales up on the panic window within seconds.
+ */
+export const PANIC_WRITE_INTERVAL_MS = 2_000;
+export const PANIC_THRESHOLD = 2;
 
 export interface Pending {
   /** Executions since the last write. */
@@ -37,6 +47,10 @@ export interface Pending {
   last: number;
   /** A held call waits for this function to scale up: write as soon as allowed. */
   wake: boolean;
+  /** Calls were in flight within the stable window: the write carries this gateway's concurrency report. */
+  load?: boolean;
+  /** This gateway sees a burst: due PANIC_WRITE_INTERVAL_MS after the last write instead of the interval. */
+  burst?: boolean;
 }
 
 export interface StatusFields {
@@ -44,6 +58,13 @@ export interface StatusFields {
   lastInvocationTime?: string;
   /** Errors (status ≥ 400) among the executions of the window (ERROR_WINDOW_MS), as a percentage. */
   errorRate?: string;
+  /** This gateway's report under its own key (docs/cluster-mode.md, Autoscaling). */
+  concurrency?: Record<string, ConcurrencyReport>;
+}
+
+/** A report's averages to two decimals (what the API server stores and the operator sums). */
+export function reportOf(averages: ConcurrencyAverages, now: number): ConcurrencyReport {
+  return { stable: Math.round(averages.stable * 100) / 100, panic: Math.round(averages.panic * 100) / 100, at: new Date(now).toISOString() };
 }
 
 /** RFC 3339 to the second, as Kubernetes writes times. */
@@ -75,8 +96,17 @@ export interface StatusWriter {
   write(functionId: string, fields: StatusFields): Promise<boolean>;
 }
 
+export interface ConcurrencyOptions {
+  meter: ConcurrencyMeter;
+  /** This replica's key in status.concurrency (its pod name). */
+  gatewayId: string;
+  /** Calls in flight the function's ready pods are meant to carry (targetConcurrency × ready pods); undefined: the function does not autoscale. */
+  capacity(functionId: string): number | undefined;
+}
+
 export class StatusFeedback {
   readonly #writer: StatusWriter;
+  readonly #concurrency: ConcurrencyOptions | undefined;
   readonly #clock: Clock;
   readonly #intervalMs: number;
   readonly #logger: Logger;
@@ -92,9 +122,10 @@ export class StatusFeedback {
   writes = 0;
   failures = 0;
 
-  constructor(options: { writer: StatusWriter; clock: Clock; intervalMs?: number; logger: Logger; window?: ErrorWindow }) {
+  constructor(options: { writer: StatusWriter; clock: Clock; intervalMs?: number; logger: Logger; window?: ErrorWindow; concurrency?: ConcurrencyOptions }) {
     this.#writer = options.writer;
     this.#window = options.window;
+    this.#concurrency = options.concurrency;
     this.#clock = options.clock;
     this.#intervalMs = options.intervalMs ?? DEFAULT_STATUS_INTERVAL_MS;
     this.#logger = options.logger;
@@ -111,6 +142,56 @@ export class StatusFeedback {
     p.total++;
     if (statusCode >= 400) p.errors++;
     p.last = now;
+  }
+
+  /** A call of the function began (autoscaling: its calls in flight). */
+  callStarted(functionId: string): void {
+    const c = this.#concurrency;
+    if (c === undefined) return;
+    const capacity = c.capacity(functionId);
+    // Only functions with spec.scaling are measured.
+    if (capacity === undefined) return;
+    const now = this.#clock.now();
+    c.meter.started(functionId, now);
+    this.#loaded(functionId, now);
+    const { panic } = c.meter.averages(functionId, now);
+    const p = this.#pending.get(functionId)!;
+    // A burst is reported sooner than the interval (still at most one write per PANIC_WRITE_INTERVAL_MS).
+    if (panic >= PANIC_THRESHOLD * Math.max(capacity, 1) && p.burst !== true) {
+      p.burst = true;
+      this.#arm(this.#dueOf(functionId, p));
+    }
+  }
+
+  #dueOf(functionId: string, p: Pending): number {
+    return dueAt(this.#lastWrite.get(functionId), p.burst === true ? Math.min(PANIC_WRITE_INTERVAL_MS, this.#intervalMs) : this.#intervalMs);
+  }
+
+  callEnded(functionId: string): void {
+    this.#concurrency?.meter.ended(functionId, this.#clock.now());
+  }
+
+  /** The function has calls in the stable window: its next write carries the report. */
+  #loaded(functionId: string, now: number): void {
+    let p = this.#pending.get(functionId);
+    if (p === undefined) {
+      this.#pending.set(functionId, (p = { total: 0, errors: 0, last: now, wake: false, load: true }));
+      this.#arm(dueAt(this.#lastWrite.get(functionId), this.#intervalMs));
+    }
+    p.load = true;
+  }
+
+  /** The fields of one write: the invocation feedback, plus this gateway's concurrency report while calls are in its window. */
+  #fieldsFor(functionId: string, p: Pending, now: number): StatusFields | null {
+    const fields = statusFieldsFor(p) ?? {};
+    const c = this.#concurrency;
+    if (p.load === true && c !== undefined) {
+      const averages = c.meter.averages(functionId, now);
+      fields.concurrency = { [c.gatewayId]: reportOf(averages, now) };
+      // A call in flight is an invocation going on: the function is not idle.
+      if (averages.inFlight > 0) fields.lastInvocationTime = rfc3339(now);
+    }
+    return Object.keys(fields).length === 0 ? null : fields;
   }
 
   /** A call is held until the function has a ready pod: tell the operator now (within the write rate). */
@@ -148,14 +229,16 @@ export class StatusFeedback {
     let nextDue = Infinity;
     const due: Array<[string, Pending]> = [];
     for (const [id, p] of this.#pending) {
-      const at = dueAt(this.#lastWrite.get(id), this.#intervalMs);
+      const at = this.#dueOf(id, p);
       if (all || at <= now) due.push([id, p]);
       else nextDue = Math.min(nextDue, at);
     }
     const closing = [...this.#closeAt].filter(([id, at]) => at <= now && !this.#pending.has(id)).map(([id]) => id);
     for (const [id, p] of due) {
       this.#pending.delete(id);
-      const fields = statusFieldsFor(p);
+      const fields = this.#fieldsFor(id, p, now);
+      // Calls still in the window: report again next interval, down to a last report of zero.
+      if (p.load === true && this.#concurrency?.meter.active(id, now) === true) this.#pending.set(id, { total: 0, errors: 0, last: now, wake: false, load: true });
       if (fields === null) continue;
       if (this.#window !== undefined && p.total > 0) {
         fields.errorRate = await this.#windowRate(id, now, p);
@@ -174,6 +257,7 @@ export class StatusFeedback {
           again.total += p.total;
           again.errors += p.errors;
           again.wake ||= p.wake;
+          again.load ||= p.load;
           again.last = Math.max(again.last, p.last);
         }
         nextDue = Math.min(nextDue, now + this.#intervalMs);
@@ -188,7 +272,7 @@ export class StatusFeedback {
         this.#logger.warn('writing invocation status failed', { function_id: id, error: (err as Error).message });
       }
     }
-    for (const [id] of this.#pending) nextDue = Math.min(nextDue, dueAt(this.#lastWrite.get(id), this.#intervalMs));
+    for (const [id, p] of this.#pending) nextDue = Math.min(nextDue, this.#dueOf(id, p));
     for (const [, at] of this.#closeAt) nextDue = Math.min(nextDue, at);
     if (nextDue !== Infinity) this.#arm(nextDue);
   }
@@ -206,6 +290,7 @@ export class StatusFeedback {
 
   /** Drops what a deleted function had pending. */
   forget(functionId: string): void {
+    this.#concurrency?.meter.forget(functionId);
     this.#pending.delete(functionId);
     this.#lastWrite.delete(functionId);
     this.#closeAt.delete(functionId);

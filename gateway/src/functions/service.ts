@@ -1,3 +1,4 @@
+import { applyScalingChange, parseScalingChange } from '@fnhost/core/scaling.ts';
 import {
   ConflictError, NotFoundError, ValidationError, isUuid, isoTimestamp, limits, newFunctionId,
   validateCode, validateCron, validateEnv, validateFunctionName, validateMemoryMiB, validateRetention, validateRoutes,
@@ -312,6 +313,21 @@ export class FunctionService {
       await this.#o.stores.logs.applyRetention(updated.function_id, retention, this.#o.now());
       return updated;
     });
+  }
+
+  /** Cluster mode: pods, autoscaling, scale to zero and CPU (core/src/scaling.ts); one machine has none of them. */
+  setScaling(ref: string, body: unknown, namespace?: string): Promise<FunctionRecord> {
+    const change = parseScalingChange(body);
+    return this.#replace(
+      ref,
+      namespace,
+      (fn) => {
+        if (fn.scaling === undefined) throw new ValidationError('scaling settings apply to functions on Kubernetes (cluster mode); this gateway runs one runtime per function on one machine');
+        const scaling = applyScalingChange(fn.scaling, change);
+        return JSON.stringify(scaling) === JSON.stringify(fn.scaling) ? null : { ...fn, scaling };
+      },
+      false,
+    );
   }
 
   setSchedule(ref: string, body: unknown, namespace?: string): Promise<FunctionRecord> {

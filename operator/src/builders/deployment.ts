@@ -4,6 +4,7 @@ import type { KubeObject, Settings } from '../types.ts';
 import { configHash, containerSecurityContext, effectiveSpec, hostAliasesOf, ownedMeta, podSecurityContext, SCAN_SKIPS } from './common.ts';
 import { CODE_FILE_NAME } from './configmap.ts';
 import { RUNTIME_TOKEN_KEY } from './secret.ts';
+import { millicores } from '@fnhost/core/scaling.ts';
 
 export const RUNTIME_PORT = 8080;
 export const CODE_MOUNT_PATH = '/fnhost/function';
@@ -37,6 +38,15 @@ export function runtimeEnv(fn: FunctionResource, settings: Settings) {
 export interface DeploymentOptions {
   /** Idle for spec.scaleToZero.idleSeconds (idle.ts): zero pods until a call wakes it. */
   idle?: boolean;
+  /** The autoscaler's replica count (autoscale.ts), used instead of spec.replicas when set. */
+  replicas?: number;
+}
+
+/** The runtime container's CPU: the Function's spec.cpu, else the operator's settings (validate.ts keeps it within FNHOST_CPU_LIMIT). */
+export function cpuOf(fn: FunctionResource, settings: Settings): { request: string; limit: string } {
+  const limit = fn.spec.cpu?.limit ?? settings.cpuLimit;
+  const request = fn.spec.cpu?.request ?? (fn.spec.cpu?.limit !== undefined && millicores(fn.spec.cpu.limit) < millicores(settings.cpuRequest) ? fn.spec.cpu.limit : settings.cpuRequest);
+  return { request, limit };
 }
 
 export function deploymentFor(fn: FunctionResource, settings: Settings, options: DeploymentOptions = {}): KubeObject {
@@ -49,13 +59,14 @@ export function deploymentFor(fn: FunctionResource, settings: Settings, options:
       'CKV_K8S_35=the runtime token stays an environment variable: the runtime reads it in its main thread and keeps it out of the handler\'s process.env, while a file in the pod would be readable by the handler, untrusted code running as the same uid',
   };
   const limit = `${memoryLimitMiB(e.memoryMiB, settings)}Mi`;
+  const cpu = cpuOf(fn, settings);
   return {
     apiVersion: 'apps/v1',
     kind: 'Deployment',
     metadata: { ...meta, annotations },
     spec: {
       // Inactive and idle functions keep their Deployment (and its history) at zero pods.
-      replicas: e.active && !options.idle ? e.replicas : 0,
+      replicas: e.active && !options.idle ? (options.replicas ?? e.replicas) : 0,
       revisionHistoryLimit: 3,
       selector: { matchLabels: selectorFor(fn) },
       strategy: { type: 'RollingUpdate', rollingUpdate: { maxUnavailable: 0, maxSurge: 1 } },
@@ -79,8 +90,8 @@ export function deploymentFor(fn: FunctionResource, settings: Settings, options:
               env: runtimeEnv(fn, settings),
               ports: [{ name: 'http', containerPort: RUNTIME_PORT, protocol: 'TCP' }],
               resources: {
-                requests: { cpu: settings.cpuRequest, memory: limit },
-                limits: { cpu: settings.cpuLimit, memory: limit },
+                requests: { cpu: cpu.request, memory: limit },
+                limits: { cpu: cpu.limit, memory: limit },
               },
               securityContext: containerSecurityContext(),
               // A stopping pod keeps listening a moment (the kubelet's own sleep: the image needs no

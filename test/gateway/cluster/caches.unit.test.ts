@@ -275,11 +275,13 @@ describe('cluster mode: settings', () => {
     expect(isClusterMode({})).to.equal(false);
     expect(isClusterMode(base)).to.equal(true);
     expect(() => isClusterMode({ FNHOST_MODE: 'k8s' })).to.throw(/FNHOST_MODE="k8s" must be local or cluster/);
-    expect(loadClusterSettings(base)).to.deep.equal({
-      tokenKey: 'k'.repeat(32), defaultNamespace: 'default', watchNamespace: '', holdMs: 30_000, maxHeld: 1000, maxHeldPerFunction: 200, statusIntervalMs: 10_000, maxInFlight: 10,
+    expect(loadClusterSettings({ ...base, FNHOST_POD_NAME: 'fnhost-gateway-7d9-x2' })).to.deep.equal({
+      tokenKey: 'k'.repeat(32), defaultNamespace: 'default', watchNamespace: '', holdMs: 30_000, maxHeld: 1000, maxHeldPerFunction: 200, statusIntervalMs: 10_000, maxInFlight: 10, gatewayId: 'fnhost-gateway-7d9-x2',
       functionNamespaces: { names: [], selector: undefined, selectorText: '', never: ['kube-system', 'fnhost-system'] },
       kubeTokens: true,
     });
+    expect(loadClusterSettings(base).gatewayId, 'the host name: the pod name').to.be.a('string').and.not.equal('');
+    expect(() => loadClusterSettings({ ...base, FNHOST_POD_NAME: 'a b' })).to.throw(/FNHOST_POD_NAME="a b" is not a pod name/);
     expect(loadClusterSettings({ ...base, FNHOST_KUBE_TOKENS: 'false' }).kubeTokens).to.equal(false);
     expect(() => loadClusterSettings({ ...base, FNHOST_KUBE_TOKENS: 'maybe' })).to.throw(/FNHOST_KUBE_TOKENS="maybe" must be true or false/);
     expect(loadClusterSettings({ ...base, FNHOST_FUNCTION_NAMESPACES: 'team-a, team-b' }).functionNamespaces.names).to.deep.equal(['team-a', 'team-b']);

@@ -3,6 +3,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { httpHealthProbe } from '../../../gateway/src/cluster/probe.ts';
+import { LOAD_ERROR } from '../../../gateway/src/cluster/executor.ts';
 import { pollUntil } from '../../helpers/wait.ts';
 import { startGenericRuntime, startRuntime, type RunningRuntime } from '../../runtime/helpers/runtime.ts';
 
@@ -44,12 +45,12 @@ export default (req, res) => res.json({ ok: true });
     expect((await fetch(rt.url)).status).to.equal(200);
   });
 
-  it('is false for a module that cannot load, and for a generic runtime not specialized yet', async () => {
+  it('says load_error for a module that cannot load (the executor then fails held calls at once), false for a generic runtime not specialized yet', async () => {
     const broken = await startRuntime({ code: 'import "fnhost-no-such-package";\nexport default () => {};\n' });
     running.push(broken);
     await broken.waitForLine(/fnhost-no-such-package/, 20_000);
     await pollUntil('/healthz to report the load error', async () => (await (await fetch(`${broken.url}/healthz`)).json() as { status: string }).status === 'error', 20_000, 50);
-    expect(await probe(broken)).to.equal(false);
+    expect(await probe(broken)).to.equal(LOAD_ERROR);
     const generic = await startGenericRuntime();
     running.push(generic);
     expect(await probe(generic)).to.equal(false);

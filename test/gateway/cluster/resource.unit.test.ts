@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import type { FunctionRecord } from '@fnhost/core';
-import type { FunctionResource } from '@fnhost/core/function-resource.ts';
+import { API_VERSION, KIND, type FunctionResource } from '@fnhost/core/function-resource.ts';
 import {
   ANNOTATION_UPDATED_AT, derivedFunctionId, functionIdOf, readyOf, recordFromResource, resourceForCreate, rolloutOf, specPatch, updatedAt,
 } from '../../../gateway/src/cluster/resource.ts';
@@ -76,6 +76,18 @@ describe('cluster mode: Function resource ↔ FunctionRecord', () => {
     expect(body.spec).to.not.have.property('functionId');
     expect(body.spec).to.deep.include({ env: [{ name: 'A', value: '1' }], schedule: { cron: '0 * * * *', timezone: 'Europe/Paris', suspend: false }, retention: { type: 'time', days: 3 } });
     expect(recordFromResource({ ...body, metadata: { ...body.metadata, creationTimestamp: '2026-11-23T10:00:00Z' } })).to.deep.equal(rec);
+  });
+
+  describe('scaling (pods, autoscaling, scale to zero, CPU)', () => {
+    it('reads the spec with the CRD defaults, and patches only what changed (null removes)', () => {
+      const res = { apiVersion: API_VERSION, kind: KIND, metadata: { name: 'a', namespace: 'ns', resourceVersion: '1' }, spec: { code: 'x', replicas: 2, scaling: { targetConcurrency: 3 }, cpu: { limit: '500m' } } } as FunctionResource;
+      const before = recordFromResource(res)!;
+      expect(before.scaling).to.deep.equal({ replicas: 2, autoscale: { min_replicas: 1, max_replicas: 10, target_concurrency: 3 }, scale_to_zero: null, cpu: { request: null, limit: '500m' } });
+      const after = { ...before, updated_at: 'later', scaling: { ...before.scaling!, autoscale: null, scale_to_zero: { idle_seconds: 60 }, cpu: { request: null, limit: null } } };
+      expect(specPatch(before, after, res)).to.deep.equal({ metadata: { annotations: { [ANNOTATION_UPDATED_AT]: 'later' } }, spec: { scaling: null, scaleToZero: { idleSeconds: 60 }, cpu: null } });
+      const more = { ...before, updated_at: 'later', scaling: { ...before.scaling!, autoscale: { min_replicas: 0, max_replicas: 4, target_concurrency: 2 } } };
+      expect(specPatch(before, more, res)!.spec).to.deep.equal({ scaling: { minReplicas: 0, maxReplicas: 4, targetConcurrency: 2 } });
+    });
   });
 
   describe('specPatch', () => {
