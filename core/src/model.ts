@@ -61,6 +61,11 @@ export interface ExecutionLog {
   /** ISO 8601 UTC with milliseconds and `Z`: when the execution started. */
   executed_at: string;
   trigger: Trigger;
+  /**
+   * A `schedule` run fired by hand (`function:schedule:run`), not by the
+   * schedule. Present (true) only on such runs.
+   */
+  manual?: true;
 }
 
 export type StatusFilter = 'all' | 'success' | 'error';

@@ -1,5 +1,5 @@
 import { resolve } from 'node:path';
-import { FnhostError, limits } from '@fnhost/core';
+import { DEFAULT_STARTING_DEADLINE_SECONDS, FnhostError, limits } from '@fnhost/core';
 import { PlatformRanges } from './policy/match.ts';
 
 // Everything the gateway reads from its environment, parsed once at start.
@@ -54,6 +54,13 @@ export interface GatewayConfig {
   egressPlatform: PlatformRanges | undefined;
   /** One machine: a function's runtime with no call for this long is stopped (FNHOST_RUNTIME_IDLE_SECONDS; 0: never). */
   runtimeIdleSeconds: number;
+  /**
+   * One machine: a run missed while no gateway was running still starts at
+   * the next start when it is at most this late; older ones are recorded
+   * missed (FNHOST_SCHEDULE_STARTING_DEADLINE_SECONDS; 0: never start late).
+   * Kubernetes' CronJob startingDeadlineSeconds, which the operator sets alike.
+   */
+  scheduleStartingDeadlineSeconds: number;
 }
 
 /** Five minutes: a function called now and then keeps its runtime between calls; one called once a day does not hold memory all day. */
@@ -138,6 +145,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     egressIdleTimeoutMs: intVar(env, 'FNHOST_EGRESS_IDLE_TIMEOUT_MS', 300_000, 1_000, 86_400_000),
     egressPlatform: platformRanges(env),
     runtimeIdleSeconds: intVar(env, 'FNHOST_RUNTIME_IDLE_SECONDS', DEFAULT_RUNTIME_IDLE_SECONDS, 0, 604_800),
+    scheduleStartingDeadlineSeconds: intVar(env, 'FNHOST_SCHEDULE_STARTING_DEADLINE_SECONDS', DEFAULT_STARTING_DEADLINE_SECONDS, 0, 604_800),
   };
 }
 

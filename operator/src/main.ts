@@ -86,7 +86,7 @@ async function main(): Promise<void> {
   let logCleaner: LogCleaner = new NoopLogCleaner();
   if (env.MONGODB_URL) {
     stores = await openMongoStores({ url: env.MONGODB_URL });
-    logCleaner = new StoreLogCleaner(stores.logs, stores.counters);
+    logCleaner = new StoreLogCleaner(stores.logs, stores.counters, stores.scheduleRuns);
   }
   const reconciler = new Reconciler({ client, settings, codeChecker: makeCodeChecker(), logCleaner, clock: systemClock, log });
   const controller = new Controller({ client, reconciler, clock: systemClock, log, metrics, workers: settings.workers, watchNamespace: settings.watchNamespace });

@@ -36,6 +36,13 @@ export interface Exchange {
   logged: boolean;
   /** The thrown error's stack the runtime answered with (./error-stack.ts), for the record. */
   errorStack: string | undefined;
+  /** A schedule run for the ledger: the time it was planned for, or null when fired by hand (`manual`). */
+  scheduled: ScheduledFor | undefined;
+}
+
+/** Which planned run of a schedule an execution is: plannedAt null means fired by hand. */
+export interface ScheduledFor {
+  plannedAt: number | null;
 }
 
 /** The send path as ./run.ts uses it: begin an execution, send it, write its one record. */

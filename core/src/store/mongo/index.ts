@@ -5,6 +5,7 @@ import { MongoContext } from './context.ts';
 import { ensureInstanceIndexes, MongoInstanceStore } from './instances.ts';
 import { ensureLogIndexes, MongoLogStore } from './logs.ts';
 import { ensureRecordIndexes, MongoCounterStore, MongoFunctionStore, MongoKvStore, MongoPolicyStore } from './records.ts';
+import { ensureScheduleRunIndexes, MongoScheduleRunStore } from './schedule-runs.ts';
 import { ensureSessionIndexes, MongoSessionStore } from './sessions.ts';
 import { DEFAULT_RETRY, runWithRetry, type RetryOptions } from './retry.ts';
 
@@ -47,6 +48,7 @@ export async function openMongoStores(options: MongoStoreOptions): Promise<Store
       await ensureRecordIndexes(db);
       await ensureInstanceIndexes(db);
       await ensureSessionIndexes(db);
+      await ensureScheduleRunIndexes(db);
     }, retry);
   } catch (err) {
     await client.close().catch(() => {});
@@ -61,6 +63,7 @@ export async function openMongoStores(options: MongoStoreOptions): Promise<Store
     policies: new MongoPolicyStore(db, ctx),
     instances: new MongoInstanceStore(db, ctx),
     sessions: new MongoSessionStore(db, ctx),
+    scheduleRuns: new MongoScheduleRunStore(db, ctx),
     close: () => client.close(),
   };
 }

@@ -52,6 +52,8 @@ export interface LogDoc {
   /** Only when the record has one (ExecutionLog.error_stack). */
   error_stack?: string;
   trigger: Trigger;
+  /** Only on a schedule run fired by hand (ExecutionLog.manual). */
+  manual?: true;
   expireAt?: Date;
 }
 
@@ -118,6 +120,7 @@ export function toLogDoc(record: StoredLog, seq: number): LogDoc {
     trigger: record.trigger,
   };
   if (record.error_stack !== undefined) doc.error_stack = record.error_stack;
+  if (record.manual === true) doc.manual = true;
   if (record.expires_at !== null) doc.expireAt = new Date(record.expires_at);
   return doc;
 }
@@ -132,6 +135,7 @@ export function toLog(doc: LogDoc): ExecutionLog {
     ...(doc.error_stack === undefined ? {} : { error_stack: doc.error_stack }),
     executed_at: doc.executed_at.toISOString(),
     trigger: doc.trigger,
+    ...(doc.manual === true ? { manual: true as const } : {}),
   };
 }
 

@@ -103,6 +103,7 @@ interface LogRow {
   error_message: string | null;
   error_stack: string | null;
   trigger: string;
+  manual: number | null;
 }
 
 function toLog(row: LogRow, functionId: string): ExecutionLog {
@@ -115,6 +116,7 @@ function toLog(row: LogRow, functionId: string): ExecutionLog {
     ...(row.error_stack === null ? {} : { error_stack: row.error_stack }),
     executed_at: new Date(row.executed_ms).toISOString(),
     trigger: row.trigger as Trigger,
+    ...(row.manual === 1 ? { manual: true as const } : {}),
   };
 }
 
@@ -132,7 +134,7 @@ const MAX_BUCKET = Number.MAX_SAFE_INTEGER;
 /** Rows deleted per retention transaction. */
 export const RETENTION_CHUNK = 5000;
 
-const LOG_COLUMNS = 'seq, executed_ms, id, status_code, execution_time_ms, error_message, error_stack, trigger';
+const LOG_COLUMNS = 'seq, executed_ms, id, status_code, execution_time_ms, error_message, error_stack, trigger, manual';
 
 /** Count changes of one transaction for one function: per class, and per (bucket class, level, bucket). */
 class CountDelta {
@@ -170,13 +172,13 @@ export class SqliteLogStore implements LogStore {
         delta.add(cls, ms, 1);
       }
       const insert = this.db.stmt(
-        'INSERT INTO logs (fn, executed_ms, class, id, status_code, execution_time_ms, error_message, error_stack, trigger) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)',
+        'INSERT INTO logs (fn, executed_ms, class, id, status_code, execution_time_ms, error_message, error_stack, trigger, manual) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
       );
       return this.db.transaction((): InsertResult => {
         const keys = new Map<string, number>();
         for (const functionId of deltas.keys()) keys.set(functionId, this.keyFor(functionId));
         for (const { r, ms, cls } of rows) {
-          insert.run(keys.get(r.function_id)!, ms, cls, r.id, r.status_code, Math.round(r.execution_time_ms), r.error_message, r.error_stack ?? null, r.trigger);
+          insert.run(keys.get(r.function_id)!, ms, cls, r.id, r.status_code, Math.round(r.execution_time_ms), r.error_message, r.error_stack ?? null, r.trigger, r.manual === true ? 1 : null);
         }
         for (const [functionId, delta] of deltas) this.applyDelta(keys.get(functionId)!, delta);
         if (progress === undefined) return undefined;
