@@ -16,6 +16,8 @@ import type {
   ApiFunction,
   CreateFunctionBody,
   LogPage,
+  ScheduleRunResult,
+  ScheduleRuns,
   TestRequest,
   TestResult,
   UpdateFunctionBody,
@@ -142,6 +144,15 @@ export class ApiClient {
   /** Waits as long as the function may run (`timeoutMs`), plus a margin the caller adds. */
   testFunction(ref: string, request: TestRequest, timeoutMs?: number): Promise<TestResult> {
     return this.#json('POST', fnPath(ref, '/test'), request, { ref, timeoutMs });
+  }
+
+  scheduleRuns(ref: string, limit: number): Promise<ScheduleRuns> {
+    return this.#json('GET', `${fnPath(ref, '/schedule/runs')}?limit=${limit}`, undefined, { ref });
+  }
+
+  /** Fires the schedule now; waits as long as the function may run (`timeoutMs`). */
+  runSchedule(ref: string, timeoutMs?: number): Promise<ScheduleRunResult> {
+    return this.#json('POST', fnPath(ref, '/schedule/run'), undefined, { ref, timeoutMs });
   }
 
   listLogs(ref: string, query: LogQuery): Promise<LogPage> {
