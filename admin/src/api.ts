@@ -5,13 +5,14 @@
 // token lives in this module's memory only (never localStorage), and is
 // fetched again from /admin/api/session after a reload.
 
-import type { ApiFunction, ApiServerInfo, ApiTestResult } from '@fnhost/core/api.ts';
+import type { ApiFunction, ApiScheduleRunResult, ApiScheduleRuns, ApiServerInfo, ApiTestResult } from '@fnhost/core/api.ts';
 import type { ExecutionLog, LogPage, NetworkPolicy } from '@fnhost/core/model.ts';
 
 // Wire shapes shared with the CLI (core/src/api.ts, core/src/model.ts).
 export type { ApiFunction, LogPage };
 export type LogRecord = ExecutionLog;
 export type TestResult = ApiTestResult;
+export type ScheduleRuns = ApiScheduleRuns;
 
 export const CSRF_HEADER = 'x-fnhost-csrf';
 const API = '/admin/api/v1';
@@ -107,6 +108,8 @@ export const api = {
     request<LogPage>('GET', `${fnPath(ref)}/logs?status=${encodeURIComponent(q.status)}&page=${q.page}&limit=${q.limit}`),
   setActive: (ref: string, active: boolean) => request<ApiFunction>('POST', `${fnPath(ref)}/${active ? 'activate' : 'deactivate'}`),
   test: (ref: string) => request<TestResult>('POST', `${fnPath(ref)}/test`, {}),
+  scheduleRuns: (ref: string, limit = 20) => request<ScheduleRuns>('GET', `${fnPath(ref)}/schedule/runs?limit=${limit}`),
+  runSchedule: (ref: string) => request<ApiScheduleRunResult>('POST', `${fnPath(ref)}/schedule/run`),
   policies: () => request<{ global: NetworkPolicy; functions: Record<string, NetworkPolicy> }>('GET', `${API}/network-policy`),
   putGlobal: (p: NetworkPolicy) => request<NetworkPolicy>('PUT', `${API}/network-policy/global`, p),
   putFunction: (ref: string, p: NetworkPolicy) => request<NetworkPolicy>('PUT', `${API}/network-policy/functions/${encodeURIComponent(ref)}`, p),
