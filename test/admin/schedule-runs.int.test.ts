@@ -1,10 +1,7 @@
 import { expect } from 'chai';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { startGateway, type RunningGateway } from '../helpers/platform.ts';
-import { CHROMIUM, LAUNCH_ARGS, apiClient, ensurePanelPrerequisites, until } from './scenarios.ts';
+import { apiClient, ensurePanelPrerequisites, signedInBrowser, until } from './scenarios.ts';
 
 // The function page's ledger of scheduled runs in Debian's headless Chromium
 // against a real gateway process: its runs in the schedule's zone (the
@@ -14,8 +11,7 @@ import { CHROMIUM, LAUNCH_ARGS, apiClient, ensurePanelPrerequisites, until } fro
 describe('admin panel: the ledger of scheduled runs (headless Chromium)', function () {
   this.timeout(120_000);
   let gw: RunningGateway;
-  let context: BrowserContext | undefined;
-  let userDataDir: string | undefined;
+  let closeBrowser: (() => Promise<void>) | undefined;
   let page: Page;
 
   before(async () => {
@@ -26,18 +22,11 @@ describe('admin panel: the ledger of scheduled runs (headless Chromium)', functi
     expect(made.status, JSON.stringify(made.body)).to.equal(201);
     expect((await api('POST', '/api/v1/functions', { name: 'plain', code: 'export default (req, res) => res.json({})' })).status).to.equal(201);
     expect((await api('POST', '/api/v1/functions/nightly/schedule/run')).status).to.equal(200);
-    userDataDir = await mkdtemp(join(tmpdir(), 'fnhost-chromium-'));
-    context = await chromium.launchPersistentContext(userDataDir, { executablePath: CHROMIUM, headless: true, args: LAUNCH_ARGS, viewport: { width: 1280, height: 900 }, timezoneId: 'Asia/Tokyo', locale: 'en-GB' });
-    context.setDefaultTimeout(30_000);
-    page = context.pages()[0] ?? (await context.newPage());
-    await page.goto(`${gw.adminUrl}/admin/`);
-    await page.getByLabel('Admin token').fill(gw.token);
-    await page.getByRole('button', { name: 'Sign in' }).click();
-    await page.getByRole('heading', { level: 1, name: 'Functions' }).waitFor();
+    // A browser zone that is neither UTC nor the schedule's, so a time shown in the wrong zone shows.
+    ({ page, close: closeBrowser } = await signedInBrowser(gw, { waitMs: 30_000, timezoneId: 'Asia/Tokyo' }));
   });
   after(async () => {
-    await context?.close();
-    if (userDataDir) await rm(userDataDir, { recursive: true, force: true });
+    await closeBrowser?.();
     await gw?.stop();
   });
 
