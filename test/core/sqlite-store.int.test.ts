@@ -141,9 +141,9 @@ describe('SQLite store (file)', () => {
       for (let page = 1; page <= 8; page++) before.push(await first.logs.list(fnId, { status, limit: 20, page }, { type: 'count', count: 250 }, CONTRACT_EPOCH));
     }
     await first.close();
-    // Back to version 1: the bucket table and the error_stack column did not exist yet.
+    // Back to version 1: the bucket table, the error_stack and manual columns and the ledger of scheduled runs did not exist yet.
     const raw = new DatabaseSync(path);
-    raw.exec('DROP TABLE log_buckets; ALTER TABLE logs DROP COLUMN error_stack; PRAGMA user_version = 1');
+    raw.exec('DROP TABLE log_buckets; ALTER TABLE logs DROP COLUMN error_stack; ALTER TABLE logs DROP COLUMN manual; DROP TABLE schedule_runs; PRAGMA user_version = 1');
     raw.close();
     const second = openSqliteStores({ path });
     try {
