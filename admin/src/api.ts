@@ -5,7 +5,7 @@
 // token lives in this module's memory only (never localStorage), and is
 // fetched again from /admin/api/session after a reload.
 
-import type { ApiFunction, ApiRecordedExchange, ApiServerInfo, ApiTestResult } from '@fnhost/core/api.ts';
+import type { ApiFunction, ApiRecordedExchange, ApiScheduleRunResult, ApiScheduleRuns, ApiServerInfo, ApiTestResult } from '@fnhost/core/api.ts';
 import type { ExecutionDetail, FunctionLatency, LatencySummary } from '@fnhost/core/insight.ts';
 import type { ExecutionLog, LogPage, NetworkPolicy, RecordedBody, RequestRecording } from '@fnhost/core/model.ts';
 
@@ -13,6 +13,7 @@ import type { ExecutionLog, LogPage, NetworkPolicy, RecordedBody, RequestRecordi
 export type { ApiFunction, ApiRecordedExchange, ExecutionDetail, FunctionLatency, LatencySummary, LogPage, RecordedBody, RequestRecording };
 export type LogRecord = ExecutionLog;
 export type TestResult = ApiTestResult;
+export type ScheduleRuns = ApiScheduleRuns;
 
 export const CSRF_HEADER = 'x-fnhost-csrf';
 const API = '/admin/api/v1';
@@ -112,6 +113,8 @@ export const api = {
   test: (ref: string) => request<TestResult>('POST', `${fnPath(ref)}/test`, {}),
   setRecording: (ref: string, recording: Partial<RequestRecording>) => request<ApiFunction>('PATCH', fnPath(ref), { record_requests: recording }),
   recordedRequest: (ref: string, logId: string) => request<ApiRecordedExchange>('GET', `${fnPath(ref)}/logs/${encodeURIComponent(logId)}/request`),
+  scheduleRuns: (ref: string, limit = 20) => request<ScheduleRuns>('GET', `${fnPath(ref)}/schedule/runs?limit=${limit}`),
+  runSchedule: (ref: string) => request<ApiScheduleRunResult>('POST', `${fnPath(ref)}/schedule/run`),
   policies: () => request<{ global: NetworkPolicy; functions: Record<string, NetworkPolicy> }>('GET', `${API}/network-policy`),
   putGlobal: (p: NetworkPolicy) => request<NetworkPolicy>('PUT', `${API}/network-policy/global`, p),
   putFunction: (ref: string, p: NetworkPolicy) => request<NetworkPolicy>('PUT', `${API}/network-policy/functions/${encodeURIComponent(ref)}`, p),

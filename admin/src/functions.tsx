@@ -2,6 +2,7 @@ import { useCallback, useEffect, useRef, useState } from 'react';
 import { api, ApiError, type ApiFunction, type LogPage, type LogRecord, type TestResult } from './api.ts';
 import { ExecutionsChart } from './chart.tsx';
 import { ExecutionView, LatencyTable } from './execution.tsx';
+import { ScheduleLedger } from './schedule-runs.tsx';
 import { setQuery, type Navigate } from './navigation.ts';
 import { bucketLogs } from './stats.ts';
 import { formatTime } from './time.ts';
@@ -265,7 +266,7 @@ export function FunctionPage(props: { fnRef: string; navigate: Navigate }) {
       </div>
       {test && (
         <section aria-labelledby="test-h" className="card" aria-live="polite">
-          <h2 id="test-h">Test run</h2>
+          <h2 id="test-h">{'manual' in test ? 'Schedule run (manual)' : 'Test run'}</h2>
           <p>
             Status <StatusBadge code={test.status_code} /> in {test.execution_time_ms} ms{test.error_message ? ': ' : ''}
             {test.error_message ? <ClampedText text={test.error_message} /> : null}
@@ -305,6 +306,22 @@ export function FunctionPage(props: { fnRef: string; navigate: Navigate }) {
         </dl>
       </section>
       <RecordingCard key={fn.updated_at} fn={fn} onSaved={refresh} />
+      {fn.schedule !== null && (
+        <section aria-labelledby="schedule-runs-h" className="card">
+          <h2 id="schedule-runs-h">Scheduled runs</h2>
+          <ScheduleLedger
+            fnRef={fn.function_id}
+            version={version}
+            busy={busy}
+            onRun={() =>
+              void act(async () => {
+                setTest(null);
+                setTest(await api.runSchedule(fn.function_id));
+              })
+            }
+          />
+        </section>
+      )}
       <section aria-labelledby="chart-h" className="card">
         <h2 id="chart-h">Executions over time</h2>
         {chartLogs === null ? <p role="status">Loading…</p> : <ExecutionsChart buckets={bucketLogs(chartLogs)} sample={chartLogs.length} />}

@@ -1,6 +1,7 @@
 import type { RecordedRequest, RecordedResponse, RequestRecording, RetentionPolicy } from './model.ts';
 import type { Change } from './replay-diff.ts';
 import type { FunctionScalingSettings } from './scaling.ts';
+import type { ScheduleRun } from './schedule-ledger.ts';
 
 // The management API's wire shapes (gateway/openapi.yaml), as its clients
 // receive them: the CLI and the admin panel import these instead of each
@@ -94,4 +95,22 @@ export interface ApiReplayResult {
   replayed: RecordedResponse;
   /** null when the record kept no response (the platform answered instead). */
   changes: Change[] | null;
+}
+
+/** `GET /api/v1/functions/{ref}/schedule/runs`: the ledger of scheduled runs. Every time is ISO 8601 UTC. */
+export interface ApiScheduleRuns {
+  function_id: string;
+  schedule: ApiSchedule | null;
+  concurrency_policy: 'forbid';
+  starting_deadline_seconds: number;
+  /** The next planned runs (none while the schedule is disabled or the function inactive). */
+  next_runs: string[];
+  /** Newest planned first. */
+  runs: ScheduleRun[];
+}
+
+/** `POST /api/v1/functions/{ref}/schedule/run`: the run's outcome, as function:test's. */
+export interface ApiScheduleRunResult extends ApiTestResult {
+  trigger: 'schedule';
+  manual: true;
 }

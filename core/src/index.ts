@@ -6,6 +6,7 @@ export * from './status.ts';
 export * from './insight.ts';
 export * from './validation.ts';
 export * from './cron.ts';
+export * from './schedule-ledger.ts';
 export * as limits from './limits.ts';
 export * from './instances.ts';
 export * from './recording.ts';

@@ -120,6 +120,11 @@ export interface ExecutionLog {
   cold_start?: boolean;
   /** How long the call waited for a runtime (ms, part of execution_time_ms). */
   wait_ms?: number;
+  /**
+   * A `schedule` run fired by hand (`function:schedule:run`), not by the
+   * schedule. Present (true) only on such runs.
+   */
+  manual?: true;
 }
 
 export type StatusFilter = 'all' | 'success' | 'error';

@@ -2,6 +2,7 @@ import type { ConsoleOutput, FunctionLatency } from './insight.ts';
 import type {
   ExecutionLog, FunctionRecord, RecordedExchange, LogPage, LogQuery, NetworkPolicy, NetworkPolicyChange, RetentionPolicy,
 } from './model.ts';
+import type { ScheduleRun } from './schedule-ledger.ts';
 
 // The storage seams. One machine implements them on node:sqlite
 // (core/src/store/sqlite/), a cluster on MongoDB (core/src/store/mongo/); in
@@ -286,6 +287,28 @@ export interface InsightStore {
   latency(functionId: string, now: number): Promise<FunctionLatency>;
 }
 
+/** A ledger entry as stored: `expires_at` (ms) is when the function's time retention lets it go, null otherwise. */
+export interface StoredScheduleRun extends ScheduleRun {
+  expires_at: number | null;
+}
+
+/**
+ * The ledger of scheduled runs (core/src/schedule-ledger.ts): one entry per
+ * planned run (ran or missed) and per manual run, bounded per function.
+ */
+export interface ScheduleRunStore {
+  /** Adds an entry, then deletes the function's oldest entries (by planned_at) beyond `keepAtMost`. */
+  add(run: StoredScheduleRun, keepAtMost: number): Promise<void>;
+  /** The function's entries newest first by planned_at (then newest added), at most `limit`, hiding those expired at `now`. */
+  list(functionId: string, limit: number, now: number): Promise<ScheduleRun[]>;
+  /** The newest planned_at (ms) of an entry the schedule planned (manual ones left out), or null. */
+  lastPlanned(functionId: string): Promise<number | null>;
+  /** Physically removes entries expired at `now` (reads already hide them). Returns how many. */
+  sweep(now: number): Promise<number>;
+  /** Removes every entry of a deleted function. */
+  deleteFunction(functionId: string): Promise<number>;
+}
+
 export interface Stores {
   functions: FunctionStore;
   logs: LogStore;
@@ -296,5 +319,6 @@ export interface Stores {
   policies: PolicyStore;
   instances: InstanceStore;
   sessions: SessionStore;
+  scheduleRuns: ScheduleRunStore;
   close(): Promise<void>;
 }

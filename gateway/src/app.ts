@@ -30,6 +30,9 @@ import { LogWriter } from './logs/writer.ts';
 import { Metrics } from './metrics.ts';
 import type { Clock } from '@fnhost/core/clock.ts';
 import { LocalScheduler, systemClock } from './scheduler/local.ts';
+import { ScheduleLedger } from './scheduler/ledger.ts';
+import { fireScheduled, missedRunsAtStart } from './scheduler/runs.ts';
+import { scheduleRunRoutes } from './api/schedule-runs.ts';
 import { sandboxStatus } from './sandbox/fallback.ts';
 import { listenInternal, type InternalListener } from './sandbox/internal-listener.ts';
 import { Sandboxes } from './sandbox/sandbox.ts';
@@ -100,6 +103,8 @@ export interface Platform<E extends Executor = LocalExecutor> {
   functions: FunctionService;
   executor: E;
   scheduler: LocalScheduler;
+  /** The ledger of scheduled runs (gateway/src/scheduler/ledger.ts). */
+  ledger: ScheduleLedger;
   writer: LogWriter;
   /** This gateway's instance in the store, and the count of records lost by dead ones. */
   instances: InstanceTracker;
@@ -163,13 +168,14 @@ export async function startPlatform(options: PlatformOptions): Promise<Platform<
   });
   const executor: Executor & Diagnoser & { readonly running: number } = cluster?.executor ?? local!;
   let functions!: FunctionService;
+  const ledger = new ScheduleLedger({ store: stores.scheduleRuns, logger, startingDeadlineMs: config.scheduleStartingDeadlineSeconds * 1000 });
   const scheduler = new LocalScheduler({
     clock,
     logger,
-    fire: async (functionId) => {
+    fire: (functionId, plannedAt) => fireScheduled({ functions, invoker, ledger }, functionId, plannedAt),
+    missed: (functionId, plannedAt, reason) => {
       const fn = functions.byId(functionId);
-      if (fn === undefined || !fn.active) return;
-      await invoker.run(fn, 'schedule', { method: 'POST', path: '/', headers: { 'content-type': 'application/json', 'content-length': '2' }, body: Buffer.from('{}') });
+      if (fn !== undefined) ledger.missed(fn, plannedAt, reason);
     },
   });
   functions = new FunctionService({
@@ -198,6 +204,8 @@ export async function startPlatform(options: PlatformOptions): Promise<Platform<
   invoker = new Invoker({
     functions, executor, recorder, metrics, logger, trustProxy: config.trustProxy,
     scheduleToken: cluster === undefined ? undefined : (id, token) => cluster.scheduleToken(id, token),
+    now,
+    onScheduleRun: (fn, log, plannedAt) => ledger.ran(fn, log, plannedAt),
   });
   // Cluster mode: several gateway replicas share the policies in MongoDB, so none may cache them.
   const policies = new PolicyCache(stores.policies, { shared: cluster !== undefined });
@@ -222,6 +230,7 @@ export async function startPlatform(options: PlatformOptions): Promise<Platform<
     functionRoutes({ functions, invoker, writer, stores, now, access }),
     executionRoutes({ functions, writer, stores, now, access }),
     replayRoutes({ functions, invoker, writer, stores, now, access, throwaway: executor.throwaway?.bind(executor) }),
+    scheduleRunRoutes({ functions, invoker, ledger, now, access, startingDeadlineSeconds: cluster === undefined ? config.scheduleStartingDeadlineSeconds : undefined }),
     policyRoutes({ policies, functions, now, access }),
     infoRoutes({ mode: cluster === undefined ? 'local' : 'cluster', default_namespace: functions.defaultNamespace, sandbox: sandbox === undefined ? undefined : { enabled: sandbox.enabled, warning: sandbox.warning } }),
   ];
@@ -256,6 +265,9 @@ export async function startPlatform(options: PlatformOptions): Promise<Platform<
   // Registered before the first record; its first look for dead instances runs meanwhile.
   await instances.start();
   // In cluster mode CronJobs fire schedules: the local scheduler stays empty.
+  // The scheduler plans from this instant on; runs planned before it while no gateway ran are caught up once listening.
+  const schedulingFrom = clock.now();
+  const lateRuns = cluster === undefined ? await missedRunsAtStart({ ledger, logger }, functions.all(), schedulingFrom) : [];
   if (cluster === undefined) for (const fn of functions.all()) scheduler.sync(fn, fn.function_id);
 
   listenUrl = await listen(server, config.port, config.host);
@@ -267,6 +279,7 @@ export async function startPlatform(options: PlatformOptions): Promise<Platform<
     throw new ConfigError(`the admin panel's listener (FNHOST_ADMIN_PORT=${config.adminPort}, FNHOST_ADMIN_HOST=${config.adminHost}) cannot listen: ${(err as Error).message}`);
   }
   ready = true;
+  for (const late of lateRuns) scheduler.start(late.functionId, late.plannedAt);
 
   const sweep = async () => {
     const t = now();
@@ -276,6 +289,11 @@ export async function startPlatform(options: PlatformOptions): Promise<Platform<
       } catch (err) {
         logger.error('retention sweep failed', { function_id: fn.function_id, error: (err as Error).message });
       }
+    }
+    try {
+      await stores.scheduleRuns.sweep(t);
+    } catch (err) {
+      logger.error('schedule ledger sweep failed', { error: (err as Error).message });
     }
     try {
       await stores.kv.sweep(t);
@@ -320,6 +338,7 @@ export async function startPlatform(options: PlatformOptions): Promise<Platform<
       await adminStopped;
       // Executions whose connection was cut just now finish (and queue their record) first.
       await invoker.drain(1000);
+      await ledger.flush();
       await writer.close();
       await instances.close();
       await cluster?.close();
@@ -333,7 +352,7 @@ export async function startPlatform(options: PlatformOptions): Promise<Platform<
     return closing;
   };
 
-  return { url: listenUrl, server, app, adminUrl, adminServer, routers: [health, admin.router, ...api, internal], functions, executor, scheduler, writer, instances, invoker, metrics, egress, runtimeToken: (id) => (cluster?.runtimeTokens ?? tokens).tokenFor(id), sweep, close };
+  return { url: listenUrl, server, app, adminUrl, adminServer, routers: [health, admin.router, ...api, internal], functions, executor, scheduler, ledger, writer, instances, invoker, metrics, egress, runtimeToken: (id) => (cluster?.runtimeTokens ?? tokens).tokenFor(id), sweep, close };
 }
 
 /** Unsandboxed runtimes share the gateway's view: they reach the proxy's socket at its own path. */

@@ -1,5 +1,5 @@
 import { resolve } from 'node:path';
-import { FnhostError, limits } from '@fnhost/core';
+import { DEFAULT_STARTING_DEADLINE_SECONDS, FnhostError, limits } from '@fnhost/core';
 import { PlatformRanges } from './policy/match.ts';
 
 // Everything the gateway reads from its environment, parsed once at start.
@@ -62,6 +62,13 @@ export interface GatewayConfig {
    * is dropped, so nothing is stored in either mode.
    */
   consoleCapture: boolean;
+  /**
+   * One machine: a run missed while no gateway was running still starts at
+   * the next start when it is at most this late; older ones are recorded
+   * missed (FNHOST_SCHEDULE_STARTING_DEADLINE_SECONDS; 0: never start late).
+   * Kubernetes' CronJob startingDeadlineSeconds, which the operator sets alike.
+   */
+  scheduleStartingDeadlineSeconds: number;
 }
 
 /** Five minutes: a function called now and then keeps its runtime between calls; one called once a day does not hold memory all day. */
@@ -150,6 +157,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     egressPlatform: platformRanges(env),
     runtimeIdleSeconds: intVar(env, 'FNHOST_RUNTIME_IDLE_SECONDS', DEFAULT_RUNTIME_IDLE_SECONDS, 0, 604_800),
     consoleCapture: onOff(env, 'FNHOST_CONSOLE_CAPTURE', true),
+    scheduleStartingDeadlineSeconds: intVar(env, 'FNHOST_SCHEDULE_STARTING_DEADLINE_SECONDS', DEFAULT_STARTING_DEADLINE_SECONDS, 0, 604_800),
   };
 }
 

@@ -1,7 +1,7 @@
-import type { CounterStore, LogStore } from '@fnhost/core';
+import type { CounterStore, LogStore, ScheduleRunStore } from '@fnhost/core';
 
-// Cleanup outside the cluster when a Function is deleted: its execution logs
-// and its execution counter in the platform's store. The finalizer holds the
+// Cleanup outside the cluster when a Function is deleted: its execution logs,
+// its execution counter and its ledger of scheduled runs in the platform's store. The finalizer holds the
 // Function until this succeeds; a failure is retried with backoff, so a store
 // outage delays a deletion instead of leaving records nobody can reach.
 // main.ts wires NoopLogCleaner until the MongoDB stores exist; then it passes
@@ -21,12 +21,15 @@ export class StoreLogCleaner implements LogCleaner {
   readonly name = 'store';
   readonly #logs: Pick<LogStore, 'deleteFunction'>;
   readonly #counters: Pick<CounterStore, 'delete'>;
-  constructor(logs: Pick<LogStore, 'deleteFunction'>, counters: Pick<CounterStore, 'delete'>) {
+  readonly #scheduleRuns: Pick<ScheduleRunStore, 'deleteFunction'> | undefined;
+  constructor(logs: Pick<LogStore, 'deleteFunction'>, counters: Pick<CounterStore, 'delete'>, scheduleRuns?: Pick<ScheduleRunStore, 'deleteFunction'>) {
     this.#logs = logs;
     this.#counters = counters;
+    this.#scheduleRuns = scheduleRuns;
   }
   async deleteFunctionLogs(functionId: string, _owner: { namespace: string; name: string }): Promise<void> {
     await this.#logs.deleteFunction(functionId);
     await this.#counters.delete(functionId);
+    await this.#scheduleRuns?.deleteFunction(functionId);
   }
 }

@@ -102,7 +102,7 @@ async function main(): Promise<void> {
   if (env.MONGODB_URL) {
     stores = await openMongoStoresPatiently({ url: env.MONGODB_URL, log, onWaiting: (reason) => { waitingFor = reason; } });
     waitingFor = undefined;
-    logCleaner = new StoreLogCleaner(stores.logs, stores.counters);
+    logCleaner = new StoreLogCleaner(stores.logs, stores.counters, stores.scheduleRuns);
   }
   const events = new EventRecorder({ client, clock: systemClock, log, instance: settings.identity });
   const reconciler = new Reconciler({ client, settings, codeChecker: makeCodeChecker(), logCleaner, clock: systemClock, log, events });

@@ -1,10 +1,7 @@
 import { expect } from 'chai';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import type { BrowserContext, Page } from 'playwright-core';
 import { startGateway, type RunningGateway } from '../helpers/platform.ts';
-import { CHROMIUM, LAUNCH_ARGS, apiClient, ensurePanelPrerequisites, until } from './scenarios.ts';
+import { apiClient, ensurePanelPrerequisites, signedInBrowser, until } from './scenarios.ts';
 
 // What a new user met in the panel after the first ten minutes (issue 20,
 // item 8), each in Debian's headless Chromium against a real gateway: long
@@ -20,7 +17,7 @@ describe('admin panel: long input, unsaved changes, confirmations, narrow screen
   let gw: RunningGateway;
   let context: BrowserContext;
   let page: Page;
-  let userDataDir: string;
+  let closeBrowser: (() => Promise<void>) | undefined;
   const ids: Record<string, string> = {};
   const api = (method: string, path: string, body?: unknown) => apiClient(gw)(method, path, body);
   const invoke = async (name: string, query = '') => (await fetch(`${gw.url}/invoke/${ids[name]}${query}`)).status;
@@ -56,19 +53,11 @@ describe('admin panel: long input, unsaved changes, confirmations, narrow screen
     expect(await invoke('slow')).to.equal(200);
     expect(await invoke('slow', '?wait=1')).to.equal(200);
     expect(await invoke('slow')).to.equal(200);
-    userDataDir = await mkdtemp(join(tmpdir(), 'fnhost-chromium-'));
-    context = await chromium.launchPersistentContext(userDataDir, { executablePath: CHROMIUM, headless: true, args: LAUNCH_ARGS, viewport: { width: 1280, height: 900 }, locale: 'en-GB' });
-    context.setDefaultTimeout(WAIT_MS);
-    page = context.pages()[0] ?? (await context.newPage());
-    await page.goto(`${gw.adminUrl}/admin/`);
-    await page.getByLabel('Admin token').fill(gw.token);
-    await page.getByRole('button', { name: 'Sign in' }).click();
-    await page.getByRole('heading', { level: 1, name: 'Functions' }).waitFor();
+    ({ context, page, close: closeBrowser } = await signedInBrowser(gw, { waitMs: WAIT_MS }));
   });
 
   after(async () => {
-    await context?.close();
-    if (userDataDir) await rm(userDataDir, { recursive: true, force: true });
+    await closeBrowser?.();
     await gw?.stop();
   });
 

@@ -58,6 +58,31 @@ export function ensurePanelPrerequisites(): void {
   }
 }
 
+/** A headless Chromium with a profile of its own, signed in to the panel as a user does (the token on the sign-in page), on the functions list. */
+export async function signedInBrowser(gw: PanelGateway, options: { waitMs: number; timezoneId?: string }): Promise<{ context: BrowserContext; page: Page; close(): Promise<void> }> {
+  const userDataDir = await mkdtemp(join(tmpdir(), 'fnhost-chromium-'));
+  const context = await chromium.launchPersistentContext(userDataDir, {
+    executablePath: CHROMIUM, headless: true, args: LAUNCH_ARGS, viewport: { width: 1280, height: 900 }, locale: 'en-GB',
+    ...(options.timezoneId === undefined ? {} : { timezoneId: options.timezoneId }),
+  });
+  const close = async () => {
+    await context.close();
+    await rm(userDataDir, { recursive: true, force: true });
+  };
+  try {
+    context.setDefaultTimeout(options.waitMs);
+    const page = context.pages()[0] ?? (await context.newPage());
+    await page.goto(`${gw.adminUrl}/admin/`);
+    await page.getByLabel('Admin token').fill(gw.token);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('heading', { level: 1, name: 'Functions' }).waitFor();
+    return { context, page, close };
+  } catch (err) {
+    await close();
+    throw err;
+  }
+}
+
 export interface PanelGateway {
   /** The main listener: /invoke and the bearer-token /api/v1. */
   url: string;

@@ -67,8 +67,8 @@ describe('MongoDB store', function () {
       await client.close();
     });
 
-    it('creates the TTL indexes (expireAt, expireAfterSeconds 0) on logs, log buckets, console output, latency buckets, KV and admin sessions, and the listing indexes', async () => {
-      for (const collection of ['logs', 'log_buckets', 'console_output', 'latency_buckets', 'kv', 'admin_sessions']) {
+    it('creates the TTL indexes (expireAt, expireAfterSeconds 0) on logs, log buckets, console output, latency buckets, KV, admin sessions and the schedule ledger, and the listing indexes', async () => {
+      for (const collection of ['logs', 'log_buckets', 'console_output', 'latency_buckets', 'kv', 'admin_sessions', 'schedule_runs']) {
         const ttl = (await db.collection(collection).indexes()).find((index) => index.name === 'ttl_expireAt');
         expect(ttl, collection).to.deep.include({ key: { expireAt: 1 }, expireAfterSeconds: 0 });
       }
@@ -77,6 +77,7 @@ describe('MongoDB store', function () {
         { function_id: 1, executed_at: -1, seq: -1 },
         { function_id: 1, cls: 1, executed_at: -1, seq: -1 },
       ]);
+      expect((await db.collection('schedule_runs').indexes()).map((index) => index.key)).to.deep.include({ function_id: 1, planned_at: -1, _id: -1 });
       const functionIndexes = await db.collection('functions').indexes();
       expect(functionIndexes.find((index) => index.name === 'namespace_name')).to.deep.include({ key: { namespace: 1, name: 1 }, unique: true });
       expect((await db.collection('kv').indexes()).find((index) => index.name === 'ns_key')).to.deep.include({ unique: true });

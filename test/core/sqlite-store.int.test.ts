@@ -141,11 +141,12 @@ describe('SQLite store (file)', () => {
       for (let page = 1; page <= 8; page++) before.push(await first.logs.list(fnId, { status, limit: 20, page }, { type: 'count', count: 250 }, CONTRACT_EPOCH));
     }
     await first.close();
-    // Back to version 1: the bucket table, the error_stack column and the execution insight tables and columns did not exist yet.
+    // Back to version 1: the bucket table, the error_stack and manual columns, the execution insight tables and columns,
+    // the recorded exchanges and the ledger of scheduled runs did not exist yet.
     const raw = new DatabaseSync(path);
-    raw.exec(`DROP TABLE log_buckets; ALTER TABLE logs DROP COLUMN error_stack;
+    raw.exec(`DROP TABLE log_buckets; ALTER TABLE logs DROP COLUMN error_stack; ALTER TABLE logs DROP COLUMN manual;
       DROP INDEX logs_by_id; ALTER TABLE logs DROP COLUMN cold_start; ALTER TABLE logs DROP COLUMN wait_ms;
-      DROP TABLE console_output; DROP TABLE latency_buckets; PRAGMA user_version = 1`);
+      DROP TABLE console_output; DROP TABLE latency_buckets; DROP TABLE log_exchanges; DROP TABLE schedule_runs; PRAGMA user_version = 1`);
     raw.close();
     const second = openSqliteStores({ path });
     try {

@@ -2,7 +2,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { expect } from 'chai';
 import { ConflictError, NotFoundError } from '../../core/src/errors.ts';
 import type { ExecutionLog, FunctionRecord, LogPage, LogQuery, NetworkPolicy, RetentionPolicy, StatusFilter } from '../../core/src/model.ts';
-import type { StoredLog, StoredSession, Stores } from '../../core/src/stores.ts';
+import type { StoredLog, StoredScheduleRun, StoredSession, Stores } from '../../core/src/stores.ts';
 import { describeInsightContract } from './insight-contract.ts';
 
 // The one contract every store implements (core/src/stores.ts), registered as
@@ -846,6 +846,77 @@ export function describeStoreContract(name: string, open: () => Promise<Stores>,
         await stores.sessions.create(tie, 1);
         expect(await stores.sessions.get(tie.idHash, base)).to.deep.equal(tie);
         expect(await stores.sessions.get(made[4]!.idHash, base)).to.equal(null);
+      });
+    });
+    describe('ScheduleRunStore (the ledger of scheduled runs)', () => {
+      const MIN = 60_000;
+      function ran(functionId: string, plannedMs: number, fields: Partial<StoredScheduleRun> = {}): StoredScheduleRun {
+        return {
+          function_id: functionId, planned_at: iso(plannedMs), manual: false, outcome: 'ran', missed_reason: null,
+          log_id: 'log_' + randomUUID().slice(0, 8), status_code: 200, execution_time_ms: 12, started_at: iso(plannedMs + 1500), lag_ms: 1500,
+          expires_at: null, ...fields,
+        };
+      }
+      function missed(functionId: string, plannedMs: number, reason: StoredScheduleRun['missed_reason']): StoredScheduleRun {
+        return { ...ran(functionId, plannedMs), outcome: 'missed', missed_reason: reason, log_id: null, status_code: null, execution_time_ms: null, started_at: null, lag_ms: null };
+      }
+      const strip = ({ expires_at: _e, ...run }: StoredScheduleRun) => run;
+
+      it('lists entries newest first by planned time with their record, lag, or missed reason, as written', async () => {
+        const fnId = randomUUID();
+        const a = ran(fnId, CONTRACT_EPOCH + 1 * MIN);
+        const b = missed(fnId, CONTRACT_EPOCH + 2 * MIN, 'previous_running');
+        const c = missed(fnId, CONTRACT_EPOCH + 3 * MIN, 'platform_down');
+        const manual = ran(fnId, CONTRACT_EPOCH + 3 * MIN + 5000, { manual: true, started_at: iso(CONTRACT_EPOCH + 3 * MIN + 5000), lag_ms: 0, status_code: 500, execution_time_ms: 3 });
+        // Written out of order: the listing orders by planned time.
+        for (const run of [c, a, manual, b]) await stores.scheduleRuns.add(run, 100);
+        await stores.scheduleRuns.add(ran(randomUUID(), CONTRACT_EPOCH), 100);
+        expect(await stores.scheduleRuns.list(fnId, 10, CONTRACT_EPOCH)).to.deep.equal([manual, c, b, a].map(strip));
+        expect(await stores.scheduleRuns.list(fnId, 2, CONTRACT_EPOCH)).to.deep.equal([manual, c].map(strip));
+        expect(await stores.scheduleRuns.list(randomUUID(), 10, CONTRACT_EPOCH)).to.deep.equal([]);
+      });
+
+      it('knows the newest planned time the schedule accounted for, manual runs left out', async () => {
+        const fnId = randomUUID();
+        expect(await stores.scheduleRuns.lastPlanned(fnId)).to.equal(null);
+        await stores.scheduleRuns.add(missed(fnId, CONTRACT_EPOCH + 2 * MIN, 'platform_down'), 100);
+        await stores.scheduleRuns.add(ran(fnId, CONTRACT_EPOCH + 1 * MIN), 100);
+        await stores.scheduleRuns.add(ran(fnId, CONTRACT_EPOCH + 9 * MIN, { manual: true }), 100);
+        expect(await stores.scheduleRuns.lastPlanned(fnId)).to.equal(CONTRACT_EPOCH + 2 * MIN);
+      });
+
+      it('keeps at most keepAtMost entries per function, the newest planned', async () => {
+        const fnId = randomUUID();
+        const other = randomUUID();
+        await stores.scheduleRuns.add(ran(other, CONTRACT_EPOCH), 3);
+        for (let i = 0; i < 6; i++) await stores.scheduleRuns.add(ran(fnId, CONTRACT_EPOCH + i * MIN), 3);
+        const kept = await stores.scheduleRuns.list(fnId, 10, CONTRACT_EPOCH);
+        expect(kept.map((r) => r.planned_at)).to.deep.equal([5, 4, 3].map((i) => iso(CONTRACT_EPOCH + i * MIN)));
+        expect(await stores.scheduleRuns.list(other, 10, CONTRACT_EPOCH)).to.have.length(1);
+      });
+
+      it("hides entries past their expiry at once, sweep removes them, and a deleted function's entries go", async () => {
+        const fnId = randomUUID();
+        await stores.scheduleRuns.add(ran(fnId, CONTRACT_EPOCH, { expires_at: CONTRACT_EPOCH + DAY }), 100);
+        await stores.scheduleRuns.add(ran(fnId, CONTRACT_EPOCH + MIN, { expires_at: CONTRACT_EPOCH + 3 * DAY }), 100);
+        await stores.scheduleRuns.add(ran(fnId, CONTRACT_EPOCH + 2 * MIN), 100);
+        expect(await stores.scheduleRuns.list(fnId, 10, CONTRACT_EPOCH + 2 * DAY)).to.have.length(2);
+        expectDeleted(await stores.scheduleRuns.sweep(CONTRACT_EPOCH + 2 * DAY), 1);
+        expect(await stores.scheduleRuns.list(fnId, 10, CONTRACT_EPOCH)).to.have.length(2);
+        expect(await stores.scheduleRuns.deleteFunction(fnId)).to.equal(2);
+        expect(await stores.scheduleRuns.list(fnId, 10, CONTRACT_EPOCH)).to.deep.equal([]);
+      });
+    });
+
+    describe('LogStore: a manual schedule run', () => {
+      it('keeps the manual mark of a record, and no mark on others', async () => {
+        const fnId = randomUUID();
+        const marked = log(fnId, CONTRACT_EPOCH + 1000, { trigger: 'schedule', manual: true });
+        const plain = log(fnId, CONTRACT_EPOCH, { trigger: 'schedule' });
+        await stores.logs.insert([plain, marked]);
+        const page = await stores.logs.list(fnId, query(), NONE, CONTRACT_EPOCH);
+        expect(page.logs).to.deep.equal([stripExpiry(marked), stripExpiry(plain)]);
+        expect(page.logs[1]).to.not.have.property('manual');
       });
     });
   });

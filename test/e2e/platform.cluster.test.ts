@@ -400,7 +400,7 @@ export default async function handler(req, res) {
     expect(JSON.parse(test.stdout)).to.include({ status_code: 200 });
   });
 
-  it('function:schedule:set creates the CronJob, and within about two minutes a record with trigger schedule appears', async function () {
+  it('function:schedule:set creates the CronJob, and within about two minutes a record with trigger schedule appears, entered in the ledger of scheduled runs', async function () {
     this.timeout(300_000);
     const set = await cli(['function:schedule:set', 'hello', '--cron', '* * * * *']);
     expect(set.code, set.stderr).to.equal(0);
@@ -417,6 +417,22 @@ export default async function handler(req, res) {
     expect(scheduled.status_code).to.equal(200);
     // The job's pod exits 0 once the gateway answered 2xx: the Job shows it (kubectl get jobs).
     await waitFor('the scheduled Job to succeed', async () => (await getJson(['get', 'jobs', '-n', nsA])).items.some((j: any) => j.status.succeeded === 1), 60_000, 1000);
+    // The run is in the ledger of scheduled runs, linked to its record, at the whole minute the CronJob planned it for
+    // (the job sends it, from its Job's name); a run fired by hand goes through the gateway and is marked manual.
+    const ledgerWith = (logId: unknown) => waitFor(`ledger entry of ${String(logId)}`, async () => {
+      const r = await cli(['function:schedule:runs', 'hello', '--output', 'json']);
+      if (r.code !== 0) return null;
+      return (JSON.parse(r.stdout).runs as any[]).find((x) => x.log_id === logId) ?? null;
+    }, 30_000, 500);
+    const entry = await ledgerWith(scheduled.id);
+    expect(entry).to.include({ outcome: 'ran', manual: false, status_code: 200, missed_reason: null });
+    expect(entry.planned_at).to.match(/:00\.000Z$/);
+    expect(entry.lag_ms).to.be.within(0, 120_000);
+    const fired = await cli(['function:schedule:run', 'hello', '--output', 'json']);
+    expect(fired.code, fired.stderr).to.equal(0);
+    const manual = JSON.parse(fired.stdout);
+    expect(manual).to.include({ trigger: 'schedule', manual: true, status_code: 200 });
+    expect(await ledgerWith(manual.log_id)).to.include({ outcome: 'ran', manual: true, lag_ms: 0 });
     expect((await cli(['function:schedule:disable', 'hello'])).code).to.equal(0);
     await waitFor('the CronJob suspended', async () => (await getJson(['get', 'cronjob', 'fn-hello-cron', '-n', nsA])).spec.suspend === true, 60_000, 1000);
   });

@@ -8,6 +8,7 @@ import { startPlatform, type Platform } from '../../gateway/src/app.ts';
 import { silentLogger } from '../../gateway/src/log.ts';
 import { loadSandboxSettings } from '../../gateway/src/sandbox/settings.ts';
 import type { Clock } from '@fnhost/core/clock.ts';
+import type { Stores } from '@fnhost/core';
 import { pollUntil } from '../helpers/wait.ts';
 
 // An in-process gateway on port 0 with a real SQLite file and real runtime
@@ -29,10 +30,20 @@ export interface Harness {
   close(): Promise<void>;
 }
 
-export async function startHarness(options: { clock?: Clock; env?: Record<string, string> } = {}): Promise<Harness> {
-  const dataDir = await mkdtemp(join(tmpdir(), 'fnhost-gwtest-'));
+export interface HarnessOptions {
+  clock?: Clock;
+  env?: Record<string, string>;
+  /** Reuse this data folder (a restart); it is then kept at close. A fresh one, removed at close, otherwise. */
+  dataDir?: string;
+  /** Other stores than the data folder's SQLite file (MongoDB). */
+  openStores?: () => Promise<Stores>;
+}
+
+export async function startHarness(options: HarnessOptions = {}): Promise<Harness> {
+  const ownDir = options.dataDir === undefined;
+  const dataDir = options.dataDir ?? (await mkdtemp(join(tmpdir(), 'fnhost-gwtest-')));
   const config = loadConfig({ PORT: '0', FNHOST_DATA_DIR: dataDir, FNHOST_SHUTDOWN_GRACE_MS: '3000', ...options.env });
-  const stores = openSqliteStores({ path: join(dataDir, 'fnhost.db') });
+  const stores = options.openStores !== undefined ? await options.openStores() : openSqliteStores({ path: join(dataDir, 'fnhost.db') });
   const platform = await startPlatform({
     config,
     stores,
@@ -78,7 +89,7 @@ export async function startHarness(options: { clock?: Clock; env?: Record<string
     },
     async close() {
       await platform.close();
-      await rm(dataDir, { recursive: true, force: true });
+      if (ownDir) await rm(dataDir, { recursive: true, force: true });
     },
   };
 }

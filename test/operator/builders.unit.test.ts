@@ -204,6 +204,8 @@ describe('operator builders', () => {
     expect(c.env.some((v: any) => v.valueFrom?.secretKeyRef)).to.equal(false);
     expect(c.env).to.deep.include({ name: 'FNHOST_SCHEDULE_TOKEN_FILE', value: `/fnhost/schedule/${SCHEDULE_TOKEN_KEY}` });
     expect(c.volumeMounts).to.deep.equal([{ name: 'schedule-token', mountPath: '/fnhost/schedule', readOnly: true }]);
+    // The Job's name (after its scheduled minute), for the planned time the gateway's ledger enters.
+    expect(c.env).to.deep.include({ name: 'FNHOST_JOB_NAME', valueFrom: { fieldRef: { fieldPath: "metadata.labels['batch.kubernetes.io/job-name']" } } });
     expect(pod.volumes).to.deep.equal([{ name: 'schedule-token', secret: { secretName: 'fn-hello-tokens', items: [{ key: SCHEDULE_TOKEN_KEY, path: SCHEDULE_TOKEN_KEY }], defaultMode: 0o440 } }]);
     expect(pod.securityContext).to.include({ runAsUser: 10001, fsGroup: 10001 });
     expect(c.resources.limits).to.deep.equal({ cpu: '1', memory: '96Mi' });

@@ -19,6 +19,8 @@ import type {
   ApiRecordedExchange,
   ApiReplayResult,
   LogPage,
+  ScheduleRunResult,
+  ScheduleRuns,
   TestRequest,
   TestResult,
   UpdateFunctionBody,
@@ -173,6 +175,15 @@ export class ApiClient {
   /** Runs the function: waits as long as it may run (`timeoutMs`). */
   replay(ref: string, logId: string, code: string | undefined, timeoutMs?: number): Promise<ApiReplayResult> {
     return this.#json('POST', fnPath(ref, `/logs/${encodeURIComponent(logId)}/replay`), code === undefined ? {} : { code }, { ref, timeoutMs });
+  }
+
+  scheduleRuns(ref: string, limit: number): Promise<ScheduleRuns> {
+    return this.#json('GET', `${fnPath(ref, '/schedule/runs')}?limit=${limit}`, undefined, { ref });
+  }
+
+  /** Fires the schedule now; waits as long as the function may run (`timeoutMs`). */
+  runSchedule(ref: string, timeoutMs?: number): Promise<ScheduleRunResult> {
+    return this.#json('POST', fnPath(ref, '/schedule/run'), undefined, { ref, timeoutMs });
   }
 
   listLogs(ref: string, query: LogQuery): Promise<LogPage> {

@@ -34,6 +34,6 @@ export interface TestRequest {
   body?: unknown;
 }
 
-export type { ApiTestResult as TestResult } from '@fnhost/core/api.ts';
+export type { ApiTestResult as TestResult, ApiScheduleRuns as ScheduleRuns, ApiScheduleRunResult as ScheduleRunResult } from '@fnhost/core/api.ts';
 
 export type { ExecutionLog, LogPage, RetentionPolicy };

@@ -9,6 +9,7 @@ import type { FunctionService } from '../functions/service.ts';
 import type { Invoker } from '../invoke/proxy.ts';
 import type { LogWriter } from '../logs/writer.ts';
 import { readJson } from './body.ts';
+import { runResultBody } from './run-result.ts';
 
 // /api/v1/functions: the function resource, its logs and its test run. Every
 // route asks the access control first (access/control.ts: the namespace rule,
@@ -202,25 +203,7 @@ export function functionRoutes(deps: FunctionRoutesDeps): Router {
   router.post('/:ref/test', async (ctx) => {
     const fn = await target(ctx, 'create', 'test');
     const request = parseTestRequest(await readJson(ctx, limits.MAX_API_BODY_BYTES));
-    const result = await invoker.run(fn, 'test', request);
-    const type = result.headers['content-type'];
-    let body: unknown = result.body.toString('utf8');
-    if (typeof type === 'string' && /json/i.test(type) && !result.truncated) {
-      try {
-        body = JSON.parse(body as string);
-      } catch {
-        // keep the text
-      }
-    }
-    ctx.body = {
-      log_id: result.log_id,
-      status_code: result.status_code,
-      execution_time_ms: result.execution_time_ms,
-      error_message: result.error_message,
-      headers: result.headers,
-      body,
-      ...(result.truncated ? { body_truncated: true } : {}),
-    };
+    ctx.body = runResultBody(await invoker.run(fn, 'test', request));
   });
 
   router.get('/:ref/logs', async (ctx) => {

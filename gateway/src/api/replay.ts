@@ -89,7 +89,7 @@ export function replayRoutes(deps: ReplayRoutesDeps): Router {
     let result;
     try {
       if (code !== undefined) runtime = await deps.throwaway!(target);
-      result = await invoker.run(target, 'replay', run, runtime?.upstream);
+      result = await invoker.run(target, 'replay', run, { pinned: runtime?.upstream });
     } finally {
       await runtime?.discard();
     }

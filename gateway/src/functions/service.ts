@@ -348,6 +348,7 @@ export class FunctionService {
       await this.#o.executor.sync(fn.function_id, null);
       await this.#o.stores.logs.deleteFunction(fn.function_id);
       await this.#o.stores.counters.delete(fn.function_id);
+      await this.#o.stores.scheduleRuns.deleteFunction(fn.function_id);
       await this.#o.stores.kv.deleteNamespace(fn.function_id);
       const policy = await this.#o.stores.policies.get(fn.function_id);
       if (policy !== null) await this.#o.stores.policies.set(fn.function_id, null, 'system (function deleted)', this.#o.now());

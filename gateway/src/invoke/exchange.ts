@@ -47,6 +47,19 @@ export interface Exchange {
    * runtime, never to the function's serving one, and is not retried elsewhere.
    */
   pinned: Upstream | undefined;
+  /** A schedule run for the ledger: the time it was planned for, or null when fired by hand (`manual`). */
+  scheduled: ScheduledFor | undefined;
+}
+
+/** Which planned run of a schedule an execution is: plannedAt null means fired by hand. */
+export interface ScheduledFor {
+  plannedAt: number | null;
+}
+
+/** How a run outside HTTP is sent: to a pinned runtime (replay --code), as a planned schedule run (the ledger). */
+export interface RunOptions {
+  pinned?: Upstream;
+  scheduled?: ScheduledFor;
 }
 
 /** The send path as ./run.ts uses it: begin an execution, send it, write its one record. */

@@ -13,7 +13,8 @@ import { FunctionInactiveError, FunctionOutOfMemoryError, FunctionTimeoutError, 
 import { CAPTURE_LIMIT, collect, drainRequest, messageFrom500, readBody } from './bodies.ts';
 import { decodeURIComponentSafe, headersToCaller, headersToFunction } from './headers.ts';
 import { errorStackOf } from './error-stack.ts';
-import type { Exchange, ExecutionPath, RunRequest, RunResult } from './exchange.ts';
+import type { Exchange, ExecutionPath, RunOptions, RunRequest, RunResult, ScheduledFor } from './exchange.ts';
+import { scheduleTriggerOf } from './schedule-trigger.ts';
 import { runOutsideHttp } from './run.ts';
 import { RuntimeUnavailableError } from '../executor/local.ts';
 import { fastLogId } from './ids.ts';
@@ -76,12 +77,16 @@ export interface InvokerOptions {
    * Cluster mode: checks the `x-fnhost-schedule-token` a CronJob's pod sends.
    * A valid token makes the call a scheduled run (trigger `schedule`); a wrong
    * one is refused with 401. Unset (one machine): the header is dropped like
-   * any caller-sent `x-fnhost-*` header.
+   * any caller-sent `x-fnhost-*` header (./schedule-trigger.ts).
    */
   scheduleToken?: (functionId: string, token: string) => boolean;
+  /** The clock runs outside HTTP (schedule, test) take their start time from, so a scheduled run's lag is on the scheduler's clock (injected in tests); Date.now by default. */
+  now?: () => number;
+  /** Every recorded schedule run (the ledger, gateway/src/scheduler/ledger.ts); plannedAt null: fired by hand. */
+  onScheduleRun?: (fn: FunctionRecord, log: ExecutionLog, plannedAt: number | null) => void;
 }
 
-export const SCHEDULE_TOKEN_HEADER = 'x-fnhost-schedule-token';
+export { SCHEDULE_TOKEN_HEADER } from './schedule-trigger.ts';
 
 export class Invoker {
   readonly #o: InvokerOptions;
@@ -95,7 +100,7 @@ export class Invoker {
   /** What ./run.ts needs of the send path, without making it public on Invoker. */
   readonly #path: ExecutionPath = {
     begin: (fn, trigger, pinned) => {
-      const ex = this.#begin(fn, trigger, performance.now(), Date.now());
+      const ex = this.#begin(fn, trigger, performance.now(), this.#o.now?.() ?? Date.now());
       ex.pinned = pinned;
       this.#o.recorder.begin?.();
       return ex;
@@ -158,15 +163,13 @@ export class Invoker {
       writeError(res, new FunctionInactiveError(fn.name));
       return;
     }
-    let trigger: Trigger = 'http';
-    const scheduleToken = req.headers[SCHEDULE_TOKEN_HEADER];
-    if (scheduleToken !== undefined && this.#o.scheduleToken !== undefined) {
-      if (typeof scheduleToken !== 'string' || !this.#o.scheduleToken(fn.function_id, scheduleToken)) {
-        drainRequest(req);
-        writeError(res, new UnauthorizedError('the scheduled-trigger token is wrong'), { 'www-authenticate': 'Bearer realm="fnhost"' });
-        return;
-      }
-      trigger = 'schedule';
+    let scheduled: { trigger: Trigger; plannedAt?: number };
+    try {
+      scheduled = scheduleTriggerOf(req.headers, fn, this.#o.scheduleToken, executedAt);
+    } catch (err) {
+      drainRequest(req);
+      writeError(res, err as UnauthorizedError, { 'www-authenticate': 'Bearer realm="fnhost"' });
+      return;
     }
     const declared = req.headers['content-length'];
     if (declared !== undefined && Number(declared) > limits.MAX_INVOKE_BODY_BYTES) {
@@ -174,7 +177,8 @@ export class Invoker {
       req.destroy();
       return;
     }
-    const ex = this.#begin(fn, trigger, startedAt, executedAt);
+    const ex = this.#begin(fn, scheduled.trigger, startedAt, executedAt);
+    if (scheduled.plannedAt !== undefined) ex.scheduled = { plannedAt: scheduled.plannedAt };
     const hasBody = declared !== undefined ? declared !== '0' : req.headers['transfer-encoding'] !== undefined;
     if (!hasBody) {
       this.#forward(ex, req, res, path, null);
@@ -203,7 +207,7 @@ export class Invoker {
     this.#o.executor.callStarted?.(fn.function_id);
     return {
       fn, trigger, logId: fastLogId(), startedAt, executedAt, deadline: 0, timedOut: false, origin: undefined, logged: false, errorStack: undefined, coldStart: false, waitMs: 0,
-      recording: startRecording(fn), pinned: undefined,
+      recording: startRecording(fn), pinned: undefined, scheduled: undefined,
     };
   }
 
@@ -420,12 +424,14 @@ export class Invoker {
         trigger: ex.trigger,
         cold_start: ex.coldStart,
         wait_ms: Math.round(ex.waitMs),
+        ...(ex.scheduled?.plannedAt === null ? { manual: true as const } : {}),
       };
       const exchange = recordedExchange(ex.recording);
       this.#o.metrics.observe(ex.trigger, statusCode, ms);
       if (ex.coldStart) this.#o.metrics.coldStarts++;
       const queued = this.#o.recorder.record(exchange === undefined ? log : { ...log, exchange }, ex.fn.retention);
       if (queued !== undefined) queued.catch((err: unknown) => this.#o.logger.error('recording an execution failed', { error: (err as Error).message }));
+      if (ex.scheduled !== undefined) this.#o.onScheduleRun?.(ex.fn, log, ex.scheduled.plannedAt);
     }
     this.#o.executor.callEnded?.(ex.fn.function_id);
     if (--this.#inflight === 0 && this.#idleWaiters.length > 0) {
@@ -439,7 +445,7 @@ export class Invoker {
    * One execution outside of an HTTP call (schedule, test), through the same
    * send path and the same log record (./run.ts).
    */
-  run(fn: FunctionRecord, trigger: Trigger, request: RunRequest, pinned?: Upstream): Promise<RunResult> {
-    return runOutsideHttp(this.#path, fn, trigger, request, pinned);
+  run(fn: FunctionRecord, trigger: Trigger, request: RunRequest, options: RunOptions = {}): Promise<RunResult> {
+    return runOutsideHttp(this.#path, fn, trigger, request, options);
   }
 }

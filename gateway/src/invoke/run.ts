@@ -5,7 +5,7 @@ import { RuntimeUnavailableError } from '../executor/local.ts';
 import { CAPTURE_LIMIT, collect, messageFrom500 } from './bodies.ts';
 import { FunctionInactiveError, FunctionTimeoutError, recordText, runtimeEndedCall } from './errors.ts';
 import { errorStackOf } from './error-stack.ts';
-import type { ExecutionPath, RunRequest, RunResult } from './exchange.ts';
+import type { ExecutionPath, RunOptions, RunRequest, RunResult, ScheduledFor } from './exchange.ts';
 import { InvalidResponseError, unreadableFraming } from './upstream-answer.ts';
 import { decodeURIComponentSafe, headersToCaller, headersToFunction, lowerCaseNames } from './headers.ts';
 
@@ -15,10 +15,11 @@ import { decodeURIComponentSafe, headersToCaller, headersToFunction, lowerCaseNa
 // the headers and up to CAPTURE_LIMIT of the body. An inactive function is
 // refused before anything begins, as /invoke refuses it: no record.
 
-export async function runOutsideHttp(path: ExecutionPath, fn: FunctionRecord, trigger: Trigger, request: RunRequest, pinned?: Upstream): Promise<RunResult> {
+export async function runOutsideHttp(path: ExecutionPath, fn: FunctionRecord, trigger: Trigger, request: RunRequest, options: RunOptions = {}): Promise<RunResult> {
   // Refused before it begins, as an HTTP call is: no execution, so no record.
   if (!fn.active) throw new FunctionInactiveError(fn.name);
-  const ex = path.begin(fn, trigger, pinned);
+  const ex = path.begin(fn, trigger, options.pinned);
+  ex.scheduled = options.scheduled;
   if (ex.recording !== undefined) noteRequest(ex.recording, request.method, request.path, lowerCaseNames(request.headers), request.body);
   const headers = headersToFunction(lowerCaseNames(request.headers), { remoteAddress: '127.0.0.1', trustProxy: false, executionId: ex.logId, trigger });
   let status: number;

@@ -1,13 +1,18 @@
-import { nextFireTime, type FunctionRecord } from '@fnhost/core';
+import { nextFireTime, type FunctionRecord, type MissedReason } from '@fnhost/core';
 import type { Clock } from '@fnhost/core/clock.ts';
 import type { Logger } from '../log.ts';
 
-// Runs each enabled schedule of an active function at its next fire time
-// (core/src/cron.ts, 5 fields, the schedule's time zone, UTC by default).
-// One timer is armed for the earliest fire; the clock is injected so a test
-// can move time forward and drive a `* * * * *` schedule in milliseconds.
-// A fire that finds the previous run of the same function still going is
-// not skipped: runs may overlap, as with an HTTP call.
+// Runs each enabled schedule at its next fire time (core/src/cron.ts, 5
+// fields, the schedule's time zone, UTC by default), passing the planned
+// time on, so the run's ledger entry says how late it started. One timer is
+// armed for the earliest fire; the clock is injected so a test can move time
+// forward and drive a `* * * * *` schedule in milliseconds.
+//
+// Concurrency policy `forbid` (as the operator's CronJobs): a fire that finds
+// the previous scheduled run of the same function still going does not start;
+// it is reported missed (`previous_running`). Manual runs are not counted.
+// An inactive function's schedule keeps its entry: whoever fires decides (the
+// gateway records such a fire as missed, `function_inactive`).
 
 // The clock contract is core's (core/src/clock.ts), shared with the operator;
 // this systemClock's timers are not unref'd.
@@ -23,8 +28,10 @@ const MAX_SLEEP_MS = 60_000;
 
 export interface SchedulerOptions {
   clock: Clock;
-  /** Runs the function once with trigger `schedule` (the same path as an HTTP call). */
-  fire: (functionId: string) => Promise<unknown>;
+  /** Runs the function once with trigger `schedule` for the run planned at `plannedAt` (the same path as an HTTP call). */
+  fire: (functionId: string, plannedAt: number) => Promise<unknown>;
+  /** A planned run that did not start. */
+  missed: (functionId: string, plannedAt: number, reason: MissedReason) => void;
   logger: Logger;
 }
 
@@ -37,6 +44,8 @@ interface Entry {
 export class LocalScheduler {
   readonly #o: SchedulerOptions;
   readonly #entries = new Map<string, Entry>();
+  /** Functions whose scheduled run is going now. */
+  readonly #running = new Set<string>();
   #timer: unknown = undefined;
   #armedFor = Infinity;
   #stopped = false;
@@ -52,7 +61,7 @@ export class LocalScheduler {
 
   sync(fn: FunctionRecord | null, functionId: string): void {
     const schedule = fn?.schedule;
-    if (fn === null || !fn.active || schedule == null || !schedule.enabled) {
+    if (fn === null || schedule == null || !schedule.enabled) {
       this.#entries.delete(functionId);
       this.#arm();
       return;
@@ -85,11 +94,24 @@ export class LocalScheduler {
     const now = this.#o.clock.now();
     for (const [id, e] of this.#entries) {
       if (e.next > now) continue;
+      const planned = e.next;
       e.next = nextFireTime(e.cron, e.timezone, now);
-      this.fires++;
-      this.#o.fire(id).catch((err: unknown) => this.#o.logger.error('scheduled run failed', { function_id: id, error: (err as Error).message }));
+      this.start(id, planned);
     }
     this.#arm();
+  }
+
+  /** Starts the run planned at `plannedAt` now (a tick, or a late start after an outage), unless the previous one is going. */
+  start(functionId: string, plannedAt: number): void {
+    if (this.#running.has(functionId)) {
+      this.#o.missed(functionId, plannedAt, 'previous_running');
+      return;
+    }
+    this.fires++;
+    this.#running.add(functionId);
+    this.#o.fire(functionId, plannedAt)
+      .catch((err: unknown) => this.#o.logger.error('scheduled run failed', { function_id: functionId, error: (err as Error).message }))
+      .finally(() => this.#running.delete(functionId));
   }
 
   stop(): void {

@@ -6,18 +6,31 @@ import { SCHEDULE_TOKEN_KEY } from './secret.ts';
 
 /** The header the gateway checks to accept a scheduled trigger (docs/operator.md). */
 export const SCHEDULE_TOKEN_HEADER = 'x-fnhost-schedule-token';
+/** The planned time of the run (ISO 8601), for the gateway's ledger of scheduled runs (docs/operator.md). */
+export const SCHEDULED_TIME_HEADER = 'x-fnhost-scheduled-time';
+/**
+ * The pod label holding its Job's name. The CronJob controller names each Job
+ * `<cronjob>-<scheduled time in minutes since the epoch>`, so the job knows
+ * which planned run it is without reading the API server.
+ */
+export const JOB_NAME_LABEL = 'batch.kubernetes.io/job-name';
 
 // The job's whole program, run by the runtime image's own node: no extra image.
 // It calls the gateway (so the run is logged like any other), prints the
 // outcome, and fails the Job when the gateway or the function did not answer 2xx.
 // The schedule token is a file of the Secret (FNHOST_SCHEDULE_TOKEN_FILE), never an environment variable.
+// The planned time comes from the Job's name (FNHOST_JOB_NAME, JOB_NAME_LABEL); a name
+// without it (a Job made by hand) sends none, and the gateway takes the newest planned time.
 export const INVOKE_SCRIPT = [
   "const url = process.env.FNHOST_INVOKE_URL;",
   "const timeout = Number(process.env.FNHOST_INVOKE_TIMEOUT_MS);",
+  "const minute = /-(\\d{1,12})$/.exec(process.env.FNHOST_JOB_NAME || '');",
   "let token;",
   "try { token = require('node:fs').readFileSync(process.env.FNHOST_SCHEDULE_TOKEN_FILE, 'utf8').trim(); }",
   "catch (err) { console.error(JSON.stringify({ msg: 'scheduled invocation failed', url, error: 'cannot read FNHOST_SCHEDULE_TOKEN_FILE (' + (err && err.code) + ')' })); process.exit(1); }",
-  "fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', 'x-fnhost-schedule-token': token }, body: '{}', signal: AbortSignal.timeout(timeout) })",
+  "const headers = { 'content-type': 'application/json', 'x-fnhost-schedule-token': token };",
+  "if (minute) headers['x-fnhost-scheduled-time'] = new Date(Number(minute[1]) * 60000).toISOString();",
+  "fetch(url, { method: 'POST', headers, body: '{}', signal: AbortSignal.timeout(timeout) })",
   "  .then(async (res) => { const body = (await res.text()).slice(0, 500); console.log(JSON.stringify({ msg: 'scheduled invocation', url, status: res.status, body })); process.exitCode = res.ok ? 0 : 1; })",
   "  .catch((err) => { console.error(JSON.stringify({ msg: 'scheduled invocation failed', url, error: String(err && err.message || err) })); process.exitCode = 1; });",
 ].join('\n');
@@ -72,6 +85,7 @@ export function cronJobFor(fn: FunctionResource, settings: Settings): KubeObject
                     { name: 'FNHOST_INVOKE_URL', value: invokeUrl },
                     { name: 'FNHOST_INVOKE_TIMEOUT_MS', value: String((e.timeoutSeconds + 30) * 1000) },
                     { name: 'FNHOST_SCHEDULE_TOKEN_FILE', value: `${SCHEDULE_TOKEN_DIR}/${SCHEDULE_TOKEN_KEY}` },
+                    { name: 'FNHOST_JOB_NAME', valueFrom: { fieldRef: { fieldPath: `metadata.labels['${JOB_NAME_LABEL}']` } } },
                   ],
                   resources: { requests: { cpu: '10m', memory: '96Mi' }, limits: { cpu: settings.cpuLimit, memory: '96Mi' } },
                   securityContext: containerSecurityContext(),

@@ -45,9 +45,12 @@ export class TmuxSession {
     return (await run('tmux', ['-L', this.#socket, ...args])).stdout;
   }
 
-  /** The visible screen as text, trailing blanks trimmed; with `escapes`, colours kept as SGR sequences. */
-  async screen(options: { escapes?: boolean } = {}): Promise<string> {
-    return (await this.#tmux('capture-pane', '-p', ...(options.escapes ? ['-e'] : []), '-t', 'main')).replace(/\s+$/, '');
+  /**
+   * The visible screen as text, trailing blanks trimmed; with `escapes`, colours kept as SGR sequences;
+   * with `history`, the lines scrolled off the top too (a one-shot command's whole output).
+   */
+  async screen(options: { escapes?: boolean; history?: boolean } = {}): Promise<string> {
+    return (await this.#tmux('capture-pane', '-p', ...(options.escapes ? ['-e'] : []), ...(options.history ? ['-S', '-'] : []), '-t', 'main')).replace(/\s+$/, '');
   }
 
   async sendKeys(...keys: string[]): Promise<void> {

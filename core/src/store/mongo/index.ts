@@ -7,6 +7,7 @@ import { ensureInstanceIndexes, MongoInstanceStore } from './instances.ts';
 import { ensureLogIndexes, MongoLogStore } from './logs.ts';
 import { ensureInsightIndexes, MongoInsightStore } from './insight.ts';
 import { ensureRecordIndexes, MongoCounterStore, MongoFunctionStore, MongoKvStore, MongoPolicyStore } from './records.ts';
+import { ensureScheduleRunIndexes, MongoScheduleRunStore } from './schedule-runs.ts';
 import { ensureSessionIndexes, MongoSessionStore } from './sessions.ts';
 import { DEFAULT_RETRY, runWithRetry, type RetryOptions } from './retry.ts';
 
@@ -51,6 +52,7 @@ export async function openMongoStores(options: MongoStoreOptions): Promise<Store
       await ensureRecordIndexes(db);
       await ensureInstanceIndexes(db);
       await ensureSessionIndexes(db);
+      await ensureScheduleRunIndexes(db);
     }, retry);
   } catch (err) {
     await client.close().catch(() => {});
@@ -67,6 +69,7 @@ export async function openMongoStores(options: MongoStoreOptions): Promise<Store
     policies: new MongoPolicyStore(db, ctx),
     instances: new MongoInstanceStore(db, ctx),
     sessions: new MongoSessionStore(db, ctx),
+    scheduleRuns: new MongoScheduleRunStore(db, ctx),
     close: () => client.close(),
   };
 }

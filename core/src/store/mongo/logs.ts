@@ -57,6 +57,8 @@ export interface LogDoc {
   /** ExecutionLog.cold_start and wait_ms, when the gateway gave them. */
   cold_start?: boolean;
   wait_ms?: number;
+  /** Only on a schedule run fired by hand (ExecutionLog.manual). */
+  manual?: true;
   expireAt?: Date;
 }
 
@@ -125,6 +127,7 @@ export function toLogDoc(record: StoredLog, seq: number): LogDoc {
   if (record.error_stack !== undefined) doc.error_stack = record.error_stack;
   if (record.cold_start !== undefined) doc.cold_start = record.cold_start;
   if (record.wait_ms !== undefined) doc.wait_ms = record.wait_ms;
+  if (record.manual === true) doc.manual = true;
   if (record.expires_at !== null) doc.expireAt = new Date(record.expires_at);
   return doc;
 }
@@ -141,6 +144,7 @@ export function toLog(doc: LogDoc): ExecutionLog {
     trigger: doc.trigger,
     ...(doc.cold_start === undefined ? {} : { cold_start: doc.cold_start }),
     ...(doc.wait_ms === undefined ? {} : { wait_ms: doc.wait_ms }),
+    ...(doc.manual === true ? { manual: true as const } : {}),
   };
 }
 

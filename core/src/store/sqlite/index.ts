@@ -6,6 +6,7 @@ import { SqliteInsightStore } from './insight.ts';
 import { SqliteLogStore } from './logs.ts';
 import { SqliteCounterStore, SqliteFunctionStore, SqliteKvStore, SqlitePolicyStore } from './records.ts';
 import { prepareDatabase } from './schema.ts';
+import { SqliteScheduleRunStore } from './schedule-runs.ts';
 import { SqliteSessionStore } from './sessions.ts';
 
 // The one-machine store: every seam of core/src/stores.ts on Node's built-in
@@ -35,6 +36,7 @@ export function openSqliteStores(options: SqliteStoreOptions): Stores {
     policies: new SqlitePolicyStore(db),
     instances: new SqliteInstanceStore(db),
     sessions: new SqliteSessionStore(db),
+    scheduleRuns: new SqliteScheduleRunStore(db),
     close: async () => db.close(),
   };
 }

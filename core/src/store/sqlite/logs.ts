@@ -107,6 +107,7 @@ interface LogRow {
   trigger: string;
   cold_start: number | null;
   wait_ms: number | null;
+  manual: number | null;
 }
 
 export function toLog(row: LogRow, functionId: string): ExecutionLog {
@@ -121,6 +122,7 @@ export function toLog(row: LogRow, functionId: string): ExecutionLog {
     trigger: row.trigger as Trigger,
     ...(row.cold_start === null ? {} : { cold_start: row.cold_start === 1 }),
     ...(row.wait_ms === null ? {} : { wait_ms: row.wait_ms }),
+    ...(row.manual === 1 ? { manual: true as const } : {}),
   };
 }
 
@@ -138,7 +140,7 @@ const MAX_BUCKET = Number.MAX_SAFE_INTEGER;
 /** Rows deleted per retention transaction. */
 export const RETENTION_CHUNK = 5000;
 
-export const LOG_COLUMNS = 'seq, executed_ms, id, status_code, execution_time_ms, error_message, error_stack, trigger, cold_start, wait_ms';
+export const LOG_COLUMNS = 'seq, executed_ms, id, status_code, execution_time_ms, error_message, error_stack, trigger, cold_start, wait_ms, manual';
 
 /** Count changes of one transaction for one function: per class, and per (bucket class, level, bucket). */
 class CountDelta {
@@ -188,14 +190,14 @@ export class SqliteLogStore implements LogStore {
         delta.add(cls, ms, 1);
       }
       const insert = this.db.stmt(
-        'INSERT INTO logs (fn, executed_ms, class, id, status_code, execution_time_ms, error_message, error_stack, trigger, cold_start, wait_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
+        'INSERT INTO logs (fn, executed_ms, class, id, status_code, execution_time_ms, error_message, error_stack, trigger, cold_start, wait_ms, manual) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
       );
       return this.db.transaction((): InsertResult => {
         const keys = new Map<string, number>();
         for (const functionId of deltas.keys()) keys.set(functionId, this.keyFor(functionId));
         for (const { r, ms, cls } of rows) {
           const { lastInsertRowid } = insert.run(keys.get(r.function_id)!, ms, cls, r.id, r.status_code, Math.round(r.execution_time_ms), r.error_message, r.error_stack ?? null, r.trigger,
-            r.cold_start === undefined ? null : r.cold_start ? 1 : 0, r.wait_ms === undefined ? null : Math.round(r.wait_ms));
+            r.cold_start === undefined ? null : r.cold_start ? 1 : 0, r.wait_ms === undefined ? null : Math.round(r.wait_ms), r.manual === true ? 1 : null);
           if (r.exchange !== undefined) insertExchangeSync(this.db, lastInsertRowid, r.id, r.exchange);
         }
         for (const [functionId, delta] of deltas) this.applyDelta(keys.get(functionId)!, delta);

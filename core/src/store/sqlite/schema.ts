@@ -5,7 +5,7 @@ import { StoreError } from '../../errors.ts';
 // version a database file was last migrated to; MIGRATIONS[i] moves a database
 // from version i to i + 1, so a later release appends, never edits.
 
-export const SCHEMA_VERSION = 9;
+export const SCHEMA_VERSION = 10;
 
 const MIGRATIONS: readonly string[] = [
   // 0 -> 1: the first schema.
@@ -194,6 +194,27 @@ const MIGRATIONS: readonly string[] = [
     id       TEXT NOT NULL UNIQUE,
     exchange TEXT NOT NULL              -- the RecordedExchange as JSON
   );
+  `,
+  // 9 -> 10: the ledger of scheduled runs (core/src/schedule-ledger.ts, sqlite/schedule-runs.ts):
+  // one row per planned run, ran or missed, and per manual run, bounded per
+  // function; and logs.manual, 1 on a schedule run fired by hand (ExecutionLog.manual).
+  `
+  ALTER TABLE logs ADD COLUMN manual INTEGER;
+  CREATE TABLE IF NOT EXISTS schedule_runs (
+    seq               INTEGER PRIMARY KEY,
+    function_id       TEXT    NOT NULL,
+    planned_ms        INTEGER NOT NULL,
+    manual            INTEGER NOT NULL,   -- 1 fired by hand
+    outcome           TEXT    NOT NULL,   -- 'ran' or 'missed'
+    missed_reason     TEXT,
+    log_id            TEXT,
+    status_code       INTEGER,
+    execution_time_ms INTEGER,
+    started_ms        INTEGER,
+    expires_ms        INTEGER             -- NULL: kept until the per-function bound drops it
+  );
+  CREATE INDEX IF NOT EXISTS schedule_runs_by_function ON schedule_runs (function_id, planned_ms);
+  CREATE INDEX IF NOT EXISTS schedule_runs_expiry ON schedule_runs (expires_ms) WHERE expires_ms IS NOT NULL;
   `,
 ];
 
