@@ -65,6 +65,9 @@ describe('fnhost on Kubernetes: autoscaling, Events, functions that cannot run (
     await writeFile(join(tmp, 'slow.mjs'), SLOW_HANDLER);
     const created = await cli(['function:create', 'slow', '--file', 'slow.mjs']);
     expect(created.code, created.stderr).to.equal(0);
+    // The operator has acted on the create before the scale changes the spec: the Updated event of
+    // the load-step test is the scale's (one reconcile of both would tell only Created).
+    await waitFor('the operator to have reconciled the create', async () => ((await readyCondition('slow')).fn.status?.observedGeneration >= 1 ? true : null), 120_000, 500);
     const scaled = await cli(['function:scale', 'slow', '--min', '1', '--max', '5', '--target', '2', '--cpu-request', '20m', '--cpu-limit', '500m']);
     expect(scaled.code, scaled.stderr).to.equal(0);
     expect(scaled.stdout).to.contain('autoscale 1-5 pods at 2 calls in flight each, cpu 20m/500m (request/limit)');
