@@ -146,6 +146,9 @@ export async function startPlatform(options: PlatformOptions): Promise<Platform<
   const support = cluster !== undefined ? undefined : await Sandboxes.detect({ settings: sandboxSettings, dataDir: config.dataDir, runtimeMain });
   const sandbox = support === undefined ? undefined : sandboxStatus(support, sandboxSettings, config.host);
   if (sandbox?.warning !== undefined) logger.warn(sandbox.warning);
+  if (support?.sandboxed === true && support.leftovers !== undefined && (support.leftovers.strays > 0 || support.leftovers.staleCgroups > 0)) {
+    logger.info(`ended ${support.leftovers.strays} stray sandbox(es) and removed the cgroups of ${support.leftovers.staleCgroups} gateway(s) that were killed before they could clean up`);
+  }
   const sandboxes = support?.sandboxed === true ? support.sandboxes : undefined;
 
   // The invoker and the executor refer to each other through callbacks.

@@ -24,6 +24,8 @@ export const GATEWAY_SOCKET_NAME = 'gateway.sock';
  * so the cache the gateway fills serves every sandbox.
  */
 export const SANDBOX_INSIDE_UID = 1000;
+/** The host name inside every sandbox; also how the next gateway knows a stray sandbox of ours (strays.ts). */
+export const SANDBOX_HOSTNAME = 'fnhost';
 
 /** A top-level entry of the host's root that the sandbox sees: /usr read-only, /lib as the symlink it is on merged-/usr systems. */
 export type SystemEntry = { path: string; symlink: string } | { path: string; symlink?: undefined };
@@ -59,7 +61,7 @@ export interface SandboxArgv {
 /** The whole argv (argv[0] is the program to spawn). */
 export function sandboxArgv(o: SandboxArgv): string[] {
   const inside = String(SANDBOX_INSIDE_UID);
-  const bwrap = [o.bwrap, '--die-with-parent', '--new-session', '--unshare-all', '--unshare-user', '--uid', inside, '--gid', inside, '--hostname', 'fnhost', '--cap-drop', 'ALL', '--info-fd', String(o.infoFd)];
+  const bwrap = [o.bwrap, '--die-with-parent', '--new-session', '--unshare-all', '--unshare-user', '--uid', inside, '--gid', inside, '--hostname', SANDBOX_HOSTNAME, '--cap-drop', 'ALL', '--info-fd', String(o.infoFd)];
   for (const entry of o.system) {
     if (entry.symlink !== undefined) bwrap.push('--symlink', entry.symlink, entry.path);
     else bwrap.push('--ro-bind', entry.path, entry.path);

@@ -1,5 +1,5 @@
 import { chownSync, mkdirSync, writeFileSync } from 'node:fs';
-import { access, constants, mkdir, rmdir, writeFile } from 'node:fs/promises';
+import { access, constants, mkdir, readdir, readFile, rmdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 
 // cgroup v1 memory and pids controllers for each sandbox (docs/sandbox.md "Limits"), where the
@@ -9,6 +9,7 @@ import { join } from 'node:path';
 // pids: a second bound on processes and threads besides RLIMIT_NPROC.
 
 export const CGROUP_V1_ROOT = '/sys/fs/cgroup';
+const CONTROLLERS = ['memory', 'pids'];
 
 export interface RuntimeCgroup {
   /** The cgroup.procs files the sandbox's first process writes itself into. */
@@ -30,7 +31,7 @@ export class CgroupV1 {
   static async detect(group: string, root = CGROUP_V1_ROOT): Promise<CgroupV1 | undefined> {
     if (process.getuid?.() !== 0) return undefined;
     try {
-      for (const c of ['memory', 'pids']) {
+      for (const c of CONTROLLERS) {
         await access(join(root, c, 'cgroup.procs'), constants.W_OK);
         await mkdir(join(root, c, group), { recursive: true });
       }
@@ -40,9 +41,37 @@ export class CgroupV1 {
     return new CgroupV1(root, group);
   }
 
+  /**
+   * The groups of gateways that are gone (killed, so their stop never removed them): every process
+   * still in them is ended (a stray sandbox init, strays.ts) and the groups removed. A group is
+   * named after its gateway's pid; a live pid is left alone, whoever has it now. Returns how many
+   * gateways' groups were removed.
+   */
+  static async removeStale(root = CGROUP_V1_ROOT, alive: (pid: number) => boolean = pidAlive): Promise<number> {
+    let removed = 0;
+    const groups = new Set<string>();
+    for (const c of CONTROLLERS) {
+      for (const name of await readdir(join(root, c)).catch(() => [] as string[])) {
+        const m = /^fnhost-(\d+)$/.exec(name);
+        if (m !== null && !alive(Number(m[1]))) groups.add(name);
+      }
+    }
+    for (const group of groups) {
+      for (const c of CONTROLLERS) {
+        const dir = join(root, c, group);
+        for (const child of await readdir(dir, { withFileTypes: true }).catch(() => [])) {
+          if (child.isDirectory()) await removeGroupDir(join(dir, child.name));
+        }
+        await rmdir(dir).catch(() => undefined);
+      }
+      removed++;
+    }
+    return removed;
+  }
+
   /** The gateway's own group, once every runtime's group is gone (its stop). */
   async removeGroup(): Promise<void> {
-    for (const c of ['memory', 'pids']) await rmdir(join(this.#root, c, this.#group)).catch(() => undefined);
+    for (const c of CONTROLLERS) await rmdir(join(this.#root, c, this.#group)).catch(() => undefined);
   }
 
   /** Synchronous: a few small writes to cgroupfs, on the warm pool's synchronous spawn path. */
@@ -66,21 +95,45 @@ export class CgroupV1 {
         limit = bytes;
       },
       remove: async () => {
-        // Empty once the PID namespace is gone; its last processes may take a moment to be reaped.
-        for (const dir of [memory, pidsDir]) {
-          for (let attempt = 0; attempt < 50; attempt++) {
-            try {
-              await rmdir(dir);
-              break;
-            } catch (err) {
-              const code = (err as NodeJS.ErrnoException).code;
-              if (code === 'ENOENT') break;
-              if (code !== 'EBUSY') throw err;
-              await new Promise((r) => setTimeout(r, 20));
-            }
-          }
-        }
+        for (const dir of [memory, pidsDir]) await removeGroupDir(dir);
       },
     };
+  }
+}
+
+function pidAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/**
+ * Removes one sandbox's group. Its processes are normally gone with the sandbox's PID namespace;
+ * whatever is still in it is ended first: the group holds that sandbox's processes and nothing
+ * else, so this cannot reach anything of the machine's. A stray init (strays.ts) of a sandbox
+ * whose start was cut short is the usual one. The last processes may take a moment to be reaped.
+ */
+async function removeGroupDir(dir: string): Promise<void> {
+  for (let attempt = 0; attempt < 50; attempt++) {
+    try {
+      await rmdir(dir);
+      return;
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code === 'ENOENT') return;
+      if (code !== 'EBUSY') throw err;
+      const procs = await readFile(join(dir, 'cgroup.procs'), 'utf8').catch(() => '');
+      for (const pid of procs.split('\n').filter((l) => /^\d+$/.test(l))) {
+        try {
+          process.kill(Number(pid), 'SIGKILL');
+        } catch {
+          // reaped meanwhile
+        }
+      }
+      await new Promise((r) => setTimeout(r, 20));
+    }
   }
 }

@@ -20,13 +20,16 @@ import {
   type SystemEntry,
 } from './argv.ts';
 import type { SandboxSettings } from './settings.ts';
+import { endStraySandboxes } from './strays.ts';
 import { UidAllocator } from './uids.ts';
 
 // The sandbox of each runtime on one machine (docs/sandbox.md): detection of what the OS offers,
 // and per runtime the folders, uid, cgroups and command line (argv.ts) a spawn needs.
 
 /** What the gateway found at start: sandboxed runtimes, or the reason why not. */
-export type SandboxSupport = { sandboxed: true; sandboxes: Sandboxes } | { sandboxed: false; reason: string };
+export type SandboxSupport =
+  | { sandboxed: true; sandboxes: Sandboxes; /** What dead gateways had left, ended at this start. */ leftovers?: { strays: number; staleCgroups: number } }
+  | { sandboxed: false; reason: string };
 
 /** Unix socket paths hold at most 107 bytes. */
 const MAX_SOCKET_PATH = 107;
@@ -299,10 +302,13 @@ export class Sandboxes {
       const why = (trial.stderr || trial.error?.message || `exit ${trial.status ?? trial.signal}`).trim().split('\n').pop();
       return { sandboxed: false, reason: `bubblewrap cannot create a sandbox here (${why}); unprivileged user namespaces may be off (Ubuntu >= 23.10 needs an AppArmor profile for bwrap)` };
     }
+    // What killed gateways left behind (strays.ts): half-made sandboxes, then their cgroups.
+    const strays = await endStraySandboxes();
     const cgroups = await CgroupV1.detect(`fnhost-${process.pid}`);
+    const staleCgroups = cgroups === undefined ? 0 : await CgroupV1.removeStale();
     const root = await Sandboxes.rootFor(o.dataDir);
     await stageShared(root, o.runtimeMain);
-    return { sandboxed: true, sandboxes: new Sandboxes(o, bwrap, prlimit, cgroups, root) };
+    return { sandboxed: true, sandboxes: new Sandboxes(o, bwrap, prlimit, cgroups, root), leftovers: { strays: strays.length, staleCgroups } };
   }
 
   /** Makes the host side of one sandbox (folders, uid, cgroups) and its command line. Synchronous: the warm pool spawns synchronously. */
