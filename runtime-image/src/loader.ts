@@ -72,6 +72,28 @@ async function importEsm(file: string, source: string): Promise<Record<string, u
   }
 }
 
+let defaultLoader: number | undefined;
+
+/**
+ * vm's USE_MAIN_CONTEXT_DEFAULT_LOADER. Node prints an experimental warning at its first use, which
+ * would land in the handler's console output as if the handler had written it: it is used once
+ * here, with warnings held back for that one synchronous call (Node warns once per process).
+ */
+function quietDefaultLoader(): number {
+  if (defaultLoader !== undefined) return defaultLoader;
+  const vm = process.getBuiltinModule('node:vm');
+  defaultLoader = vm.constants.USE_MAIN_CONTEXT_DEFAULT_LOADER as number;
+  const first = vm.compileFunction('return import("node:path")', [], { importModuleDynamically: defaultLoader }) as () => Promise<unknown>;
+  const emitWarning = process.emitWarning;
+  process.emitWarning = () => undefined;
+  try {
+    first().catch(() => undefined);
+  } finally {
+    process.emitWarning = emitWarning;
+  }
+  return defaultLoader;
+}
+
 function runCjs(file: string, fn: (...args: unknown[]) => unknown): unknown {
   const module = { exports: {} as unknown, id: file, filename: file, loaded: false };
   const require = process.getBuiltinModule('node:module').createRequire(file);
@@ -102,7 +124,12 @@ export async function loadHandler(file: string): Promise<Handler> {
     const source = readFileSync(file, 'utf8');
     let compiled: ((...args: unknown[]) => unknown) | undefined;
     try {
-      compiled = process.getBuiltinModule('node:vm').compileFunction(source, ['exports', 'require', 'module', '__filename', '__dirname'], { filename: file }) as (...args: unknown[]) => unknown;
+      compiled = process.getBuiltinModule('node:vm').compileFunction(source, ['exports', 'require', 'module', '__filename', '__dirname'], {
+        filename: file,
+        // import() in a CommonJS handler (a node: module, an ES module beside it) through Node's own loader:
+        // without this V8 refuses it (ERR_VM_DYNAMIC_IMPORT_CALLBACK_MISSING).
+        importModuleDynamically: quietDefaultLoader(),
+      }) as (...args: unknown[]) => unknown;
     } catch (err) {
       if (ext === '.cjs' || !(err instanceof SyntaxError) || !ESM_SYNTAX.test(err.message)) throw err;
     }

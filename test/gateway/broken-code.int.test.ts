@@ -33,6 +33,23 @@ describe('gateway: broken code (issue 20.1)', function () {
     expect((await h.api('GET', '/api/v1/functions/syntax')).status).to.equal(404);
   });
 
+  it('accepts valid code in any layout: module syntax after another statement on its line, a minified export list, CommonJS with a dynamic import()', async () => {
+    const layouts: Record<string, string> = {
+      'one-line-module': 'const id = 7; export default (req, res) => res.json({ id });',
+      'minified-module': 'var id=8;function h(q,s){s.json({id})}export{h as default};',
+      'cjs-dynamic-import': "module.exports = async (req, res) => res.json({ id: (await import('node:path')).sep === '/' ? 9 : 0 });",
+      // A module found only by the runtime loader's second try (a comment before its export).
+      'module-by-loader': '/* the handler */ export default (req, res) => res.json({ id: 10 });',
+    };
+    for (const [name, code] of Object.entries(layouts)) {
+      const created = await h.api('POST', '/api/v1/functions', { name, code });
+      expect(created.status, `${name}: ${JSON.stringify(created.body)}`).to.equal(201);
+      const r = await fetch(`${h.url}/invoke/${created.body.function_id}`);
+      expect(r.status, name).to.equal(200);
+      expect(((await r.json()) as { id: number }).id, name).to.be.oneOf([7, 8, 9, 10]);
+    }
+  });
+
   it('refuses a CommonJS module that does not parse, naming its line and column', async () => {
     const r = await h.api('POST', '/api/v1/functions', { name: 'syntax-cjs', code: 'module.exports = (req, res) => {\n  res.send(1;\n};\n' });
     expect(r.status).to.equal(400);

@@ -4,6 +4,7 @@ import { parseTestRequest } from '../../gateway/src/api/functions.ts';
 import { loadConfig } from '../../gateway/src/config.ts';
 import { bearerToken, digest, sameSecret } from '../../gateway/src/auth.ts';
 import { configHash, lastLine, moduleExtension } from '../../gateway/src/executor/local.ts';
+import { loadsAsModule } from '../../gateway/src/executor/module-file.ts';
 import { messageFrom500 } from '../../gateway/src/invoke/bodies.ts';
 import { errorBody } from '../../gateway/src/invoke/errors.ts';
 import { RuntimeTokens } from '../../gateway/src/internal/tokens.ts';
@@ -45,8 +46,20 @@ describe('gateway pure helpers', () => {
   it('module file extension follows the module syntax', () => {
     expect(moduleExtension('export default (req, res) => {}')).to.equal('.mjs');
     expect(moduleExtension("import fs from 'node:fs';\nmodule.exports = () => {}")).to.equal('.mjs');
-    expect(moduleExtension('module.exports = (req, res) => res.json({})')).to.equal('.cjs');
-    expect(moduleExtension('// export default is in a comment only when indented oddly\nexports.handler = () => {}')).to.equal('.cjs');
+    expect(moduleExtension('module.exports = (req, res) => res.json({})')).to.equal('.js');
+    expect(moduleExtension('// export default is in a comment only when indented oddly\nexports.handler = () => {}')).to.equal('.js');
+    // Module syntax after another statement on the same line, and a minified bundle's export list.
+    expect(moduleExtension('const id = 1; export default (req, res) => res.json({ id });')).to.equal('.mjs');
+    expect(moduleExtension('var a=1;function h(q,s){s.end()}export{h as default};')).to.equal('.mjs');
+    // A dynamic import() is CommonJS too.
+    expect(moduleExtension("module.exports = async () => (await import('node:os')).cpus()")).to.equal('.js');
+  });
+
+  it('a load failure is placed as the loader parsed the code: a module when module syntax stopped CommonJS', () => {
+    expect(loadsAsModule('module.exports = (req, res) => {')).to.equal(false);
+    expect(loadsAsModule('const a = import.meta.url; module.exports = () => a')).to.equal(true);
+    expect(loadsAsModule('export default (req, res) => {')).to.equal(true);
+    expect(loadsAsModule('module.exports = () => {}')).to.equal(false);
   });
 
   it('config hash changes with what the runtime is started from, and only that', () => {

@@ -10,7 +10,7 @@ import { Sandboxes, type SandboxInstance } from '../sandbox/sandbox.ts';
 import type { Logger } from '../log.ts';
 import type { Metrics } from '../metrics.ts';
 import { CodeRefusedError, FunctionFailedToLoadError, loadFailureText, type LoadFailureKind } from '../functions/code-check.ts';
-import { moduleExtension } from './module-file.ts';
+import { loadsAsModule, moduleExtension } from './module-file.ts';
 import { WarmPool, warmPoolSize, type GenericRuntime } from './pool.ts';
 import { IdleRuntimes } from './idle.ts';
 import type { Clock } from '@fnhost/core/clock.ts';
@@ -324,7 +324,7 @@ export class LocalExecutor implements Executor {
     });
     if (failure !== undefined && (failure.kind === 'syntax' || failure.kind === 'no_handler')) {
       await this.#stop(runtime);
-      throw new CodeRefusedError(failure.kind, loadFailureText(failure.kind, failure.message, fn.code, moduleExtension(fn.code) === '.mjs'));
+      throw new CodeRefusedError(failure.kind, loadFailureText(failure.kind, failure.message, fn.code, loadsAsModule(fn.code)));
     }
     return {
       commit: () => {
@@ -357,7 +357,7 @@ export class LocalExecutor implements Executor {
       const failure = await this.#loadFailure(upstream);
       if (failure !== undefined) {
         if (failure.kind === 'syntax' || failure.kind === 'no_handler') {
-          throw new CodeRefusedError(failure.kind, loadFailureText(failure.kind, failure.message, fn.code, moduleExtension(fn.code) === '.mjs'));
+          throw new CodeRefusedError(failure.kind, loadFailureText(failure.kind, failure.message, fn.code, loadsAsModule(fn.code)));
         }
         throw new FunctionFailedToLoadError(failure.message);
       }

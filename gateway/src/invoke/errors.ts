@@ -1,6 +1,6 @@
 import type { ServerResponse } from 'node:http';
 import { FnhostError, type FunctionRecord } from '@fnhost/core';
-import { moduleExtension } from '../executor/module-file.ts';
+import { loadsAsModule } from '../executor/module-file.ts';
 import { FunctionFailedToLoadError, loadFailureText } from '../functions/code-check.ts';
 
 // The platform's invocation outcomes (docs/api-outline.md "Platform statuses").
@@ -37,7 +37,7 @@ export class FunctionOutOfMemoryError extends FnhostError {
  */
 export function runtimeEndedCall(kind: unknown, status: number, message: string | null, fn: FunctionRecord): FnhostError | undefined {
   if (message === null) return undefined;
-  if (kind === 'load') return new FunctionFailedToLoadError(loadFailureText(undefined, message, fn.code, moduleExtension(fn.code) === '.mjs'));
+  if (kind === 'load') return new FunctionFailedToLoadError(loadFailureText(undefined, message, fn.code, loadsAsModule(fn.code)));
   if (kind === 'timeout') return new FnhostError('function_timeout', status, message, { expose: true });
   if (kind === 'out_of_memory') return new FnhostError('function_out_of_memory', status, message, { expose: true });
   return undefined;
