@@ -11,6 +11,7 @@
 //   P5 create → first 200 with the warm pool, both ways, vs `node -e 0` (target ≤ 3×, within 10 %)
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
+import { readdirSync, readFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -32,7 +33,7 @@ const ROUNDS = Number(values.rounds);
 const P5_ROUNDS = Number(values['p5-rounds']);
 const HELLO = `export default (req, res) => res.json({ hello: 'world' })`;
 
-const autocannon = (await import('autocannon' as string)).default as (opts: Record<string, unknown>) => Promise<{ requests: { average: number }; latency: { p50: number; p99: number }; non2xx: number; errors: number; timeouts: number }>;
+const autocannon = (await import('autocannon' as string)).default as (opts: Record<string, unknown>) => Promise<{ requests: { average: number; total: number }; latency: { p50: number; p99: number }; non2xx: number; errors: number; timeouts: number }>;
 
 type Gateway = Awaited<ReturnType<typeof startGateway>>;
 const children: ChildProcess[] = [];
@@ -44,11 +45,11 @@ const s = http.createServer((req, res) => { res.writeHead(200, { 'content-type':
 s.keepAliveTimeout = 65000;
 s.listen(0, '127.0.0.1', () => console.log(JSON.stringify({ port: s.address().port })));`;
 
-async function startBare(): Promise<string> {
+async function startBare(): Promise<{ url: string; pid: number }> {
   const child = spawn(process.execPath, ['-e', BARE], { stdio: ['ignore', 'pipe', 'inherit'] });
   children.push(child);
   return new Promise((resolve) => {
-    createInterface({ input: child.stdout! }).on('line', (line) => resolve(`http://127.0.0.1:${(JSON.parse(line) as { port: number }).port}/`));
+    createInterface({ input: child.stdout! }).on('line', (line) => resolve({ url: `http://127.0.0.1:${(JSON.parse(line) as { port: number }).port}/`, pid: child.pid! }));
   });
 }
 
@@ -57,11 +58,54 @@ function median(xs: number[]): number {
   return s[Math.floor(s.length / 2)]!;
 }
 
-async function load(target: { url: string; socketPath?: string }): Promise<number> {
+/** A process and its descendants, through /proc's children lists. */
+function processTree(pid: number): number[] {
+  const out = [pid];
+  let tasks: string[] = [];
+  try {
+    tasks = readdirSync(`/proc/${pid}/task`);
+  } catch {
+    return out;
+  }
+  for (const task of tasks) {
+    let kids = '';
+    try {
+      kids = readFileSync(`/proc/${pid}/task/${task}/children`, 'utf8');
+    } catch {
+      // gone
+    }
+    for (const kid of kids.trim().split(/\s+/).filter(Boolean)) out.push(...processTree(Number(kid)));
+  }
+  return out;
+}
+
+/** CPU time (user + system, ms) that these processes have used so far. */
+function cpuMs(pids: number[]): number {
+  const tick = 1000 / 100; // USER_HZ
+  let ms = 0;
+  for (const pid of pids) {
+    try {
+      const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+      ms += (Number(fields[11]) + Number(fields[12])) * tick;
+    } catch {
+      // gone
+    }
+  }
+  return ms;
+}
+
+/**
+ * Throughput, and the CPU the serving processes spent per request: a figure the machine's other
+ * load changes far less than req/s, so it says whether a ratio of throughputs is the server's cost.
+ */
+async function load(target: { url: string; socketPath?: string }, servers: number): Promise<{ rps: number; cpuUs: number }> {
   await autocannon({ ...target, connections: CONNECTIONS, duration: 1 });
+  const pids = processTree(servers);
+  const cpu0 = cpuMs(pids);
   const r = await autocannon({ ...target, connections: CONNECTIONS, duration: SECONDS });
+  const cpu = cpuMs(pids) - cpu0;
   if (r.errors + r.timeouts + r.non2xx > 0) throw new Error(`${target.url}: ${r.errors} errors, ${r.timeouts} timeouts, ${r.non2xx} non-2xx`);
-  return r.requests.average;
+  return { rps: r.requests.average, cpuUs: (cpu * 1000) / Math.max(1, r.requests.total) };
 }
 
 async function api(gw: Gateway, method: string, path: string, body?: unknown): Promise<any> {
@@ -127,17 +171,25 @@ try {
   const fnP = await api(plain, 'POST', '/api/v1/functions', { name: 'hello', code: HELLO });
   await fetch(fnS.invocation_url).then((r) => r.arrayBuffer());
   await fetch(fnP.invocation_url).then((r) => r.arrayBuffer());
+  // Each target with the process whose tree serves it (a gateway's tree holds its runtimes).
   const targets = {
-    bare: { url: bare },
-    'runtime direct, sandboxed (Unix socket)': directTarget(sandboxed),
-    'runtime direct, unsandboxed (TCP)': directTarget(plain),
-    'gateway, sandboxed': { url: fnS.invocation_url as string },
-    'gateway, unsandboxed': { url: fnP.invocation_url as string },
+    bare: { target: { url: bare.url }, servers: bare.pid },
+    'runtime direct, sandboxed (Unix socket)': { target: directTarget(sandboxed), servers: sandboxed.pid },
+    'runtime direct, unsandboxed (TCP)': { target: directTarget(plain), servers: plain.pid },
+    'gateway, sandboxed': { target: { url: fnS.invocation_url as string }, servers: sandboxed.pid },
+    'gateway, unsandboxed': { target: { url: fnP.invocation_url as string }, servers: plain.pid },
   };
   const names = Object.keys(targets) as Array<keyof typeof targets>;
   const runs = new Map<string, number[]>(names.map((n) => [n, []]));
+  const cpu = new Map<string, number[]>(names.map((n) => [n, []]));
   const load0 = loadavg();
-  for (let round = 0; round < ROUNDS; round++) for (const n of names) runs.get(n)!.push(await load(targets[n]));
+  for (let round = 0; round < ROUNDS; round++) {
+    for (const n of names) {
+      const r = await load(targets[n].target, targets[n].servers);
+      runs.get(n)!.push(r.rps);
+      cpu.get(n)!.push(r.cpuUs);
+    }
+  }
   const ratio = (a: string, b: string) => median(runs.get(a)!.map((x, i) => x / runs.get(b)![i]!));
   await api(sandboxed, 'DELETE', `/api/v1/functions/${fnS.function_id}`);
   await api(plain, 'DELETE', `/api/v1/functions/${fnP.function_id}`);
@@ -160,9 +212,9 @@ try {
   const fmt = (xs: number[]) => `median ${median(xs).toFixed(0)} ms (min ${Math.min(...xs).toFixed(0)}, max ${Math.max(...xs).toFixed(0)})`;
   console.log(`fnhost sandbox bench (P9) — ${new Date().toISOString()} — ${cpus().length}× ${cpus()[0]?.model} — node ${process.version} — load ${load0.map((l) => l.toFixed(2)).join(' ')} → ${load1.map((l) => l.toFixed(2)).join(' ')}`);
   console.log(`autocannon ${CONNECTIONS} connections, ${SECONDS} s each, GET of a JSON hello; medians of ${ROUNDS} interleaved rounds\n`);
-  console.log('| target | req/s |');
-  console.log('|---|---|');
-  for (const n of names) console.log(`| ${n} | ${median(runs.get(n)!).toFixed(0)} |`);
+  console.log('| target | req/s | server CPU per request (µs) |');
+  console.log('|---|---|---|');
+  for (const n of names) console.log(`| ${n} | ${median(runs.get(n)!).toFixed(0)} | ${median(cpu.get(n)!).toFixed(0)} |`);
   console.log('');
   console.log(`P1/P9 gateway sandboxed / unsandboxed: ${ratio('gateway, sandboxed', 'gateway, unsandboxed').toFixed(2)}× (target ≥ 0.9×)`);
   console.log(`P2b runtime direct / bare: sandboxed ${ratio('runtime direct, sandboxed (Unix socket)', 'bare').toFixed(2)}×, unsandboxed ${ratio('runtime direct, unsandboxed (TCP)', 'bare').toFixed(2)}× (target ≥ 0.7×)`);
