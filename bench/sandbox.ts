@@ -9,9 +9,15 @@
 //   P1 through the gateway, sandboxed / unsandboxed (target within 10 %)
 //   P2b runtime direct / bare node:http, both ways (target ≥ 0.7×)
 //   P5 create → first 200 with the warm pool, both ways, vs `node -e 0` (target ≤ 3×, within 10 %)
+// `--autogroup on|off` (root) sets the kernel's sched_autogroup_enabled for the run, restored at
+// the end. bubblewrap's --new-session gives each sandboxed runtime a session, hence (autogroup on,
+// the kernel's default here) a scheduling group of its own, which the CPU is shared between fairly:
+// the unsandboxed runtime shares the group of this process and its load generator instead. Called
+// directly by the generator on 2 cores, that alone moves a runtime's throughput by about a third
+// either way, whatever the sandbox costs; with autogroup off every thread is scheduled alike.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { readdirSync, readFileSync } from 'node:fs';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -25,8 +31,21 @@ const { values } = parseArgs({
     connections: { type: 'string', default: '50' },
     rounds: { type: 'string', default: '3' },
     'p5-rounds': { type: 'string', default: '7' },
+    autogroup: { type: 'string' },
   },
 });
+const AUTOGROUP = '/proc/sys/kernel/sched_autogroup_enabled';
+const autogroupBefore = (() => {
+  try {
+    return readFileSync(AUTOGROUP, 'utf8').trim();
+  } catch {
+    return undefined;
+  }
+})();
+if (values.autogroup !== undefined) {
+  if (values.autogroup !== 'on' && values.autogroup !== 'off') throw new Error(`--autogroup takes on or off, not ${JSON.stringify(values.autogroup)}`);
+  writeFileSync(AUTOGROUP, values.autogroup === 'on' ? '1' : '0');
+}
 const SECONDS = Number(values.seconds);
 const CONNECTIONS = Number(values.connections);
 const ROUNDS = Number(values.rounds);
@@ -210,7 +229,7 @@ try {
   }
   const load1 = loadavg();
   const fmt = (xs: number[]) => `median ${median(xs).toFixed(0)} ms (min ${Math.min(...xs).toFixed(0)}, max ${Math.max(...xs).toFixed(0)})`;
-  console.log(`fnhost sandbox bench (P9) — ${new Date().toISOString()} — ${cpus().length}× ${cpus()[0]?.model} — node ${process.version} — load ${load0.map((l) => l.toFixed(2)).join(' ')} → ${load1.map((l) => l.toFixed(2)).join(' ')}`);
+  console.log(`fnhost sandbox bench (P9) — ${new Date().toISOString()} — ${cpus().length}× ${cpus()[0]?.model} — node ${process.version} — load ${load0.map((l) => l.toFixed(2)).join(' ')} → ${load1.map((l) => l.toFixed(2)).join(' ')} — sched_autogroup ${values.autogroup ?? (autogroupBefore === '1' ? 'on' : autogroupBefore === '0' ? 'off' : 'unknown')}`);
   console.log(`autocannon ${CONNECTIONS} connections, ${SECONDS} s each, GET of a JSON hello; medians of ${ROUNDS} interleaved rounds\n`);
   console.log('| target | req/s | server CPU per request (µs) |');
   console.log('|---|---|---|');
@@ -218,6 +237,8 @@ try {
   console.log('');
   console.log(`P1/P9 gateway sandboxed / unsandboxed: ${ratio('gateway, sandboxed', 'gateway, unsandboxed').toFixed(2)}× (target ≥ 0.9×)`);
   console.log(`P2b runtime direct / bare: sandboxed ${ratio('runtime direct, sandboxed (Unix socket)', 'bare').toFixed(2)}×, unsandboxed ${ratio('runtime direct, unsandboxed (TCP)', 'bare').toFixed(2)}× (target ≥ 0.7×)`);
+  const cpuOf = (n: string) => median(cpu.get(n)!);
+  console.log(`P2b/P9 runtime direct, sandboxed / unsandboxed: ${ratio('runtime direct, sandboxed (Unix socket)', 'runtime direct, unsandboxed (TCP)').toFixed(2)}× throughput, ${(cpuOf('runtime direct, sandboxed (Unix socket)') / cpuOf('runtime direct, unsandboxed (TCP)')).toFixed(2)}× CPU per request (issue 16: within 10 %)`);
   console.log(`P5  node -e 0: ${fmt(node)}`);
   console.log(`P5  sandboxed, warm pool: ${fmt(p5.sandboxed)} → ${(median(p5.sandboxed) / median(node)).toFixed(2)}× node -e 0 (target ≤ 3×)`);
   console.log(`P5  unsandboxed, warm pool: ${fmt(p5.plain)} → ${(median(p5.plain) / median(node)).toFixed(2)}× node -e 0; sandboxed / unsandboxed ${(median(p5.sandboxed) / median(p5.plain)).toFixed(2)}× (P9: within 1.1×)`);
@@ -228,6 +249,7 @@ try {
   reportFigure({ target: 'P9', what: 'P5 create → first 200, sandboxed / unsandboxed', measured: `${p5Ratio.toFixed(2)}×`, bound: '≤ 1.1×', met: p5Ratio <= 1.1 });
   reportFigure({ target: 'P9', what: 'P5 sandboxed vs node -e 0', measured: `${p5Node.toFixed(2)}×`, bound: '≤ 3×', met: p5Node <= 3 });
 } finally {
+  if (values.autogroup !== undefined && autogroupBefore !== undefined) writeFileSync(AUTOGROUP, autogroupBefore);
   for (const c of children) c.kill();
   await sandboxed.stop();
   await plain.stop();
