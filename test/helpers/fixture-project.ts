@@ -5,20 +5,22 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 
-// test/fixtures/bundle-project copied to a temporary folder and its packages installed from the
-// registry with `npm ci` (its package-lock.json pins them; npm's cache makes later runs local).
-// --ignore-scripts: no package of it needs one, and the native-addon stand-in must not be built.
+// A fixture project of test/fixtures/ copied to a temporary folder and its packages installed from
+// the registry with `npm ci` (its package-lock.json pins them; npm's cache makes later runs local).
+// --ignore-scripts: no package of them needs one, and the native-addon stand-in must not be built.
 
 export const BUNDLE_FIXTURE = fileURLToPath(new URL('../fixtures/bundle-project/', import.meta.url));
+/** pg (node-postgres) and a PostgreSQL wire-protocol server to run it against (PGlite). */
+export const DRIVER_FIXTURE = fileURLToPath(new URL('../fixtures/driver-project/', import.meta.url));
 
 export interface FixtureProject {
   dir: string;
   remove(): void;
 }
 
-export async function installFixtureProject(): Promise<FixtureProject> {
-  const dir = mkdtempSync(join(tmpdir(), 'fnhost-bundle-project-'));
-  cpSync(BUNDLE_FIXTURE, dir, { recursive: true, filter: (src) => !src.includes('node_modules') });
+export async function installFixtureProject(fixture = BUNDLE_FIXTURE): Promise<FixtureProject> {
+  const dir = mkdtempSync(join(tmpdir(), 'fnhost-fixture-project-'));
+  cpSync(fixture, dir, { recursive: true, filter: (src) => !src.includes('node_modules') });
   await promisify(execFile)('npm', ['ci', '--ignore-scripts', '--no-audit', '--no-fund', '--loglevel=error'], { cwd: dir, timeout: 180_000 });
   return { dir, remove: () => rmSync(dir, { recursive: true, force: true }) };
 }
