@@ -1,6 +1,7 @@
 import { open, readFile, rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { FnhostError } from '@fnhost/core';
+import { isRunning } from './pid.ts';
 
 // One gateway per data folder. The folder holds the SQLite file, the admin
 // token and the pid files of the runtimes a gateway started; a second gateway
@@ -58,15 +59,6 @@ function parseLock(text: string): LockHolder | null {
   }
 }
 
-function isRunning(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    // EPERM: it runs, as another user.
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
 
 export interface DataDirLock {
   readonly path: string;

@@ -1,6 +1,7 @@
 import { chownSync, mkdirSync, writeFileSync } from 'node:fs';
 import { access, constants, mkdir, readdir, readFile, rmdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { isRunning } from '../pid.ts';
 
 // cgroup v1 memory and pids controllers for each sandbox (docs/sandbox.md "Limits"), where the
 // gateway runs as root and they are writable. Memory: bubblewrap sets none, and RLIMIT_AS does
@@ -47,7 +48,7 @@ export class CgroupV1 {
    * named after its gateway's pid; a live pid is left alone, whoever has it now. Returns how many
    * gateways' groups were removed.
    */
-  static async removeStale(root = CGROUP_V1_ROOT, alive: (pid: number) => boolean = pidAlive): Promise<number> {
+  static async removeStale(root = CGROUP_V1_ROOT, alive: (pid: number) => boolean = isRunning): Promise<number> {
     let removed = 0;
     const groups = new Set<string>();
     for (const c of CONTROLLERS) {
@@ -98,15 +99,6 @@ export class CgroupV1 {
         for (const dir of [memory, pidsDir]) await removeGroupDir(dir);
       },
     };
-  }
-}
-
-function pidAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
   }
 }
 
