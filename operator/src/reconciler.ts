@@ -11,6 +11,7 @@ import type { AutoscaleDecision, ObservedConcurrency } from './autoscale.ts';
 import { transitionEvents } from './events.ts';
 import type { EventSink } from './events.ts';
 import type { FunctionResource } from '@fnhost/core/function-resource.ts';
+import { isThrowaway } from '@fnhost/core/replay-throwaway.ts';
 import type { KubeObject, Settings } from './types.ts';
 import { idleDecision, idleSecondsOf } from './idle.ts';
 import type { IdleDecision } from './idle.ts';
@@ -81,7 +82,8 @@ export class Reconciler {
       return { outcome: `invalid:${refused.reason}` };
     }
 
-    if (!(fn.metadata.finalizers ?? []).includes(FINALIZER)) {
+    // A throwaway version (replay --code) shares its original's functionId: the logs under it are the original's, never cleaned with it.
+    if (!isThrowaway(fn) && !(fn.metadata.finalizers ?? []).includes(FINALIZER)) {
       // resourceVersion in the patch makes it conditional: a concurrent change gives 409 and a retry.
       fn = await client.mergePatch<FunctionResource>(paths.function(namespace, name), {
         metadata: { finalizers: [...(fn.metadata.finalizers ?? []), FINALIZER], resourceVersion: fn.metadata.resourceVersion },
@@ -166,8 +168,11 @@ export class Reconciler {
     if (!finalizers.includes(FINALIZER)) return { outcome: 'deleting' };
     const functionId = fn.status?.functionId ?? functionIdOf(fn);
     const owner = { namespace: fn.metadata.namespace!, name: fn.metadata.name };
-    await this.#d.logCleaner.deleteFunctionLogs(functionId, owner);
-    this.#d.log.info('execution logs cleaned', { function: `${owner.namespace}/${owner.name}`, functionId, cleaner: this.#d.logCleaner.name });
+    // A throwaway that got the finalizer anyway (added by hand): its functionId's logs are its original's.
+    if (!isThrowaway(fn)) {
+      await this.#d.logCleaner.deleteFunctionLogs(functionId, owner);
+      this.#d.log.info('execution logs cleaned', { function: `${owner.namespace}/${owner.name}`, functionId, cleaner: this.#d.logCleaner.name });
+    }
     await this.#d.client.mergePatch(paths.function(owner.namespace, owner.name), {
       metadata: { finalizers: finalizers.filter((f) => f !== FINALIZER), resourceVersion: fn.metadata.resourceVersion },
     });
