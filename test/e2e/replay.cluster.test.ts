@@ -19,8 +19,9 @@ import { NODE, ROOT, buildPlatformImage, buildRuntimeImage, run, startRelay, tes
 const PLATFORM_IMAGE = 'localhost/fnhost-platform:e2e';
 const RUNTIME_IMAGE = 'localhost/fnhost-runtime:e2e';
 const V1 = `export default (req, res) => res.json({ v: 1, got: req.body ?? null })`;
-const V2 = `export default (req, res) => res.json({ v: 2, got: req.body ?? null })`;
-const V3 = `export default (req, res) => res.json({ v: 3, got: req.body ?? null })`;
+const V2 = `export default async (req, res) => { await kv.set('deployed', 'v2'); res.json({ v: 2, got: req.body ?? null }); }`;
+// The throwaway reads the KV the deployed code wrote: it runs as the function (same functionId, same token).
+const V3 = `export default async (req, res) => res.json({ v: 3, got: req.body ?? null, kv: await kv.get('deployed') })`;
 
 describe('fnhost on Kubernetes: request recording and replay (issue 21.3)', function () {
   this.timeout(600_000);
@@ -172,7 +173,8 @@ describe('fnhost on Kubernetes: request recording and replay (issue 21.3)', func
     expect(listed).to.deep.equal(['pay']);
     const result = JSON.parse(replay.stdout);
     expect(result.code).to.equal('throwaway');
-    expect(result.changes).to.deep.equal([{ kind: 'json', path: '$.v', recorded: 1, replayed: 3 }]);
+    expect(result.changes).to.deep.include({ kind: 'json', path: '$.v', recorded: 1, replayed: 3 });
+    expect(JSON.parse(result.replayed.body.data)).to.deep.include({ v: 3, kv: 'v2' });
     // Recorded under the original, trigger replay.
     const record = await waitFor('the replay record under pay', async () => {
       const logs = JSON.parse((await cli(['function:logs', 'pay', '--limit', '5', '--output', 'json'])).stdout);
