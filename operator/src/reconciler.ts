@@ -11,11 +11,11 @@ import type { AutoscaleDecision, ObservedConcurrency } from './autoscale.ts';
 import { transitionEvents } from './events.ts';
 import type { EventSink } from './events.ts';
 import type { FunctionResource } from '@fnhost/core/function-resource.ts';
-import { isThrowaway } from '@fnhost/core/replay-throwaway.ts';
+import { LABEL_REPLAY_OF, isThrowaway } from '@fnhost/core/replay-throwaway.ts';
 import type { KubeObject, Settings } from './types.ts';
 import { idleDecision, idleSecondsOf } from './idle.ts';
 import type { IdleDecision } from './idle.ts';
-import { checkSchedule, checkSpec } from './validate.ts';
+import { checkSchedule, checkSpec, checkThrowaway } from './validate.ts';
 import { namespaceProblem } from './namespaces.ts';
 import type { CodeChecker, SpecProblem } from './validate.ts';
 
@@ -97,7 +97,7 @@ export class Reconciler {
       await this.#writeStatus(fn, fn.status!.functionId!, { ready: { status: 'False', reason: identity.reason, message: identity.message } }, true);
       return { outcome: `invalid:${identity.reason}` };
     }
-    const problem = checkSpec(fn, this.#d.settings) ?? (await this.#d.codeChecker(fn.spec.code));
+    const problem = checkSpec(fn, this.#d.settings) ?? (await this.#throwawayProblem(fn)) ?? (await this.#d.codeChecker(fn.spec.code));
     if (problem) {
       // The last good objects keep running; nothing is retried until the spec changes.
       await this.#writeStatus(fn, functionId, { ready: { status: 'False', reason: problem.reason, message: problem.message } }, true);
@@ -149,6 +149,14 @@ export class Reconciler {
     if (scaling === undefined) return undefined;
     const observed = observedConcurrency(fn.status?.concurrency, now);
     return { decision: autoscaleDecision({ scaling, observed, previous: fn.status?.autoscaler, nowMs: now }), observed };
+  }
+
+  /** A throwaway's original, read only for a throwaway (checkThrowaway). */
+  async #throwawayProblem(fn: FunctionResource): Promise<SpecProblem | null> {
+    if (!isThrowaway(fn)) return null;
+    const of = fn.metadata.labels?.[LABEL_REPLAY_OF];
+    const original = of ? await this.#d.client.getOrNull<FunctionResource>(paths.function(fn.metadata.namespace!, of)) : null;
+    return checkThrowaway(fn, original);
   }
 
   #identityProblem(fn: FunctionResource, functionId: string): SpecProblem | null {

@@ -218,4 +218,25 @@ describe('fnhost on Kubernetes: request recording and replay (issue 21.3)', func
     const logs = JSON.parse((await cli(['function:logs', 'pay', '--output', 'json'])).stdout);
     expect(logs.logs.some((l: { id: string }) => l.id === logId)).to.equal(true);
   });
+
+  it('a Function labelled as a throwaway cannot borrow another namespace\'s function identity (InvalidThrowaway, no pod)', async () => {
+    const borrowed = JSON.stringify({
+      apiVersion: 'fnhost.dev/v1alpha1', kind: 'Function',
+      metadata: {
+        name: 'pay-rp-evil0', namespace: ns,
+        labels: { 'fnhost.dev/throwaway': 'replay', 'fnhost.dev/replay-of': 'pay' },
+        annotations: { 'fnhost.dev/expires-at': new Date(Date.now() + 600_000).toISOString() },
+      },
+      spec: { code: V3, functionId: derivedFunctionId(relNs, 'victim'), replicas: 1 },
+    });
+    expect((await kubectl(['apply', '--server-side', '-f', '-'], borrowed)).code).to.equal(0);
+    const ready = await waitFor('the operator refusing the borrowed identity', async () => {
+      const got = await kubectl(['get', 'fn', 'pay-rp-evil0', '-n', ns, '-o', 'json']);
+      const c = (JSON.parse(got.stdout).status?.conditions ?? []).find((x: { type: string }) => x.type === 'Ready');
+      return c?.reason === 'InvalidThrowaway' ? c : null;
+    }, 120_000, 1000);
+    expect(ready.status).to.equal('False');
+    expect(await throwawayNames('deployment')).to.deep.equal([]);
+    expect((await kubectl(['delete', 'fn', 'pay-rp-evil0', '-n', ns, '--wait=true', '--timeout=60s'])).code).to.equal(0);
+  });
 });

@@ -82,7 +82,7 @@ export function throwawayResource(original: FunctionResource, code: string, suff
 }
 
 /** Ready=False reasons that mean the throwaway will never run (its code, or the API server's refusal). */
-const REFUSED = new Set(['CodeDoesNotParse', 'CodeTooLarge', 'InvalidCode', 'Rejected', 'Forbidden', 'RuntimeCrashing', 'ImageUnavailable', 'Unschedulable']);
+const REFUSED = new Set(['InvalidThrowaway', 'CodeDoesNotParse', 'CodeTooLarge', 'InvalidCode', 'Rejected', 'Forbidden', 'RuntimeCrashing', 'ImageUnavailable', 'Unschedulable']);
 
 /** The error a throwaway's status gives, when it says the throwaway cannot run; undefined otherwise. */
 export function statusRefusal(res: FunctionResource | undefined, original: string): Error | undefined {
