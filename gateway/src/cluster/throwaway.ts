@@ -11,7 +11,7 @@ import type { Logger } from '../log.ts';
 import type { EndpointIndex } from './endpoints.ts';
 import type { FunctionCache } from './functions.ts';
 import { KubeApiError, paths, type KubeClient } from './kube.ts';
-import { FIELD_MANAGER, keyOf, serviceNameOf } from './resource.ts';
+import { FIELD_MANAGER, UNRUNNABLE_REASONS, keyOf, serviceNameOf } from './resource.ts';
 
 // function:replay --code in cluster mode (docs/replay.md): the throwaway
 // version is a short-lived Function resource in the original's namespace,
@@ -81,8 +81,12 @@ export function throwawayResource(original: FunctionResource, code: string, suff
   };
 }
 
-/** Ready=False reasons that mean the throwaway will never run (its code, or the API server's refusal). */
-const REFUSED = new Set(['InvalidThrowaway', 'CodeDoesNotParse', 'CodeTooLarge', 'InvalidCode', 'Rejected', 'Forbidden', 'RuntimeCrashing', 'ImageUnavailable', 'Unschedulable']);
+/**
+ * Ready=False reasons that mean the throwaway will not run in time: what makes any function
+ * unrunnable, and what a call could wait out but a one-off replay should not (a quota, an image,
+ * no node), so the caller learns why at once instead of after the bound.
+ */
+const REFUSED: ReadonlySet<string> = new Set([...UNRUNNABLE_REASONS, 'InvalidThrowaway', 'NamespaceNotAllowed', 'Forbidden', 'ImageUnavailable', 'Unschedulable']);
 
 /** The error a throwaway's status gives, when it says the throwaway cannot run; undefined otherwise. */
 export function statusRefusal(res: FunctionResource | undefined, original: string): Error | undefined {
@@ -161,9 +165,17 @@ export class ClusterThrowaways {
   /** Deletes a throwaway (its Deployment and the rest go with it); a failure is logged: the sweep deletes it at its expiry. */
   async #delete(namespace: string, name: string, why: string): Promise<void> {
     try {
-      await this.#o.client.request('DELETE', paths.function(namespace, name), { body: { kind: 'DeleteOptions', apiVersion: 'v1', propagationPolicy: 'Background' } });
+      const answer = await this.#o.client.request<FunctionResource | { kind?: string }>('DELETE', paths.function(namespace, name), {
+        body: { kind: 'DeleteOptions', apiVersion: 'v1', propagationPolicy: 'Background' },
+      });
+      // Counted no more at once (the per-function bound), before the watch says so: gone, or being deleted.
+      if ((answer as FunctionResource).metadata?.deletionTimestamp !== undefined) this.#o.cache.put(answer as FunctionResource);
+      else this.#o.cache.apply({ key: keyOf(namespace, name), object: undefined });
     } catch (err) {
-      if (err instanceof KubeApiError && err.statusCode === 404) return;
+      if (err instanceof KubeApiError && err.statusCode === 404) {
+        this.#o.cache.apply({ key: keyOf(namespace, name), object: undefined });
+        return;
+      }
       this.#o.logger.warn('could not delete a throwaway Function; it is deleted at its expiry', { function: `${namespace}/${name}`, why, error: (err as Error).message });
     }
   }

@@ -135,6 +135,8 @@ describe('cluster mode: replay throwaway versions', () => {
       res.status.conditions![0]!.reason = 'Unschedulable';
       const other = statusRefusal(res, 'pay') as FnhostError;
       expect([other.code, other.status]).to.deep.equal(['replay_throwaway_not_ready', 503]);
+      res.status.conditions![0]!.reason = 'TimeoutAboveMaximum';
+      expect((statusRefusal(res, 'pay') as FnhostError).status, 'what makes any function unrunnable').to.equal(503);
       expect(other.message).to.contain('ns/pay-rp-aaaaa').and.to.contain('Unschedulable');
       res.status.conditions![0]!.observedGeneration = 0;
       expect(statusRefusal(res, 'pay')).to.equal(undefined);
@@ -194,7 +196,7 @@ describe('cluster mode: replay throwaway versions', () => {
     }
 
     it('creates the throwaway, answers with its pod once the module loaded (a starting pod asked), and deletes it on discard', async () => {
-      const { endpoints, requests, throwaways, fn } = setup();
+      const { cache, endpoints, requests, throwaways, fn } = setup();
       const origin = await runtime((waitLoad) => (waitLoad ? { status: 200, body: { status: 'ok' } } : { status: 503, body: {} }));
       const started = throwaways.start(fn);
       await settle();
@@ -203,7 +205,10 @@ describe('cluster mode: replay throwaway versions', () => {
       endpoints.apply({ key: 'ns/fn-pay-rp-aaaaa-x', object: slice(origin, false) });
       const runtimeOf = await started;
       expect(runtimeOf.upstream.origin).to.equal(origin);
+      expect(cache.throwaways({ namespace: 'ns', name: 'pay' })).to.have.length(1);
       await runtimeOf.discard();
+      // No longer counted against the bound, before the watch reports the deletion.
+      expect(cache.throwaways({ namespace: 'ns', name: 'pay' })).to.have.length(0);
       await runtimeOf.discard();
       expect(requests.filter((r) => r.method === 'DELETE').map((r) => r.path)).to.deep.equal(['/apis/fnhost.dev/v1alpha1/namespaces/ns/functions/pay-rp-aaaaa']);
       expect(throwaways.created).to.equal(1);
