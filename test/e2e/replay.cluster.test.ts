@@ -145,6 +145,16 @@ describe('fnhost on Kubernetes: request recording and replay (issue 21.3)', func
     expect(list.code, list.stderr).to.equal(0);
     return list.stdout.split('\n').filter((line) => /pay-rp-/.test(line));
   };
+  /** A Function labelled as a throwaway of pay, applied by hand (what a gateway that died leaves, or an attempt to borrow an identity). */
+  const throwawayManifest = (name: string, functionId: string, expiresAtMs: number) => JSON.stringify({
+    apiVersion: 'fnhost.dev/v1alpha1', kind: 'Function',
+    metadata: {
+      name, namespace: ns,
+      labels: { 'fnhost.dev/throwaway': 'replay', 'fnhost.dev/replay-of': 'pay' },
+      annotations: { 'fnhost.dev/expires-at': new Date(expiresAtMs).toISOString() },
+    },
+    spec: { code: V3, functionId, replicas: 1 },
+  });
   const replayApi = (body: unknown) => fetch(`${gatewayUrl}/api/v1/functions/pay/logs/${logId}/replay?namespace=${ns}`, {
     method: 'POST',
     headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
@@ -202,15 +212,7 @@ describe('fnhost on Kubernetes: request recording and replay (issue 21.3)', func
   });
 
   it('a throwaway left past its expiry (its gateway died mid-replay) is deleted by the gateway\'s sweep', async () => {
-    const leftover = JSON.stringify({
-      apiVersion: 'fnhost.dev/v1alpha1', kind: 'Function',
-      metadata: {
-        name: 'pay-rp-left0', namespace: ns,
-        labels: { 'fnhost.dev/throwaway': 'replay', 'fnhost.dev/replay-of': 'pay' },
-        annotations: { 'fnhost.dev/expires-at': new Date(Date.now() - 1000).toISOString() },
-      },
-      spec: { code: V3, functionId: derivedFunctionId(ns, 'pay'), replicas: 1 },
-    });
+    const leftover = throwawayManifest('pay-rp-left0', derivedFunctionId(ns, 'pay'), Date.now() - 1000);
     expect((await kubectl(['apply', '--server-side', '-f', '-'], leftover)).code).to.equal(0);
     // The sweep runs every minute.
     await waitFor('the leftover throwaway deleted', async () => ((await throwawayNames('fn')).length === 0 ? true : null), 180_000, 2000);
@@ -220,15 +222,7 @@ describe('fnhost on Kubernetes: request recording and replay (issue 21.3)', func
   });
 
   it('a Function labelled as a throwaway cannot borrow another namespace\'s function identity (InvalidThrowaway, no pod)', async () => {
-    const borrowed = JSON.stringify({
-      apiVersion: 'fnhost.dev/v1alpha1', kind: 'Function',
-      metadata: {
-        name: 'pay-rp-evil0', namespace: ns,
-        labels: { 'fnhost.dev/throwaway': 'replay', 'fnhost.dev/replay-of': 'pay' },
-        annotations: { 'fnhost.dev/expires-at': new Date(Date.now() + 600_000).toISOString() },
-      },
-      spec: { code: V3, functionId: derivedFunctionId(relNs, 'victim'), replicas: 1 },
-    });
+    const borrowed = throwawayManifest('pay-rp-evil0', derivedFunctionId(relNs, 'victim'), Date.now() + 600_000);
     expect((await kubectl(['apply', '--server-side', '-f', '-'], borrowed)).code).to.equal(0);
     const ready = await waitFor('the operator refusing the borrowed identity', async () => {
       const got = await kubectl(['get', 'fn', 'pay-rp-evil0', '-n', ns, '-o', 'json']);
