@@ -49,7 +49,8 @@ export interface Executor {
    * --code): started as a start would (same sandbox, environment, KV namespace), its module loaded,
    * the function's serving runtime untouched. Rejects with a 400 FnhostError for code that does not
    * parse or exports no handler, with another FnhostError when no runtime can be had. The caller
-   * discards it after its one call. (Cluster mode has none: docs/replay.md.)
+   * discards it after its one call. (Cluster mode has none: the gateway makes a throwaway Function
+   * resource instead, gateway/src/cluster/throwaway.ts, docs/replay.md.)
    */
   throwaway?(fn: FunctionRecord): Promise<ThrowawayRuntime>;
   /**

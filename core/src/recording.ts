@@ -243,7 +243,7 @@ export function bodyBytes(body: RecordedBody | null): Buffer | null {
  * body was not kept whole (422 `replay_body_incomplete`).
  */
 export class ReplayError extends FnhostError {
-  constructor(code: 'replay_not_recorded' | 'replay_body_incomplete' | 'replay_code_unsupported', status: number, message: string) {
+  constructor(code: 'replay_not_recorded' | 'replay_body_incomplete' | 'replay_throwaways_busy' | 'replay_throwaway_not_ready', status: number, message: string) {
     super(code, status, message, { expose: true });
   }
 }

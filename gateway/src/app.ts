@@ -2,7 +2,7 @@ import { createServer, type Server } from 'node:http';
 import { join } from 'node:path';
 import type Koa from 'koa';
 import type Router from '@koa/router';
-import type { Executor, FunctionStore, Stores } from '@fnhost/core';
+import type { Executor, FunctionRecord, FunctionStore, Stores, ThrowawayRuntime } from '@fnhost/core';
 import { digest, type AdminToken } from './auth.ts';
 import { AccessControl, type NamespaceGate } from './access/control.ts';
 import type { KubeAccess } from './access/kube-access.ts';
@@ -67,6 +67,8 @@ export interface ClusterParts {
   namespaceGate: NamespaceGate;
   /** Every finished execution (status feedback). */
   onExecution(functionId: string, statusCode: number): void;
+  /** A throwaway version's pod for one replay call (function:replay --code; cluster/throwaway.ts). */
+  throwaway(fn: FunctionRecord): Promise<ThrowawayRuntime>;
   /** Extra Prometheus lines (watches, held calls, status writes). */
   metricsText(): string;
   /** Stops watches and flushes status feedback. */
@@ -232,7 +234,7 @@ export async function startPlatform(options: PlatformOptions): Promise<Platform<
   const api = [
     functionRoutes({ functions, invoker, writer, stores, now, access }),
     executionRoutes({ functions, writer, stores, now, access }),
-    replayRoutes({ functions, invoker, writer, stores, now, access, throwaway: executor.throwaway?.bind(executor) }),
+    replayRoutes({ functions, invoker, writer, stores, now, access, throwaway: cluster?.throwaway ?? ((fn) => executor.throwaway!(fn)) }),
     scheduleRunRoutes({ functions, invoker, ledger, now, access, startingDeadlineSeconds: cluster === undefined ? config.scheduleStartingDeadlineSeconds : undefined }),
     policyRoutes({ policies, functions, now, access }),
     infoRoutes({ mode: cluster === undefined ? 'local' : 'cluster', default_namespace: functions.defaultNamespace, sandbox: sandbox === undefined ? undefined : { enabled: sandbox.enabled, warning: sandbox.warning } }),

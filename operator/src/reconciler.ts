@@ -11,10 +11,11 @@ import type { AutoscaleDecision, ObservedConcurrency } from './autoscale.ts';
 import { transitionEvents } from './events.ts';
 import type { EventSink } from './events.ts';
 import type { FunctionResource } from '@fnhost/core/function-resource.ts';
+import { LABEL_REPLAY_OF, isThrowaway } from '@fnhost/core/replay-throwaway.ts';
 import type { KubeObject, Settings } from './types.ts';
 import { idleDecision, idleSecondsOf } from './idle.ts';
 import type { IdleDecision } from './idle.ts';
-import { checkSchedule, checkSpec } from './validate.ts';
+import { checkSchedule, checkSpec, checkThrowaway } from './validate.ts';
 import { namespaceProblem } from './namespaces.ts';
 import type { CodeChecker, SpecProblem } from './validate.ts';
 
@@ -81,7 +82,8 @@ export class Reconciler {
       return { outcome: `invalid:${refused.reason}` };
     }
 
-    if (!(fn.metadata.finalizers ?? []).includes(FINALIZER)) {
+    // A throwaway version (replay --code) shares its original's functionId: the logs under it are the original's, never cleaned with it.
+    if (!isThrowaway(fn) && !(fn.metadata.finalizers ?? []).includes(FINALIZER)) {
       // resourceVersion in the patch makes it conditional: a concurrent change gives 409 and a retry.
       fn = await client.mergePatch<FunctionResource>(paths.function(namespace, name), {
         metadata: { finalizers: [...(fn.metadata.finalizers ?? []), FINALIZER], resourceVersion: fn.metadata.resourceVersion },
@@ -95,7 +97,7 @@ export class Reconciler {
       await this.#writeStatus(fn, fn.status!.functionId!, { ready: { status: 'False', reason: identity.reason, message: identity.message } }, true);
       return { outcome: `invalid:${identity.reason}` };
     }
-    const problem = checkSpec(fn, this.#d.settings) ?? (await this.#d.codeChecker(fn.spec.code));
+    const problem = checkSpec(fn, this.#d.settings) ?? (await this.#throwawayProblem(fn)) ?? (await this.#d.codeChecker(fn.spec.code));
     if (problem) {
       // The last good objects keep running; nothing is retried until the spec changes.
       await this.#writeStatus(fn, functionId, { ready: { status: 'False', reason: problem.reason, message: problem.message } }, true);
@@ -149,6 +151,14 @@ export class Reconciler {
     return { decision: autoscaleDecision({ scaling, observed, previous: fn.status?.autoscaler, nowMs: now }), observed };
   }
 
+  /** A throwaway's original, read only for a throwaway (checkThrowaway). */
+  async #throwawayProblem(fn: FunctionResource): Promise<SpecProblem | null> {
+    if (!isThrowaway(fn)) return null;
+    const of = fn.metadata.labels?.[LABEL_REPLAY_OF];
+    const original = of ? await this.#d.client.getOrNull<FunctionResource>(paths.function(fn.metadata.namespace!, of)) : null;
+    return checkThrowaway(fn, original);
+  }
+
   #identityProblem(fn: FunctionResource, functionId: string): SpecProblem | null {
     const recorded = fn.status?.functionId;
     if (!recorded || recorded === functionId) return null;
@@ -166,8 +176,11 @@ export class Reconciler {
     if (!finalizers.includes(FINALIZER)) return { outcome: 'deleting' };
     const functionId = fn.status?.functionId ?? functionIdOf(fn);
     const owner = { namespace: fn.metadata.namespace!, name: fn.metadata.name };
-    await this.#d.logCleaner.deleteFunctionLogs(functionId, owner);
-    this.#d.log.info('execution logs cleaned', { function: `${owner.namespace}/${owner.name}`, functionId, cleaner: this.#d.logCleaner.name });
+    // A throwaway that got the finalizer anyway (added by hand): its functionId's logs are its original's.
+    if (!isThrowaway(fn)) {
+      await this.#d.logCleaner.deleteFunctionLogs(functionId, owner);
+      this.#d.log.info('execution logs cleaned', { function: `${owner.namespace}/${owner.name}`, functionId, cleaner: this.#d.logCleaner.name });
+    }
     await this.#d.client.mergePatch(paths.function(owner.namespace, owner.name), {
       metadata: { finalizers: finalizers.filter((f) => f !== FINALIZER), resourceVersion: fn.metadata.resourceVersion },
     });

@@ -4,6 +4,8 @@ import * as vm from 'node:vm';
 import { limits, validateCron, validateRoutes, validateTimezone } from '@fnhost/core';
 import { nameFits, ownedNames, MAX_CRONJOB_NAME_LENGTH } from './names.ts';
 import type { FunctionResource } from '@fnhost/core/function-resource.ts';
+import { functionIdOf } from '@fnhost/core/function-identity.ts';
+import { LABEL_REPLAY_OF, isThrowaway } from '@fnhost/core/replay-throwaway.ts';
 import type { Settings } from './types.ts';
 import { DEFAULT_MAX_REPLICAS, DEFAULT_MIN_REPLICAS, isCpuQuantity, millicores } from '@fnhost/core/scaling.ts';
 
@@ -48,6 +50,25 @@ export function checkSpec(fn: FunctionResource, settings: Settings): SpecProblem
     if (v.name.startsWith('FNHOST_')) return { reason: 'InvalidEnv', message: `env name "${v.name}" is reserved: the FNHOST_ prefix belongs to the platform` };
   }
   return checkScaling(fn) ?? checkCpu(fn, settings);
+}
+
+/**
+ * A throwaway version (replay --code) runs with its original's functionId, so its pod gets that
+ * function's runtime token and KV. Only a version of a Function of the same namespace may: the
+ * label must name an existing Function there (`original`, null when there is none) whose id is
+ * the one it carries. Otherwise a Function labelled by hand could take any function's identity
+ * quietly (the gateway keeps throwaways out of its listings).
+ */
+export function checkThrowaway(fn: FunctionResource, original: FunctionResource | null): SpecProblem | null {
+  if (!isThrowaway(fn)) return null;
+  const of = fn.metadata.labels?.[LABEL_REPLAY_OF];
+  if (!of || original === null || isThrowaway(original)) {
+    return { reason: 'InvalidThrowaway', message: `a throwaway Function must name an existing Function of its namespace in ${LABEL_REPLAY_OF} (it names "${of ?? ''}")` };
+  }
+  if (functionIdOf(original) !== functionIdOf(fn)) {
+    return { reason: 'InvalidThrowaway', message: `a throwaway Function runs as the Function it is a version of: spec.functionId must be ${of}'s id ${functionIdOf(original)}, not ${functionIdOf(fn)}` };
+  }
+  return null;
 }
 
 /**

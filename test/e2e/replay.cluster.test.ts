@@ -11,12 +11,17 @@ import { NODE, ROOT, buildPlatformImage, buildRuntimeImage, run, startRelay, tes
 // Issue 21.3 (replay) in cluster mode on the test cluster: the chart installed with helm, a
 // Function applied with kubectl with spec.recordRequests, a call recorded by the gateway
 // replica into MongoDB (log_exchanges, masked), function:replay through the CLI against the
-// pods' current code (trigger replay), and --code refused with 501 (one machine only, docs/replay.md).
+// pods' current code (trigger replay), and with --code once against a throwaway Function of its
+// own (gateway/src/cluster/throwaway.ts): answered by the new code, recorded under the original,
+// never listed, deleted after the call; invalid code refused (400), and a leftover throwaway past
+// its expiry deleted by the gateway's sweep.
 
 const PLATFORM_IMAGE = 'localhost/fnhost-platform:e2e';
 const RUNTIME_IMAGE = 'localhost/fnhost-runtime:e2e';
 const V1 = `export default (req, res) => res.json({ v: 1, got: req.body ?? null })`;
-const V2 = `export default (req, res) => res.json({ v: 2, got: req.body ?? null })`;
+const V2 = `export default async (req, res) => { await kv.set('deployed', 'v2'); res.json({ v: 2, got: req.body ?? null }); }`;
+// The throwaway reads the KV the deployed code wrote: it runs as the function (same functionId, same token).
+const V3 = `export default async (req, res) => res.json({ v: 3, got: req.body ?? null, kv: await kv.get('deployed') })`;
 
 describe('fnhost on Kubernetes: request recording and replay (issue 21.3)', function () {
   this.timeout(600_000);
@@ -118,7 +123,7 @@ describe('fnhost on Kubernetes: request recording and replay (issue 21.3)', func
     }
   });
 
-  it('function:replay sends the recorded request to the pods\' current code (trigger replay); --code is refused with 501', async () => {
+  it('function:replay sends the recorded request to the pods\' current code (trigger replay)', async () => {
     expect((await kubectl(['apply', '--server-side', '-f', '-'], functionFrom(V2))).code).to.equal(0);
     await waitFor('the new code serving', async () => {
       const r = await invoke().catch(() => null);
@@ -133,9 +138,99 @@ describe('fnhost on Kubernetes: request recording and replay (issue 21.3)', func
       return logs.logs.find((l: { id: string }) => l.id === result.log_id) ?? null;
     }, 60_000, 1000);
     expect(newest.trigger).to.equal('replay');
-    await writeFile(join(tmp, 'fix.js'), V1);
-    const withCode = await cli(['function:replay', 'pay', logId, '--code', 'fix.js', '--yes']);
-    expect(withCode.code).to.equal(1);
-    expect(withCode.stderr).to.match(/replay with code \(function:replay --code\) runs on one machine only/);
+  });
+
+  const throwawayNames = async (kind: 'fn' | 'deployment') => {
+    const list = await kubectl(['get', kind, '-n', ns, '-o', 'name']);
+    expect(list.code, list.stderr).to.equal(0);
+    return list.stdout.split('\n').filter((line) => /pay-rp-/.test(line));
+  };
+  /** A Function labelled as a throwaway of pay, applied by hand (what a gateway that died leaves, or an attempt to borrow an identity). */
+  const throwawayManifest = (name: string, functionId: string, expiresAtMs: number) => JSON.stringify({
+    apiVersion: 'fnhost.dev/v1alpha1', kind: 'Function',
+    metadata: {
+      name, namespace: ns,
+      labels: { 'fnhost.dev/throwaway': 'replay', 'fnhost.dev/replay-of': 'pay' },
+      annotations: { 'fnhost.dev/expires-at': new Date(expiresAtMs).toISOString() },
+    },
+    spec: { code: V3, functionId, replicas: 1 },
+  });
+  const replayApi = (body: unknown) => fetch(`${gatewayUrl}/api/v1/functions/pay/logs/${logId}/replay?namespace=${ns}`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+    signal: AbortSignal.timeout(120_000),
+  });
+
+  it('function:replay --code runs the recorded request once on a throwaway Function: new code answers, deployed code unchanged, never listed, deleted after', async () => {
+    await writeFile(join(tmp, 'fix.js'), V3);
+    const replaying = cli(['function:replay', 'pay', logId, '--code', 'fix.js', '--yes', '--output', 'json']);
+    let done = false;
+    void replaying.finally(() => (done = true));
+    // While it runs: the throwaway exists as a Function, and the management API does not list it.
+    let seen: string[] = [];
+    let listed: string[] = [];
+    while (!done && seen.length === 0) {
+      seen = await throwawayNames('fn');
+      if (seen.length > 0) {
+        const all = (await (await fetch(`${gatewayUrl}/api/v1/functions?namespace=${ns}`, { headers: { authorization: `Bearer ${token}` } })).json()) as { functions: Array<{ name: string }> };
+        listed = all.functions.map((f) => f.name);
+      }
+    }
+    const replay = await replaying;
+    expect(replay.code, replay.stderr + replay.stdout).to.equal(0);
+    expect(seen, 'the throwaway Function seen while the replay ran').to.have.length(1);
+    expect(listed).to.deep.equal(['pay']);
+    const result = JSON.parse(replay.stdout);
+    expect(result.code).to.equal('throwaway');
+    expect(result.changes).to.deep.include({ kind: 'json', path: '$.v', recorded: 1, replayed: 3 });
+    expect(JSON.parse(result.replayed.body.data)).to.deep.include({ v: 3, kv: 'v2' });
+    // Recorded under the original, trigger replay.
+    const record = await waitFor('the replay record under pay', async () => {
+      const logs = JSON.parse((await cli(['function:logs', 'pay', '--limit', '5', '--output', 'json'])).stdout);
+      return logs.logs.find((l: { id: string }) => l.id === result.log_id) ?? null;
+    }, 60_000, 1000);
+    expect(record.trigger).to.equal('replay');
+    // The deployed code is unchanged.
+    const normal = await invoke();
+    expect(((await normal.json()) as { v: number }).v).to.equal(2);
+    // The throwaway Function and its Deployment are gone.
+    await waitFor('the throwaway Function and its Deployment deleted', async () =>
+      (await throwawayNames('fn')).length === 0 && (await throwawayNames('deployment')).length === 0 ? true : null, 120_000, 1000);
+  });
+
+  it('replay with invalid code: 400, nothing left', async () => {
+    const empty = await replayApi({ code: '   ' });
+    expect(empty.status).to.equal(400);
+    expect(await throwawayNames('fn'), 'nothing created for empty code').to.deep.equal([]);
+    const broken = await replayApi({ code: 'export default (req, res) => {' });
+    const body = (await broken.json()) as { error: string; message: string };
+    expect(broken.status, JSON.stringify(body)).to.equal(400);
+    expect(body.error).to.equal('invalid_code');
+    await waitFor('no throwaway left after the refusal', async () => ((await throwawayNames('fn')).length === 0 ? true : null), 120_000, 1000);
+    expect(await throwawayNames('deployment')).to.deep.equal([]);
+  });
+
+  it('a throwaway left past its expiry (its gateway died mid-replay) is deleted by the gateway\'s sweep', async () => {
+    const leftover = throwawayManifest('pay-rp-left0', derivedFunctionId(ns, 'pay'), Date.now() - 1000);
+    expect((await kubectl(['apply', '--server-side', '-f', '-'], leftover)).code).to.equal(0);
+    // The sweep runs every minute.
+    await waitFor('the leftover throwaway deleted', async () => ((await throwawayNames('fn')).length === 0 ? true : null), 180_000, 2000);
+    // Its original's logs were not cleaned with it (same functionId).
+    const logs = JSON.parse((await cli(['function:logs', 'pay', '--output', 'json'])).stdout);
+    expect(logs.logs.some((l: { id: string }) => l.id === logId)).to.equal(true);
+  });
+
+  it('a Function labelled as a throwaway cannot borrow another namespace\'s function identity (InvalidThrowaway, no pod)', async () => {
+    const borrowed = throwawayManifest('pay-rp-evil0', derivedFunctionId(relNs, 'victim'), Date.now() + 600_000);
+    expect((await kubectl(['apply', '--server-side', '-f', '-'], borrowed)).code).to.equal(0);
+    const ready = await waitFor('the operator refusing the borrowed identity', async () => {
+      const got = await kubectl(['get', 'fn', 'pay-rp-evil0', '-n', ns, '-o', 'json']);
+      const c = (JSON.parse(got.stdout).status?.conditions ?? []).find((x: { type: string }) => x.type === 'Ready');
+      return c?.reason === 'InvalidThrowaway' ? c : null;
+    }, 120_000, 1000);
+    expect(ready.status).to.equal('False');
+    expect(await throwawayNames('deployment')).to.deep.equal([]);
+    expect((await kubectl(['delete', 'fn', 'pay-rp-evil0', '-n', ns, '--wait=true', '--timeout=60s'])).code).to.equal(0);
   });
 });

@@ -139,6 +139,17 @@ describe('operator builders', () => {
     ]);
   });
 
+  it('a throwaway version (replay --code) runs as its original: the original name and functionId in its env, the original tokens in its Secret', () => {
+    const id = derivedFunctionId('team-a', 'hello');
+    const fn = fnResource({ functionId: id, replicas: 1 }, { name: 'hello-rp-ab12c', labels: { 'fnhost.dev/throwaway': 'replay', 'fnhost.dev/replay-of': 'hello' } });
+    const dep = deploymentFor(fn, settings);
+    expect(envValue(dep, 'FNHOST_FUNCTION_NAME')).to.equal('hello');
+    expect(envValue(dep, 'FNHOST_FUNCTION_ID')).to.equal(id);
+    const secret: any = secretFor(fn, settings);
+    expect(Buffer.from(secret.data[RUNTIME_TOKEN_KEY], 'base64').toString()).to.equal(deriveToken(TOKEN_KEY, 'runtime', id));
+    expect(cronJobFor(fn, settings)).to.equal(null);
+  });
+
   it('a change of code or env changes the pod template hash; a change of replicas does not', () => {
     const base = fnResource();
     const hash = (fn: ReturnType<typeof fnResource>) => (deploymentFor(fn, settings) as any).spec.template.metadata.annotations[ANNOTATION_CONFIG_HASH];

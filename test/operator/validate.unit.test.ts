@@ -1,11 +1,28 @@
 import { expect } from 'chai';
 import { limits } from '@fnhost/core';
-import { checkSchedule, checkSpec, makeCodeChecker } from '../../operator/src/validate.ts';
+import { checkSchedule, checkSpec, checkThrowaway, makeCodeChecker } from '../../operator/src/validate.ts';
+import { derivedFunctionId } from '../../operator/src/names.ts';
 import { loadSettings, SettingsError } from '../../operator/src/settings.ts';
 import { fnResource, testSettings, TOKEN_KEY } from './fixtures.ts';
 
 describe('operator spec checks beyond the schema', () => {
   const settings = testSettings({ FNHOST_MAX_TIMEOUT_SECONDS: '60' });
+
+  it('a throwaway version runs only as a Function of its namespace it names, with that id (no borrowed identity)', () => {
+    const original = fnResource({}, { name: 'pay', namespace: 'team-a' });
+    const labels = { 'fnhost.dev/throwaway': 'replay', 'fnhost.dev/replay-of': 'pay' };
+    const own = fnResource({ functionId: derivedFunctionId('team-a', 'pay') }, { name: 'pay-rp-ab12c', namespace: 'team-a', labels });
+    expect(checkThrowaway(own, original)).to.equal(null);
+    expect(checkThrowaway(fnResource({}, { name: 'plain', namespace: 'team-a' }), null), 'not a throwaway: not checked').to.equal(null);
+    // Another namespace's id, or its own derived id: refused.
+    const borrowed = fnResource({ functionId: derivedFunctionId('team-b', 'secret-fn') }, { name: 'pay-rp-ab12c', namespace: 'team-a', labels });
+    expect(checkThrowaway(borrowed, original)!.reason).to.equal('InvalidThrowaway');
+    expect(checkThrowaway(borrowed, original)!.message).to.contain(derivedFunctionId('team-a', 'pay'));
+    expect(checkThrowaway(fnResource({}, { name: 'pay-rp-ab12c', namespace: 'team-a', labels }), original)!.reason).to.equal('InvalidThrowaway');
+    // No such original, or the original is itself a throwaway.
+    expect(checkThrowaway(own, null)!.message).to.contain('"pay"');
+    expect(checkThrowaway(own, fnResource({}, { name: 'pay', namespace: 'team-a', labels: { 'fnhost.dev/throwaway': 'replay', 'fnhost.dev/replay-of': 'x' } }))!.reason).to.equal('InvalidThrowaway');
+  });
 
   it('accepts a valid Function', () => {
     expect(checkSpec(fnResource({ schedule: { cron: '*/5 * * * *', timezone: 'Europe/Paris' } }), settings)).to.equal(null);

@@ -23,8 +23,8 @@ export interface ReplayRoutesDeps {
   stores: Stores;
   now: () => number;
   access: AccessControl;
-  /** One machine: a runtime for an unstored version (Executor.throwaway); undefined in cluster mode. */
-  throwaway?: (fn: FunctionRecord) => Promise<ThrowawayRuntime>;
+  /** A runtime for an unstored version: one machine Executor.throwaway, cluster mode a throwaway Function (cluster/throwaway.ts). */
+  throwaway: (fn: FunctionRecord) => Promise<ThrowawayRuntime>;
 }
 
 const REPLAY_FIELDS = new Set(['code']);
@@ -75,9 +75,6 @@ export function replayRoutes(deps: ReplayRoutesDeps): Router {
         ? `log ${ctx.params.id} cannot be replayed: its request body was not kept (${request.body.omitted})`
         : `log ${ctx.params.id} cannot be replayed: its request body was ${request.body.size} bytes, over the ${fn.name}'s record_requests.max_body_bytes bound, so only its first ${Buffer.byteLength(request.body.data, request.body.encoding === 'base64' ? 'base64' : 'utf8')} were kept`);
     }
-    if (code !== undefined && deps.throwaway === undefined) {
-      throw new ReplayError('replay_code_unsupported', 501, 'replay with code (function:replay --code) runs on one machine only; in cluster mode, replay against the deployed code (docs/replay.md)');
-    }
     const run = {
       method: request.method,
       path: request.query === '' ? request.path : `${request.path}?${request.query}`,
@@ -88,7 +85,7 @@ export function replayRoutes(deps: ReplayRoutesDeps): Router {
     let runtime: ThrowawayRuntime | undefined;
     let result;
     try {
-      if (code !== undefined) runtime = await deps.throwaway!(target);
+      if (code !== undefined) runtime = await deps.throwaway(target);
       result = await invoker.run(target, 'replay', run, { pinned: runtime?.upstream });
     } finally {
       await runtime?.discard();

@@ -5,6 +5,7 @@ import type { Change } from './reflector.ts';
 import type { FunctionResource } from '@fnhost/core/function-resource.ts';
 import { keyOf, recordFromResource, resourceForCreate, rolloutOf, specPatch } from './resource.ts';
 import type { ApiRollout } from '@fnhost/core/api.ts';
+import { LABEL_REPLAY_OF, isThrowaway } from '@fnhost/core/replay-throwaway.ts';
 
 // Functions in cluster mode. The truth is the Function resources in the API
 // server; the gateway holds them in a cache fed by a watch (Reflector), so an
@@ -33,6 +34,13 @@ function byName(a: FunctionRecord, b: FunctionRecord): number {
 
 export class FunctionCache implements FunctionIndex {
   readonly #byKey = new Map<string, Entry>();
+  /**
+   * Throwaway versions (replay --code, core/src/replay-throwaway.ts), held apart: they carry
+   * their original's functionId and are no function of their own, so no listing, lookup by
+   * id, token index or schedule ever sees them.
+   */
+  readonly #throwaways = new Map<string, FunctionResource>();
+  readonly #throwawayListeners = new Set<(key: string) => void>();
   readonly #idToKey = new Map<string, string>();
   #sorted: FunctionRecord[] | undefined;
   /** Grows with every change (runtime-token index rebuilds on change). */
@@ -40,6 +48,10 @@ export class FunctionCache implements FunctionIndex {
 
   /** A change from the watch. */
   apply(change: Change<FunctionResource>): void {
+    if (this.#throwaways.has(change.key) || (change.object !== undefined && isThrowaway(change.object))) {
+      this.#applyThrowaway(change.key, change.object);
+      return;
+    }
     if (change.object === undefined) {
       const held = this.#byKey.get(change.key);
       // A write of this gateway newer than the deletion (the name created again) stays.
@@ -52,6 +64,10 @@ export class FunctionCache implements FunctionIndex {
   /** An object as the API server gave it (a write's answer or a watch event); older versions are ignored. */
   put(resource: FunctionResource): void {
     const key = keyOf(resource.metadata.namespace ?? 'default', resource.metadata.name);
+    if (isThrowaway(resource)) {
+      this.#applyThrowaway(key, resource);
+      return;
+    }
     const held = this.#byKey.get(key);
     if (held !== undefined) {
       // resourceVersions are etcd revisions, ordered across objects: an older one is stale even for another uid.
@@ -103,6 +119,36 @@ export class FunctionCache implements FunctionIndex {
       this.#sorted = records.sort(byName);
     }
     return namespace === undefined ? this.#sorted : this.#sorted.filter((fn) => fn.namespace === namespace);
+  }
+
+  #applyThrowaway(key: string, resource: FunctionResource | undefined): void {
+    const held = this.#throwaways.get(key);
+    if (resource === undefined) this.#throwaways.delete(key);
+    else if (held === undefined || !olderVersion(resource.metadata.resourceVersion, held.metadata.resourceVersion)) this.#throwaways.set(key, resource);
+    else return;
+    for (const listener of this.#throwawayListeners) listener(key);
+  }
+
+  /** A throwaway version as last seen, or undefined (never seen, or gone). */
+  throwaway(namespace: string, name: string): FunctionResource | undefined {
+    return this.#throwaways.get(keyOf(namespace, name));
+  }
+
+  /** Throwaway versions not being deleted: of one function (namespace and name), or all of them. */
+  throwaways(of?: { namespace: string; name: string }): FunctionResource[] {
+    const found: FunctionResource[] = [];
+    for (const res of this.#throwaways.values()) {
+      if (res.metadata.deletionTimestamp !== undefined) continue;
+      if (of !== undefined && ((res.metadata.namespace ?? 'default') !== of.namespace || res.metadata.labels?.[LABEL_REPLAY_OF] !== of.name)) continue;
+      found.push(res);
+    }
+    return found;
+  }
+
+  /** Calls `listener` with the key of every throwaway that changed or left; returns how to stop. */
+  onThrowaway(listener: (key: string) => void): () => void {
+    this.#throwawayListeners.add(listener);
+    return () => this.#throwawayListeners.delete(listener);
   }
 
   /** The store already put the server's answer here. */

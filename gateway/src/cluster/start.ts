@@ -18,6 +18,7 @@ import { ERROR_WINDOW_MS, StatusFeedback, type ErrorWindow, type StatusFields } 
 import { DerivedTokens } from './tokens.ts';
 import { KubeAccess } from '../access/kube-access.ts';
 import { KubeNamespaceGate } from './namespace-gate.ts';
+import { ClusterThrowaways } from './throwaway.ts';
 
 // Builds the cluster-mode parts of the gateway (ClusterParts in app.ts): two
 // watches (Functions; EndpointSlices of the operator's Services), the caches
@@ -47,6 +48,7 @@ export interface StartedCluster extends ClusterParts {
   endpoints: EndpointIndex;
   feedback: StatusFeedback;
   executorImpl: ClusterExecutor;
+  throwaways: ClusterThrowaways;
 }
 
 function watchQuery(labelSelector?: string): Record<string, string | undefined> {
@@ -140,10 +142,14 @@ export async function startCluster(options: ClusterStartOptions): Promise<Starte
     }
   });
 
+  const throwaways = new ClusterThrowaways({ client, cache, endpoints, clock, logger });
+
   functionsWatch.start();
   slicesWatch.start();
   await Promise.all([functionsWatch.synced, slicesWatch.synced]);
-  logger.info('cluster caches synced', { functions: functionsWatch.size, endpoint_slices: slicesWatch.size, namespace: ns ?? '(all)', server: client.server });
+  // Leftovers of a gateway that died mid-replay, now and then every minute.
+  throwaways.startSweeping();
+  logger.info('cluster caches synced', { functions: cache.all().length, throwaways: cache.throwaways().length, endpoint_slices: slicesWatch.size, namespace: ns ?? '(all)', server: client.server });
 
   return {
     client,
@@ -151,6 +157,8 @@ export async function startCluster(options: ClusterStartOptions): Promise<Starte
     endpoints,
     feedback,
     executorImpl: executor,
+    throwaways,
+    throwaway: (fn) => throwaways.start(fn),
     index: cache,
     functionStore: new KubeFunctionStore(client, cache, functionsWatch.synced),
     executor,
@@ -175,7 +183,9 @@ export async function startCluster(options: ClusterStartOptions): Promise<Starte
     onExecution: (functionId, statusCode) => feedback.record(functionId, statusCode),
     metricsText(): string {
       const lines: Array<[string, string, string, number]> = [
-        ['fnhost_cluster_functions', 'gauge', 'Function resources in the watch cache.', functionsWatch.size],
+        ['fnhost_cluster_functions', 'gauge', 'Functions in the watch cache (throwaway versions not counted).', cache.all().length],
+        ['fnhost_cluster_replay_throwaways_total', 'counter', 'Throwaway Functions created for replays with code (function:replay --code).', throwaways.created],
+        ['fnhost_cluster_replay_throwaways_swept_total', 'counter', 'Throwaway Functions deleted past their expiry (left by a gateway that stopped mid-replay).', throwaways.swept],
         ['fnhost_cluster_watch_restarts_total', 'counter', 'Watches started again after a failure.', functionsWatch.restarts + slicesWatch.restarts],
         ['fnhost_cluster_held_calls', 'gauge', 'Calls waiting for a function to have a ready pod.', executor.held],
         ['fnhost_cluster_holds_total', 'counter', 'Calls that had to wait for a ready pod.', executor.holds],
@@ -198,6 +208,7 @@ export async function startCluster(options: ClusterStartOptions): Promise<Starte
       return lines.map(([name, type, help, value]) => `# HELP ${name} ${help}\n# TYPE ${name} ${type}\n${name} ${value}\n`).join('') + releases;
     },
     async close(): Promise<void> {
+      throwaways.close();
       functionsWatch.stop();
       slicesWatch.stop();
       await feedback.close();

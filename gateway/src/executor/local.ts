@@ -9,8 +9,9 @@ import { SANDBOX_CODE_DIR } from '../sandbox/argv.ts';
 import { Sandboxes, type SandboxInstance } from '../sandbox/sandbox.ts';
 import type { Logger } from '../log.ts';
 import type { Metrics } from '../metrics.ts';
-import { CodeRefusedError, FunctionFailedToLoadError, loadFailureText, type LoadFailureKind } from '../functions/code-check.ts';
+import { CodeRefusedError, FunctionFailedToLoadError, loadFailureText } from '../functions/code-check.ts';
 import { loadsAsModule, moduleExtension } from './module-file.ts';
+import { WAIT_LOAD_HEADER, loadFailureOf } from './load-check.ts';
 import { WarmPool, warmPoolSize, type GenericRuntime } from './pool.ts';
 import { IdleRuntimes } from './idle.ts';
 import type { Clock } from '@fnhost/core/clock.ts';
@@ -18,7 +19,7 @@ import { DEFAULT_MEMORY_MIB } from '@fnhost/core/limits.ts';
 import { systemClock } from '../scheduler/local.ts';
 import { RuntimeProcess, RuntimeUnavailableError, lastLine } from './process.ts';
 
-export { RuntimeUnavailableError, lastLine, moduleExtension };
+export { RuntimeUnavailableError, WAIT_LOAD_HEADER, lastLine, moduleExtension };
 
 // One runtime process per active function, on loopback, configured by the
 // environment of docs/internal-protocol.md. A runtime starts eagerly when a
@@ -39,8 +40,6 @@ export const START_RETRY_MS = 1000;
 /** The warm pool's step of the internal protocol (docs/internal-protocol.md "Warm pool"). */
 export const SPECIALIZE_PATH = '/_fnhost/specialize';
 export const SPECIALIZE_HEADER = 'x-fnhost-specialize-token';
-/** On /healthz: answer once the module has loaded or failed to, with the failure's kind and text (docs/internal-protocol.md "Load errors"). */
-export const WAIT_LOAD_HEADER = 'x-fnhost-wait-load';
 
 /**
  * Variables that Node, libuv, OpenSSL or the C library read only when a process starts: a
@@ -318,7 +317,7 @@ export class LocalExecutor implements Executor {
       await this.#stop(runtime);
       return nothing;
     }
-    const failure = await this.#loadFailure(upstream).catch((err: Error) => {
+    const failure = await loadFailureOf(upstream, this.#opts.startTimeoutMs ?? 15_000).catch((err: Error) => {
       this.#opts.logger.warn('could not learn whether a function\'s module loaded; accepting it', { function_id: fn.function_id, error: err.message });
       return undefined;
     });
@@ -354,7 +353,7 @@ export class LocalExecutor implements Executor {
     let upstream: Upstream;
     try {
       upstream = await runtime.ready;
-      const failure = await this.#loadFailure(upstream);
+      const failure = await loadFailureOf(upstream, this.#opts.startTimeoutMs ?? 15_000);
       if (failure !== undefined) {
         if (failure.kind === 'syntax' || failure.kind === 'no_handler') {
           throw new CodeRefusedError(failure.kind, loadFailureText(failure.kind, failure.message, fn.code, loadsAsModule(fn.code)));
@@ -366,21 +365,6 @@ export class LocalExecutor implements Executor {
       throw err instanceof FnhostError ? err : new RuntimeUnavailableError(`the throwaway version's runtime did not start: ${(err as Error).message}`, { cause: err });
     }
     return { upstream, discard: () => this.#stop(runtime) };
-  }
-
-  /** Asks a started runtime (GET /healthz with WAIT_LOAD_HEADER) how its module's load ended: undefined when it loaded. */
-  async #loadFailure(upstream: Upstream): Promise<{ kind: LoadFailureKind; message: string } | undefined> {
-    const client = new Client(upstream.origin, upstream.socketPath === undefined ? {} : { connect: { socketPath: upstream.socketPath } });
-    try {
-      const response = await client.request({ path: '/healthz', method: 'GET', headers: { [WAIT_LOAD_HEADER]: '1' }, signal: AbortSignal.timeout(this.#opts.startTimeoutMs ?? 15_000) });
-      const text = await response.body.text();
-      if (response.statusCode === 200) return undefined;
-      const body = JSON.parse(text) as { kind?: unknown; message?: unknown };
-      const kind = body.kind === 'syntax' || body.kind === 'no_handler' ? body.kind : 'failed';
-      return { kind, message: typeof body.message === 'string' ? body.message : text.slice(0, 2000) };
-    } finally {
-      void client.close().catch(() => undefined);
-    }
   }
 
   recycle(functionId: string, reason: RecycleReason): void {

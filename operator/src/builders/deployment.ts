@@ -5,6 +5,7 @@ import { configHash, containerSecurityContext, effectiveSpec, hostAliasesOf, own
 import { CODE_FILE_NAME } from './configmap.ts';
 import { RUNTIME_TOKEN_KEY } from './secret.ts';
 import { millicores } from '@fnhost/core/scaling.ts';
+import { servedNameOf } from '@fnhost/core/replay-throwaway.ts';
 
 export const RUNTIME_PORT = 8080;
 export const CODE_MOUNT_PATH = '/fnhost/function';
@@ -24,7 +25,7 @@ export function runtimeEnv(fn: FunctionResource, settings: Settings) {
     { name: 'HOST', value: '0.0.0.0' },
     { name: 'FNHOST_FUNCTION_FILE', value: `${CODE_MOUNT_PATH}/${CODE_FILE_NAME}` },
     { name: 'FNHOST_FUNCTION_ID', value: e.functionId },
-    { name: 'FNHOST_FUNCTION_NAME', value: fn.metadata.name },
+    { name: 'FNHOST_FUNCTION_NAME', value: servedNameOf(fn) },
     { name: 'FNHOST_ROUTES', value: JSON.stringify(e.routes) },
     { name: 'FNHOST_TIMEOUT_MS', value: String(e.timeoutSeconds * 1000) },
     { name: 'FNHOST_MEMORY_MIB', value: String(e.memoryMiB) },
