@@ -10,7 +10,11 @@
 // POST of a JSON body of --body-bytes, which the handler echoes (so both the
 // request and the response bodies are copied, masked and stored). Targets run
 // in interleaved rounds on the shared machine; medians of per-round ratios.
+// The gateway's own CPU time per request (utime + stime of its process over
+// the measured seconds, /proc/<pid>/stat) is printed beside: on a shared,
+// loaded machine it is steadier than req/s.
 
+import { readFileSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -71,12 +75,27 @@ function median(xs: number[]): number {
 const payload = JSON.stringify({ card: { number: '4111111111111111', holder: 'Ada Lovelace' }, items: [{ iban: 'DE89370400440532013000' }], note: 'x'.repeat(Math.max(0, BODY_BYTES - 120)) });
 const request = { method: 'POST', body: payload, headers: { 'content-type': 'application/json', 'x-card-token': 'tok_123', authorization: 'Bearer caller' } };
 
-interface Row { name: string; rps: number; p50: number; p99: number; errors: number }
+interface Row { name: string; rps: number; p50: number; p99: number; errors: number; cpuUs: number }
 
-async function load(name: string, url: string): Promise<Row> {
+/** CPU time (user + system) the process has used, in µs; NaN without /proc/<pid>/stat. */
+function cpuMicros(pid: number | undefined): number {
+  if (pid === undefined) return Number.NaN;
+  try {
+    // Fields after the command name (which may hold spaces): utime and stime are the 12th and 13th.
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    return ((Number(fields[11]) + Number(fields[12])) * 1e6) / 100; // USER_HZ is 100 on Linux
+  } catch {
+    return Number.NaN;
+  }
+}
+
+/** `pid`: the process whose CPU time per request is measured (the gateway's; the hop's is not known). */
+async function load(name: string, url: string, pid?: number): Promise<Row> {
   await autocannon({ url, connections: CONNECTIONS, duration: 1, ...request });
+  const cpu0 = cpuMicros(pid);
   const r = await autocannon({ url, connections: CONNECTIONS, duration: SECONDS, ...request });
-  return { name, rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, errors: r.errors + r.timeouts + r.non2xx };
+  const cpu = cpuMicros(pid) - cpu0;
+  return { name, rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, errors: r.errors + r.timeouts + r.non2xx, cpuUs: cpu / (r.requests.average * SECONDS) };
 }
 
 const dir = await mkdtemp(join(tmpdir(), 'fnhost-bench-replay-'));
@@ -94,27 +113,28 @@ try {
   };
   const plain = await create('plain', {});
   const recorded = await create('recorded', { record_requests: { enabled: true, redact: { headers: ['x-card-token'], json_paths: ['$..card.number', '$.items[*].iban'] } } });
-  const targets = [['undici hop → runtime', hopUrl + '/'], ['gateway, recording off', plain], ['gateway, recording on', recorded]] as const;
+  const targets = [['undici hop → runtime', hopUrl + '/', undefined], ['gateway, recording off', plain, gw.pid], ['gateway, recording on', recorded, gw.pid]] as const;
   const runs: Row[][] = targets.map(() => []);
   for (let round = 0; round < ROUNDS; round++) {
-    for (const [i, [name, url]] of targets.entries()) runs[i]!.push(await load(name, url));
+    for (const [i, [name, url, pid]] of targets.entries()) runs[i]!.push(await load(name, url, pid));
   }
   const ratio = (a: number, b: number) => median(runs[a]!.map((r, k) => r.rps / runs[b]![k]!.rps));
-  const rows = runs.map((rs) => ({ name: rs[0]!.name, rps: median(rs.map((r) => r.rps)), p50: median(rs.map((r) => r.p50)), p99: median(rs.map((r) => r.p99)), errors: rs.reduce((n, r) => n + r.errors, 0) }));
+  const rows = runs.map((rs) => ({ name: rs[0]!.name, rps: median(rs.map((r) => r.rps)), p50: median(rs.map((r) => r.p50)), p99: median(rs.map((r) => r.p99)), errors: rs.reduce((n, r) => n + r.errors, 0), cpuUs: median(rs.map((r) => r.cpuUs)) }));
   const logs = await (await fetch(`${gw.url}/api/v1/functions/recorded/logs?limit=1`, { headers: auth })).json() as { logs: { id: string }[]; pagination: { totalCount: number } };
   const sample = await (await fetch(`${gw.url}/api/v1/functions/recorded/logs/${logs.logs[0]!.id}/request`, { headers: auth })).json();
   await gw.stop();
 
   console.log(`fnhost record_requests bench — ${new Date().toISOString()} — ${cpus().length}× ${cpus()[0]?.model} — load ${loadavg().map((l) => l.toFixed(2)).join(' ')} — node ${process.version}`);
   console.log(`autocannon ${CONNECTIONS} connections, ${SECONDS} s each, POST of a ${payload.length}-byte JSON body echoed back; medians of ${ROUNDS} interleaved rounds\n`);
-  console.log('| target | req/s | p50 ms | p99 ms | errors |');
-  console.log('|---|---|---|---|---|');
-  for (const r of rows) console.log(`| ${r.name} | ${r.rps.toFixed(0)} | ${r.p50} | ${r.p99} | ${r.errors} |`);
+  console.log('| target | req/s | p50 ms | p99 ms | errors | gateway CPU µs/request |');
+  console.log('|---|---|---|---|---|---|');
+  for (const r of rows) console.log(`| ${r.name} | ${r.rps.toFixed(0)} | ${r.p50} | ${r.p99} | ${r.errors} | ${Number.isNaN(r.cpuUs) ? '—' : r.cpuUs.toFixed(0)} |`);
   const off = ratio(1, 0);
   const on = ratio(2, 0);
   const onOff = ratio(2, 1);
   console.log('');
   console.log(`P1  gateway / undici hop, recording off: ${off.toFixed(2)}×; recording on: ${on.toFixed(2)}× (target ≥ 0.8×)`);
+  console.log(`    gateway CPU per request: recording off ${rows[1]!.cpuUs.toFixed(0)} µs, on ${rows[2]!.cpuUs.toFixed(0)} µs (+${(rows[2]!.cpuUs - rows[1]!.cpuUs).toFixed(0)} µs)`);
   console.log(`    recording on / off: ${onOff.toFixed(2)}×; ${logs.pagination.totalCount} records of the recorded function; a stored request body: ${JSON.stringify(sample.request?.body?.data ?? '').length} bytes, masked: ${String(sample.request?.body?.data ?? '').includes('[redacted]')}`);
   reportFigure({ target: 'P1', what: 'gateway / undici hop with record_requests on (1 KiB JSON body echoed)', measured: `${on.toFixed(2)}×`, bound: '≥ 0.8×', met: on >= 0.8 });
   reportFigure({ target: 'P1', what: 'record_requests on / off throughput', measured: `${onOff.toFixed(2)}×`, bound: '(cost)', met: true });
