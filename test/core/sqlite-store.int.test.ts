@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -7,6 +7,7 @@ import { DatabaseSync } from 'node:sqlite';
 import { expect } from 'chai';
 import { StoreError } from '../../core/src/errors.ts';
 import { openSqliteStores, SCHEMA_VERSION } from '../../core/src/store/sqlite/index.ts';
+import { pollUntil } from '../helpers/wait.ts';
 import { describeStoreContract, functionRecord, log, CONTRACT_EPOCH } from './store-contract.ts';
 
 // The contract suite against a real SQLite database file, plus what only a
@@ -221,6 +222,31 @@ describe('SQLite store (file)', () => {
     } finally {
       await second.close();
     }
+  });
+
+  it('with background checkpoints, a worker folds the WAL into the file: the writer does not, below its backstop', async () => {
+    const path = join(dir, 'checkpoints.db');
+    const stores = openSqliteStores({ path, backgroundCheckpoints: true });
+    try {
+      const raw = new DatabaseSync(path);
+      try {
+        expect(raw.prepare('PRAGMA page_size').get()).to.deep.equal({ page_size: 4096 });
+      } finally {
+        raw.close();
+      }
+      const emptySize = statSync(path).size;
+      const fnId = functionRecord().function_id;
+      const body = { encoding: 'utf8' as const, data: 'x'.repeat(2000), size: 2000, truncated: false };
+      // ~400 records of ~2 KiB: about 1.2 MiB of WAL, well under SQLite's own 1,000-page checkpoint.
+      for (let batch = 0; batch < 4; batch++) {
+        await stores.logs.insert(Array.from({ length: 100 }, (_, i) => ({ ...log(fnId, CONTRACT_EPOCH + batch * 100 + i), exchange: { request: { method: 'POST', path: '/', query: '', headers: {}, body }, response: null } })));
+      }
+      await pollUntil('the worker to checkpoint the WAL into the database file', async () => statSync(path).size > emptySize + 500_000, 20_000, 50);
+    } finally {
+      await stores.close();
+    }
+    // Closed: the worker's connection too (close folds the rest of the WAL in and removes it).
+    expect(existsSync(`${path}-wal`)).to.equal(false);
   });
 
   it('refuses a database from a newer schema version with StoreError naming both versions', async () => {
