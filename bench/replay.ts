@@ -3,7 +3,7 @@
 // and each against the P1 yardstick (a minimal undici hop in front of a
 // runtime of the same handler).
 //
-//   node bench/replay.ts [--seconds 6] [--connections 50] [--rounds 3] [--body-bytes 1024]
+//   node bench/replay.ts [--seconds 6] [--connections 50] [--rounds 3] [--body-bytes 1024] [--baseline <checkout>/gateway/src/main.ts] [--rate <req/s>]
 //
 // One gateway, two functions with the same handler: `plain` (recording off)
 // and `recorded` (on, a header and two JSON paths masked), called with a
@@ -12,7 +12,9 @@
 // in interleaved rounds on the shared machine; medians of per-round ratios.
 // The gateway's own CPU time per request (utime + stime of its process over
 // the measured seconds, /proc/<pid>/stat) is printed beside: on a shared,
-// loaded machine it is steadier than req/s.
+// loaded machine it is steadier than req/s. --baseline runs the same two
+// functions on a second gateway started from another checkout (before a
+// change), in the same interleaved rounds: before and after under the same load.
 
 import { readFileSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -30,12 +32,16 @@ const { values } = parseArgs({
     connections: { type: 'string', default: '50' },
     rounds: { type: 'string', default: '3' },
     'body-bytes': { type: 'string', default: '1024' },
+    baseline: { type: 'string' },
+    rate: { type: 'string' },
   },
 });
 const SECONDS = Number(values.seconds);
 const ROUNDS = Number(values.rounds);
 const CONNECTIONS = Number(values.connections);
 const BODY_BYTES = Number(values['body-bytes']);
+/** --rate: every target gets this many req/s (autocannon overallRate), so CPU per request compares at the same load and batch sizes; req/s ratios then mean nothing. */
+const RATE = values.rate === undefined ? undefined : Number(values.rate);
 const RUNTIME_MAIN = fileURLToPath(new URL('../runtime-image/src/main.ts', import.meta.url));
 const UNDICI = fileURLToPath(import.meta.resolve('undici'));
 const ECHO = `export default (req, res) => res.json({ ok: true, got: req.body })`;
@@ -93,7 +99,7 @@ function cpuMicros(pid: number | undefined): number {
 async function load(name: string, url: string, pid?: number): Promise<Row> {
   await autocannon({ url, connections: CONNECTIONS, duration: 1, ...request });
   const cpu0 = cpuMicros(pid);
-  const r = await autocannon({ url, connections: CONNECTIONS, duration: SECONDS, ...request });
+  const r = await autocannon({ url, connections: CONNECTIONS, duration: SECONDS, ...request, ...(RATE === undefined ? {} : { overallRate: RATE }) });
   const cpu = cpuMicros(pid) - cpu0;
   return { name, rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, errors: r.errors + r.timeouts + r.non2xx, cpuUs: cpu / (r.requests.average * SECONDS) };
 }
@@ -105,15 +111,23 @@ try {
   const runtimeUrl = await startServer([RUNTIME_MAIN], { PORT: '0', HOST: '127.0.0.1', FNHOST_FUNCTION_FILE: file, FNHOST_FUNCTION_ID: '00000000-0000-4000-8000-000000000002', FNHOST_FUNCTION_NAME: 'echo' });
   const hopUrl = await startServer(['-e', HOP(runtimeUrl)]);
   const gw = await startGateway({ env: { FNHOST_QUIET: '1' } });
-  const auth = { authorization: `Bearer ${gw.token}`, 'content-type': 'application/json' };
-  const create = async (name: string, extra: Record<string, unknown>) => {
-    const r = await fetch(`${gw.url}/api/v1/functions`, { method: 'POST', headers: auth, body: JSON.stringify({ name, code: ECHO, ...extra }) });
+  const base = values.baseline === undefined ? undefined : await startGateway({ env: { FNHOST_QUIET: '1' }, main: values.baseline });
+  const create = async (on: typeof gw, name: string, extra: Record<string, unknown>) => {
+    const auth = { authorization: `Bearer ${on.token}`, 'content-type': 'application/json' };
+    const r = await fetch(`${on.url}/api/v1/functions`, { method: 'POST', headers: auth, body: JSON.stringify({ name, code: ECHO, ...extra }) });
     if (r.status !== 201) throw new Error(`create ${name}: ${r.status} ${await r.text()}`);
     return ((await r.json()) as { invocation_url: string }).invocation_url;
   };
-  const plain = await create('plain', {});
-  const recorded = await create('recorded', { record_requests: { enabled: true, redact: { headers: ['x-card-token'], json_paths: ['$..card.number', '$.items[*].iban'] } } });
-  const targets = [['undici hop → runtime', hopUrl + '/', undefined], ['gateway, recording off', plain, gw.pid], ['gateway, recording on', recorded, gw.pid]] as const;
+  const recording = { record_requests: { enabled: true, redact: { headers: ['x-card-token'], json_paths: ['$..card.number', '$.items[*].iban'] } } };
+  const auth = { authorization: `Bearer ${gw.token}`, 'content-type': 'application/json' };
+  const targets: [string, string, number | undefined][] = [
+    ['undici hop → runtime', hopUrl + '/', undefined],
+    ['gateway, recording off', await create(gw, 'plain', {}), gw.pid],
+    ['gateway, recording on', await create(gw, 'recorded', recording), gw.pid],
+  ];
+  if (base !== undefined) {
+    targets.push(['baseline gateway, recording off', await create(base, 'plain', {}), base.pid], ['baseline gateway, recording on', await create(base, 'recorded', recording), base.pid]);
+  }
   const runs: Row[][] = targets.map(() => []);
   for (let round = 0; round < ROUNDS; round++) {
     for (const [i, [name, url, pid]] of targets.entries()) runs[i]!.push(await load(name, url, pid));
@@ -123,6 +137,7 @@ try {
   const logs = await (await fetch(`${gw.url}/api/v1/functions/recorded/logs?limit=1`, { headers: auth })).json() as { logs: { id: string }[]; pagination: { totalCount: number } };
   const sample = await (await fetch(`${gw.url}/api/v1/functions/recorded/logs/${logs.logs[0]!.id}/request`, { headers: auth })).json();
   await gw.stop();
+  await base?.stop();
 
   console.log(`fnhost record_requests bench — ${new Date().toISOString()} — ${cpus().length}× ${cpus()[0]?.model} — load ${loadavg().map((l) => l.toFixed(2)).join(' ')} — node ${process.version}`);
   console.log(`autocannon ${CONNECTIONS} connections, ${SECONDS} s each, POST of a ${payload.length}-byte JSON body echoed back; medians of ${ROUNDS} interleaved rounds\n`);
@@ -135,6 +150,9 @@ try {
   console.log('');
   console.log(`P1  gateway / undici hop, recording off: ${off.toFixed(2)}×; recording on: ${on.toFixed(2)}× (target ≥ 0.8×)`);
   console.log(`    gateway CPU per request: recording off ${rows[1]!.cpuUs.toFixed(0)} µs, on ${rows[2]!.cpuUs.toFixed(0)} µs (+${(rows[2]!.cpuUs - rows[1]!.cpuUs).toFixed(0)} µs)`);
+  if (base !== undefined) {
+    console.log(`    baseline: gateway / hop off ${ratio(3, 0).toFixed(2)}×, on ${ratio(4, 0).toFixed(2)}×; on / off ${ratio(4, 3).toFixed(2)}×; CPU per request off ${rows[3]!.cpuUs.toFixed(0)} µs, on ${rows[4]!.cpuUs.toFixed(0)} µs (+${(rows[4]!.cpuUs - rows[3]!.cpuUs).toFixed(0)} µs)`);
+  }
   console.log(`    recording on / off: ${onOff.toFixed(2)}×; ${logs.pagination.totalCount} records of the recorded function; a stored request body: ${JSON.stringify(sample.request?.body?.data ?? '').length} bytes, masked: ${String(sample.request?.body?.data ?? '').includes('[redacted]')}`);
   reportFigure({ target: 'P1', what: 'gateway / undici hop with record_requests on (1 KiB JSON body echoed)', measured: `${on.toFixed(2)}×`, bound: '≥ 0.8×', met: on >= 0.8 });
   reportFigure({ target: 'P1', what: 'record_requests on / off throughput', measured: `${onOff.toFixed(2)}×`, bound: '(cost)', met: true });
