@@ -1,7 +1,7 @@
 import { isUtf8 } from 'node:buffer';
 import { FnhostError, ValidationError } from './errors.ts';
 import * as limits from './limits.ts';
-import type { RecordedBody, RecordedRequest, RecordedResponse, RequestRecording } from './model.ts';
+import type { RecordedBody, RecordedExchange, RecordedRequest, RecordedResponse, RequestRecording } from './model.ts';
 
 // Request recording for replay (docs/replay.md): what a function that opted
 // in keeps of each execution, and the masking applied before anything is
@@ -274,6 +274,20 @@ export function recordRequest(method: string, pathAndQuery: string, headers: Rec
 export function recordResponse(status: number, headers: Record<string, string | string[] | undefined>, body: Buffer | null, recording: RequestRecording, fullSize?: number): RecordedResponse {
   const ct = headers['content-type'];
   return { status, headers: recordHeaders(headers, recording), body: recordBody(body, typeof ct === 'string' ? ct : undefined, recording, fullSize) };
+}
+
+/** About the memory an exchange's bodies hold while its record waits to be written: the characters of their data. */
+export function recordedBodyChars(exchange: RecordedExchange): number {
+  return (exchange.request.body?.data.length ?? 0) + (exchange.response?.body?.data.length ?? 0);
+}
+
+/** The exchange with its bodies not kept (`omitted` saying why): headers, method, path and status stay. */
+export function withoutBodies(exchange: RecordedExchange, reason: string): RecordedExchange {
+  const omit = (body: RecordedBody | null): RecordedBody | null => body === null ? null : { encoding: 'utf8', data: '', size: body.size, truncated: body.truncated, omitted: reason };
+  return {
+    request: { ...exchange.request, body: omit(exchange.request.body) },
+    response: exchange.response === null ? null : { ...exchange.response, body: omit(exchange.response.body) },
+  };
 }
 
 /** The bytes of a recorded body. */
