@@ -1,6 +1,7 @@
+import { isUtf8 } from 'node:buffer';
 import { FnhostError, ValidationError } from './errors.ts';
 import * as limits from './limits.ts';
-import type { RecordedBody, RecordedRequest, RecordedResponse, RequestRecording } from './model.ts';
+import type { RecordedBody, RecordedExchange, RecordedRequest, RecordedResponse, RequestRecording } from './model.ts';
 
 // Request recording for replay (docs/replay.md): what a function that opted
 // in keeps of each execution, and the masking applied before anything is
@@ -134,39 +135,83 @@ export function parseJsonPath(path: string): JsonPathStep[] {
 
 /** Masks every value the path reaches in `value` (changed in place); returns how many were masked. */
 export function maskJsonPath(value: unknown, steps: readonly JsonPathStep[]): number {
-  if (steps.length === 0 || typeof value !== 'object' || value === null) return 0;
-  const [step, ...rest] = steps as [JsonPathStep, ...JsonPathStep[]];
-  const container = value as Record<string, unknown> & unknown[];
+  return maskFrom(value, steps, 0);
+}
+
+// Walks `steps` from index `at` without copying the step list (this runs for
+// every recorded JSON body, twice a call when the answer is JSON too).
+function maskFrom(value: unknown, steps: readonly JsonPathStep[], at: number): number {
+  if (at >= steps.length || typeof value !== 'object' || value === null) return 0;
+  const step = steps[at]!;
   if ('deep' in step) {
     // The member here, then the same step again in every child (values under a masked member are gone already).
-    let masked = maskJsonPath(value, [{ name: step.deep }, ...rest]);
-    for (const child of Array.isArray(value) ? value : Object.values(value)) masked += maskJsonPath(child, steps);
+    let masked = Array.isArray(value) ? 0 : maskMember(value as Record<string, unknown>, step.deep, steps, at);
+    for (const child of Array.isArray(value) ? value : Object.values(value)) masked += maskFrom(child, steps, at);
     return masked;
   }
-  let keys: (string | number)[];
-  if ('any' in step) keys = Array.isArray(value) ? value.map((_, i) => i) : Object.keys(value);
-  else if ('index' in step) keys = Array.isArray(value) && step.index < value.length ? [step.index] : [];
-  else keys = !Array.isArray(value) && Object.hasOwn(value, step.name) ? [step.name] : [];
-  let masked = 0;
-  for (const key of keys) {
-    if (rest.length === 0) {
-      (container as Record<string | number, unknown>)[key] = REDACTED;
-      masked++;
-    } else {
-      masked += maskJsonPath((container as Record<string | number, unknown>)[key], rest);
-    }
+  if ('name' in step) return Array.isArray(value) ? 0 : maskMember(value as Record<string, unknown>, step.name, steps, at);
+  const last = at === steps.length - 1;
+  if ('index' in step) {
+    if (!Array.isArray(value) || step.index >= value.length) return 0;
+    if (!last) return maskFrom(value[step.index], steps, at + 1);
+    value[step.index] = REDACTED;
+    return 1;
   }
-  return masked;
+  let masked = 0;
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) {
+      if (last) value[i] = REDACTED;
+      else masked += maskFrom(value[i], steps, at + 1);
+    }
+    return last ? value.length : masked;
+  }
+  const container = value as Record<string, unknown>;
+  const keys = Object.keys(container);
+  for (const key of keys) {
+    if (last) container[key] = REDACTED;
+    else masked += maskFrom(container[key], steps, at + 1);
+  }
+  return last ? keys.length : masked;
+}
+
+/** The member `name` of an object (own members only: never one of Object.prototype's), masked or walked into by the steps after `at`. */
+function maskMember(container: Record<string, unknown>, name: string, steps: readonly JsonPathStep[], at: number): number {
+  if (!Object.hasOwn(container, name)) return 0;
+  if (at < steps.length - 1) return maskFrom(container[name], steps, at + 1);
+  container[name] = REDACTED;
+  return 1;
+}
+
+/**
+ * The parsed steps of a policy's JSON paths, parsed once per policy (the
+ * settings object lives as long as the function's record in the gateway's
+ * cache) rather than on every body: a WeakMap, so a replaced policy's entry
+ * goes with it. The paths it was parsed from are kept and compared (by
+ * reference, cheap), so a list changed in place is parsed again, never
+ * masked by stale steps.
+ */
+const parsedPaths = new WeakMap<readonly string[], { sources: string[]; steps: JsonPathStep[][] }>();
+
+function stepsOf(paths: readonly string[]): JsonPathStep[][] {
+  const cached = parsedPaths.get(paths);
+  if (cached !== undefined && cached.sources.length === paths.length && cached.sources.every((source, i) => source === paths[i])) return cached.steps;
+  const steps = paths.map(parseJsonPath);
+  parsedPaths.set(paths, { sources: [...paths], steps });
+  return steps;
 }
 
 function isJsonType(contentType: string | undefined): boolean {
   return contentType !== undefined && /^application\/(?:[\w.+-]*\+)?json\b|^text\/json\b/i.test(contentType.trim());
 }
 
+/** U+FFFD in UTF-8: a body holding it is kept in base64, as one that is not UTF-8 (its text would not tell the two apart). */
+const REPLACEMENT_CHARACTER = Buffer.from('\uFFFD');
+
 /** Text that is valid UTF-8 is kept as text, anything else in base64. */
-function encodeBody(bytes: Buffer): Pick<RecordedBody, 'encoding' | 'data'> {
-  const text = bytes.toString('utf8');
-  return Buffer.byteLength(text) === bytes.length && !text.includes('\uFFFD') ? { encoding: 'utf8', data: text } : { encoding: 'base64', data: bytes.toString('base64') };
+function encodedBody(bytes: Buffer, size: number, truncated: boolean): RecordedBody {
+  return isUtf8(bytes) && !bytes.includes(REPLACEMENT_CHARACTER)
+    ? { encoding: 'utf8', data: bytes.toString('utf8'), size, truncated }
+    : { encoding: 'base64', data: bytes.toString('base64'), size, truncated };
 }
 
 /**
@@ -190,10 +235,10 @@ export function recordBody(bytes: Buffer | null, contentType: string | undefined
       return { encoding: 'utf8', data: '', size, truncated, omitted: truncated ? `a JSON body over the ${recording.max_body_bytes}-byte bound cannot be masked, so it was not kept` : 'a JSON body that does not parse cannot be masked, so it was not kept' };
     }
     let masked = 0;
-    for (const path of paths) masked += maskJsonPath(parsed, parseJsonPath(path));
+    for (const steps of stepsOf(paths)) masked += maskFrom(parsed, steps, 0);
     if (masked > 0) return { encoding: 'utf8', data: JSON.stringify(parsed), size, truncated: false };
   }
-  return { ...encodeBody(kept), size, truncated };
+  return encodedBody(kept, size, truncated);
 }
 
 /** Headers as recorded: one string each, never the NEVER_RECORDED ones, the policy's masked. */
@@ -229,6 +274,20 @@ export function recordRequest(method: string, pathAndQuery: string, headers: Rec
 export function recordResponse(status: number, headers: Record<string, string | string[] | undefined>, body: Buffer | null, recording: RequestRecording, fullSize?: number): RecordedResponse {
   const ct = headers['content-type'];
   return { status, headers: recordHeaders(headers, recording), body: recordBody(body, typeof ct === 'string' ? ct : undefined, recording, fullSize) };
+}
+
+/** About the memory an exchange's bodies hold while its record waits to be written: the characters of their data. */
+export function recordedBodyChars(exchange: RecordedExchange): number {
+  return (exchange.request.body?.data.length ?? 0) + (exchange.response?.body?.data.length ?? 0);
+}
+
+/** The exchange with its bodies not kept (`omitted` saying why): headers, method, path and status stay. */
+export function withoutBodies(exchange: RecordedExchange, reason: string): RecordedExchange {
+  const omit = (body: RecordedBody | null): RecordedBody | null => body === null ? null : { encoding: 'utf8', data: '', size: body.size, truncated: body.truncated, omitted: reason };
+  return {
+    request: { ...exchange.request, body: omit(exchange.request.body) },
+    response: exchange.response === null ? null : { ...exchange.response, body: omit(exchange.response.body) },
+  };
 }
 
 /** The bytes of a recorded body. */

@@ -223,6 +223,7 @@ export async function startPlatform(options: PlatformOptions): Promise<Platform<
       metrics.render({
         logQueueDepth: writer.depth,
         logRecordsDropped: writer.dropped,
+        recordedBodiesDropped: writer.recordedBodiesDropped,
         logRecordsWritten: writer.written,
         logWriteFailures: writer.failures,
         runningRuntimes: executor.running,

@@ -96,7 +96,7 @@ async function openStores(config: GatewayConfig, clusterMode: boolean): Promise<
     return { stores, description: `mongodb ${redactUrl(config.mongodbUrl)}` };
   }
   const path = join(config.dataDir, 'fnhost.db');
-  return { stores: openSqliteStores({ path }), description: `sqlite ${path}` };
+  return { stores: openSqliteStores({ path, backgroundCheckpoints: true }), description: `sqlite ${path}` };
 }
 
 main().catch(async (err: unknown) => {

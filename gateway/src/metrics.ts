@@ -34,6 +34,7 @@ export class Metrics {
   render(gauges: {
     logQueueDepth: number;
     logRecordsDropped: number;
+    recordedBodiesDropped: number;
     logRecordsWritten: number;
     logWriteFailures: number;
     runningRuntimes: number;
@@ -54,6 +55,7 @@ export class Metrics {
     const simple: Array<[string, string, string, number]> = [
       ['fnhost_log_queue_depth', 'gauge', 'Execution records waiting to be written.', gauges.logQueueDepth],
       ['fnhost_log_records_dropped_total', 'counter', 'Execution records lost because the queue stayed full or the store kept failing.', gauges.logRecordsDropped],
+      ['fnhost_recorded_bodies_dropped_total', 'counter', 'Recorded requests (record_requests) queued without their bodies because the log queue held its bound of recorded bodies.', gauges.recordedBodiesDropped],
       ['fnhost_log_records_written_total', 'counter', 'Execution records written to the log store.', gauges.logRecordsWritten],
       ['fnhost_log_write_failures_total', 'counter', 'Failed batch writes (retried).', gauges.logWriteFailures],
       ['fnhost_runtime_restarts_total', 'counter', 'Runtime processes replaced after a crash, timeout, out-of-memory or change.', this.runtimeRestarts],

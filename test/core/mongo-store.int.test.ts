@@ -97,6 +97,20 @@ describe('MongoDB store', function () {
       expect((await db.collection('console_output').findOne({ function_id: fnId }))!['expireAt']).to.deep.equal(new Date(now + 2 * DAY));
     });
 
+    it('writes a batch\'s exchanges once, also when the batch is resent, and finds them through their record', async () => {
+      const fnId = randomUUID();
+      const body = { encoding: 'utf8' as const, data: '{"card":"[redacted]"}', size: 21, truncated: false };
+      const exchange = { request: { method: 'POST', path: '/pay', query: '', headers: { 'content-type': 'application/json' }, body }, response: null };
+      const recorded = { ...log(fnId, Date.now()), exchange };
+      const batch = [recorded, log(fnId, Date.now())];
+      await stores.logs.insert(batch);
+      await stores.logs.insert(batch); // a resent batch (the writer's retry after a failure it could not tell from success)
+      expect(await db.collection('log_exchanges').countDocuments({ function_id: fnId })).to.equal(1);
+      const found = await stores.exchanges.get(fnId, recorded.id, { type: 'none' }, Date.now());
+      expect(found).to.deep.include({ found: true, exchange });
+      expect(await stores.exchanges.get(fnId, batch[1]!.id, { type: 'none' }, Date.now())).to.deep.include({ found: true, exchange: null });
+    });
+
     it('opening again on the same database keeps the indexes (creation is idempotent)', async () => {
       const before = await db.collection('logs').indexes();
       const again = await openMongoStores({ url: server.url, dbName });

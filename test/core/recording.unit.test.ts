@@ -73,3 +73,60 @@ describe('replay difference', () => {
     expect(diffResponses({ status: 200, headers: {}, body: cut }, { status: 200, headers: {}, body: text('abcdefghij') })).to.deep.equal([{ kind: 'body-not-comparable', reason: 'the recorded body was cut at 2 of 10 bytes' }]);
   });
 });
+
+describe('request recording: masking never lets a masked value through', () => {
+  // Every case: the value at a configured path must not occur in what is stored.
+  const stored = (body: string, contentType: string | undefined, paths: string[]) => recordBody(Buffer.from(body), contentType, on({ json_paths: paths }));
+
+  it('masks a member whose name is escaped in the JSON text (pass\\u0077ord is password)', () => {
+    const body = stored('{"user":"ada","pass\\u0077ord":"s3cret","n":{"\\u0070assword":"t0p"}}', 'application/json', ['$..password']);
+    expect(body!.data).not.to.match(/s3cret|t0p/);
+    expect(JSON.parse(body!.data)).to.deep.equal({ user: 'ada', password: '[redacted]', n: { password: '[redacted]' } });
+  });
+
+  it('masks through nested arrays, by wildcard, index and at any depth', () => {
+    const doc = '{"rows":[[{"pin":"1111"},{"pin":"2222"}],[{"pin":"3333","deep":[[{"pin":"4444"}]]}]],"list":["a","b"]}';
+    const deep = stored(doc, 'application/json', ['$..pin']);
+    expect(deep!.data).not.to.match(/1111|2222|3333|4444/);
+    const wildcard = stored(doc, 'application/json', ['$.rows[*][*].pin', '$.list[1]']);
+    expect(JSON.parse(wildcard!.data)).to.deep.equal({ rows: [[{ pin: '[redacted]' }, { pin: '[redacted]' }], [{ pin: '[redacted]', deep: [[{ pin: '4444' }]] }]], list: ['a', '[redacted]'] });
+    const every = stored('{"a":{"x":1,"y":[2]},"b":3}', 'application/json', ['$.*']);
+    expect(JSON.parse(every!.data)).to.deep.equal({ a: '[redacted]', b: '[redacted]' });
+  });
+
+  it('keeps only the last of duplicate members, masked, as JSON.parse reads them', () => {
+    const body = stored('{"card":{"number":"4111"},"card":{"number":"5500"}}', 'application/json', ['$.card.number']);
+    expect(body!.data).not.to.match(/4111|5500/);
+  });
+
+  it('masks a member named __proto__ as an ordinary member', () => {
+    const body = stored('{"__proto__":{"token":"tok_9"}}', 'application/json', ['$.__proto__.token']);
+    expect(body!.data).not.to.include('tok_9');
+    expect(JSON.parse(body!.data)).to.deep.equal(JSON.parse('{"__proto__":{"token":"[redacted]"}}'));
+  });
+
+  it('goes by the content type: JSON sent as text/plain is kept as sent, text sent as JSON is not kept', () => {
+    // docs/replay.md "What is kept": paths apply to bodies whose Content-Type is JSON.
+    expect(stored('{"password":"p"}', 'text/plain', ['$.password'])).to.deep.include({ encoding: 'utf8', data: '{"password":"p"}' });
+    const notJson = stored('password=p', 'application/json; charset=utf-8', ['$.password']);
+    expect(notJson).to.include({ data: '' });
+    expect(notJson!.omitted).to.match(/does not parse/);
+    expect(stored('{"password":"p"}', 'application/problem+json', ['$.password'])!.data).not.to.include('"p"');
+  });
+
+  it('parses a policy once, and again when its list of paths changes in place', () => {
+    const policy = on({ json_paths: ['$.a'] });
+    expect(JSON.parse(recordBody(Buffer.from('{"a":"1","b":"2"}'), 'application/json', policy)!.data)).to.deep.equal({ a: '[redacted]', b: '2' });
+    policy.redact.json_paths.push('$.b');
+    expect(recordBody(Buffer.from('{"a":"1","b":"2"}'), 'application/json', policy)!.data).not.to.match(/"1"|"2"/);
+    policy.redact.json_paths[0] = '$.c';
+    expect(JSON.parse(recordBody(Buffer.from('{"a":"1","b":"2","c":"3"}'), 'application/json', policy)!.data)).to.deep.equal({ a: '1', b: '[redacted]', c: '[redacted]' });
+  });
+
+  it('keeps text that is UTF-8 as text and anything else (or text holding U+FFFD) in base64', () => {
+    expect(recordBody(Buffer.from('héllo'), 'text/plain', on())).to.deep.include({ encoding: 'utf8', data: 'héllo' });
+    expect(recordBody(Buffer.from('a\uFFFDb'), 'text/plain', on())).to.deep.include({ encoding: 'base64', data: Buffer.from('a\uFFFDb').toString('base64') });
+    const cut = recordBody(Buffer.from('é'), 'text/plain', on({}, 1));
+    expect(cut).to.deep.equal({ encoding: 'base64', data: Buffer.from([0xc3]).toString('base64'), size: 2, truncated: true });
+  });
+});

@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -7,6 +7,7 @@ import { DatabaseSync } from 'node:sqlite';
 import { expect } from 'chai';
 import { StoreError } from '../../core/src/errors.ts';
 import { openSqliteStores, SCHEMA_VERSION } from '../../core/src/store/sqlite/index.ts';
+import { pollUntil } from '../helpers/wait.ts';
 import { describeStoreContract, functionRecord, log, CONTRACT_EPOCH } from './store-contract.ts';
 
 // The contract suite against a real SQLite database file, plus what only a
@@ -168,6 +169,84 @@ describe('SQLite store (file)', () => {
     } finally {
       check.close();
     }
+  });
+
+  it('recorded exchanges: found through their record, none for a record without one or of another function, gone with their record', async () => {
+    const stores = openSqliteStores({ path: join(dir, 'exchanges.db') });
+    try {
+      const fnId = functionRecord().function_id;
+      const other = functionRecord().function_id;
+      const exchange = { request: { method: 'POST', path: '/p', query: '', headers: {}, body: { encoding: 'utf8' as const, data: '{"a":1}', size: 7, truncated: false } }, response: null };
+      const recorded = { ...log(fnId, CONTRACT_EPOCH), exchange };
+      const plain = log(fnId, CONTRACT_EPOCH + 1);
+      await stores.logs.insert([recorded, plain, log(other, CONTRACT_EPOCH)]);
+      expect(await stores.exchanges.get(fnId, recorded.id, { type: 'none' }, CONTRACT_EPOCH)).to.deep.equal({ found: true, executed_at: recorded.executed_at, trigger: 'http', exchange });
+      expect(await stores.exchanges.get(fnId, plain.id, { type: 'none' }, CONTRACT_EPOCH)).to.deep.include({ found: true, exchange: null });
+      expect(await stores.exchanges.get(other, recorded.id, { type: 'none' }, CONTRACT_EPOCH)).to.deep.equal({ found: false });
+      expect(await stores.exchanges.get(fnId, 'log_none', { type: 'none' }, CONTRACT_EPOCH)).to.deep.equal({ found: false });
+      await stores.logs.applyRetention(fnId, { type: 'count', count: 1 }, CONTRACT_EPOCH);
+      expect(await stores.exchanges.get(fnId, recorded.id, { type: 'none' }, CONTRACT_EPOCH)).to.deep.equal({ found: false });
+    } finally {
+      await stores.close();
+    }
+    const raw = new DatabaseSync(join(dir, 'exchanges.db'));
+    try {
+      // ON DELETE CASCADE took the exchange with its record; the table keeps no index besides its key.
+      expect(raw.prepare('SELECT count(*) AS n FROM log_exchanges').get()).to.deep.equal({ n: 0 });
+      expect(raw.prepare(`SELECT name FROM pragma_index_list('log_exchanges')`).all()).to.deep.equal([]);
+    } finally {
+      raw.close();
+    }
+  });
+
+  it('migrates recorded exchanges from schema 10 (an id column with a unique index) keeping every row', async () => {
+    const path = join(dir, 'exchanges-10.db');
+    const fnId = functionRecord().function_id;
+    const records = [log(fnId, CONTRACT_EPOCH), log(fnId, CONTRACT_EPOCH + 1)];
+    const first = openSqliteStores({ path });
+    await first.logs.insert(records);
+    await first.close();
+    const raw = new DatabaseSync(path);
+    raw.exec(`DROP TABLE log_exchanges;
+      CREATE TABLE log_exchanges (seq INTEGER PRIMARY KEY REFERENCES logs (seq) ON DELETE CASCADE, id TEXT NOT NULL UNIQUE, exchange TEXT NOT NULL);
+      INSERT INTO log_exchanges (seq, id, exchange) SELECT seq, id, json_object('request', json_object('method', 'GET', 'path', '/' || id, 'query', '', 'headers', json_object(), 'body', NULL), 'response', NULL) FROM logs;
+      PRAGMA user_version = 10`);
+    raw.close();
+    const second = openSqliteStores({ path });
+    try {
+      for (const r of records) {
+        const found = await second.exchanges.get(fnId, r.id, { type: 'none' }, CONTRACT_EPOCH);
+        expect(found).to.deep.include({ found: true });
+        expect((found as { exchange: { request: { path: string } } }).exchange.request.path).to.equal(`/${r.id}`);
+      }
+    } finally {
+      await second.close();
+    }
+  });
+
+  it('with background checkpoints, a worker folds the WAL into the file: the writer does not, below its backstop', async () => {
+    const path = join(dir, 'checkpoints.db');
+    const stores = openSqliteStores({ path, backgroundCheckpoints: true });
+    try {
+      const raw = new DatabaseSync(path);
+      try {
+        expect(raw.prepare('PRAGMA page_size').get()).to.deep.equal({ page_size: 4096 });
+      } finally {
+        raw.close();
+      }
+      const emptySize = statSync(path).size;
+      const fnId = functionRecord().function_id;
+      const body = { encoding: 'utf8' as const, data: 'x'.repeat(2000), size: 2000, truncated: false };
+      // ~400 records of ~2 KiB: about 1.2 MiB of WAL, well under SQLite's own 1,000-page checkpoint.
+      for (let batch = 0; batch < 4; batch++) {
+        await stores.logs.insert(Array.from({ length: 100 }, (_, i) => ({ ...log(fnId, CONTRACT_EPOCH + batch * 100 + i), exchange: { request: { method: 'POST', path: '/', query: '', headers: {}, body }, response: null } })));
+      }
+      await pollUntil('the worker to checkpoint the WAL into the database file', async () => statSync(path).size > emptySize + 500_000, 20_000, 50);
+    } finally {
+      await stores.close();
+    }
+    // Closed: the worker's connection too (close folds the rest of the WAL in and removes it).
+    expect(existsSync(`${path}-wal`)).to.equal(false);
   });
 
   it('refuses a database from a newer schema version with StoreError naming both versions', async () => {

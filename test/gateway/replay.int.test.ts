@@ -214,8 +214,9 @@ describe('request recording and replay (one machine, SQLite)', function () {
     expect(gone.status).to.equal(404);
     const db = new DatabaseSync(join(h.dataDir, 'fnhost.db'), { readOnly: true });
     try {
-      const row = db.prepare('SELECT count(*) AS n FROM log_exchanges WHERE id = ?').get(first) as { n: number };
-      expect(row.n).to.equal(0);
+      // The record is deleted, and no exchange row is left without its record (exchanges are keyed by the record's seq).
+      expect((db.prepare('SELECT count(*) AS n FROM logs WHERE id = ?').get(first) as { n: number }).n).to.equal(0);
+      expect((db.prepare('SELECT count(*) AS n FROM log_exchanges e LEFT JOIN logs l ON l.seq = e.seq WHERE l.seq IS NULL').get() as { n: number }).n).to.equal(0);
       const left = db.prepare('SELECT count(*) AS n FROM log_exchanges e JOIN logs l ON l.seq = e.seq JOIN log_functions f ON f.fn = l.fn WHERE f.function_id = ?').get(id) as { n: number };
       expect(left.n).to.equal(1);
     } finally {

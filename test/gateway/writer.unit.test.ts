@@ -65,11 +65,11 @@ class FakeTracker implements ProgressTracker {
   }
 }
 
-function make(opts: { batchSize?: number; maxQueue?: number; fullWaitMs?: number; tracker?: ProgressTracker } = {}) {
+function make(opts: { batchSize?: number; maxQueue?: number; fullWaitMs?: number; maxRecordedChars?: number; tracker?: ProgressTracker } = {}) {
   const timers = new FakeTimers();
   const logs = new FakeLogs();
   const counters = new FakeCounters();
-  const writer = new LogWriter({ logs: logs as unknown as LogStore, counters: counters as unknown as CounterStore, timers, intervalMs: 50, batchSize: opts.batchSize ?? 3, maxQueue: opts.maxQueue ?? 100, fullWaitMs: opts.fullWaitMs ?? 100, tracker: opts.tracker });
+  const writer = new LogWriter({ logs: logs as unknown as LogStore, counters: counters as unknown as CounterStore, timers, intervalMs: 50, batchSize: opts.batchSize ?? 3, maxQueue: opts.maxQueue ?? 100, fullWaitMs: opts.fullWaitMs ?? 100, maxRecordedChars: opts.maxRecordedChars, tracker: opts.tracker });
   return { timers, logs, counters, writer };
 }
 
@@ -123,6 +123,33 @@ describe('gateway log writer', () => {
     await writer.close();
     expect(logs.batches.flat()).to.have.length(2);
     expect(counters.totals.get('f1')).to.equal(3);
+  });
+
+  it('bounds the recorded bodies it holds: past the bound a record is queued with its exchange but without bodies, counted', async () => {
+    const { timers, logs, writer } = make({ batchSize: 100, maxRecordedChars: 2500 });
+    const body = (data: string) => ({ encoding: 'utf8' as const, data, size: data.length, truncated: false });
+    const exchange = () => ({ request: { method: 'POST', path: '/p', query: '', headers: { 'x-a': '1' }, body: body('q'.repeat(500)) }, response: { status: 200, headers: {}, body: body('r'.repeat(500)) } });
+    logs.failNext = 1; // the store fails once: the first records stay queued, holding their bodies
+    writer.record({ ...log(), exchange: exchange() }, { type: 'none' });
+    writer.record({ ...log(), exchange: exchange() }, { type: 'none' });
+    await timers.advance(50);
+    expect(writer.depth).to.equal(2);
+    writer.record({ ...log(), exchange: exchange() }, { type: 'none' }); // 3,000 characters: over the bound
+    expect(writer.recordedBodiesDropped).to.equal(1);
+    await timers.advance(50);
+    const written = logs.batches.flat();
+    expect(written).to.have.length(3);
+    expect(written.slice(0, 2).map((r) => r.exchange!.request.body!.data.length)).to.deep.equal([500, 500]);
+    const cut = written[2]!.exchange!;
+    expect(cut.request).to.deep.include({ method: 'POST', path: '/p', headers: { 'x-a': '1' } });
+    expect(cut.request.body).to.deep.include({ data: '', size: 500 });
+    expect(cut.request.body!.omitted).to.match(/log queue already held 2500 characters of recorded bodies/);
+    expect(cut.response!.body!.omitted).to.be.a('string');
+    // Written: their bodies no longer count, so the next record keeps its bodies.
+    writer.record({ ...log(), exchange: exchange() }, { type: 'none' });
+    await writer.close();
+    expect(logs.batches.flat()[3]!.exchange!.request.body!.data).to.have.length(500);
+    expect(writer.recordedBodiesDropped).to.equal(1);
   });
 
   it('close() flushes everything pending', async () => {

@@ -1,4 +1,4 @@
-import type { CounterStore, LogStore, RetentionPolicy, StoredLog, ExecutionLog, InsertResult, WriterProgress } from '@fnhost/core';
+import { recordedBodyChars, withoutBodies, type CounterStore, type LogStore, type RecordedExchange, type RetentionPolicy, type StoredLog, type ExecutionLog, type InsertResult, type WriterProgress } from '@fnhost/core';
 import type { Logger } from '../log.ts';
 
 // Execution records and total-execution increments leave the request path
@@ -19,6 +19,12 @@ import type { Logger } from '../log.ts';
 // when the gateway is killed mid-batch; the writer adds only the executions
 // of records it drops. A failed batch is resent unchanged (same records, same
 // progress), which is what lets the store apply a batch's counts once.
+//
+// Recorded requests (docs/replay.md) ride with their records, up to 64 KiB
+// per body: the queue's bound in records does not bound their memory, so the
+// bodies queued are bounded too (`maxRecordedChars`). Past it a record is
+// still queued, its exchange without bodies (`omitted` says why, a replay of
+// it answers 422), counted in `recordedBodiesDropped` (exported as a metric).
 
 export interface WriterTimers {
   setTimeout(fn: () => void, ms: number): unknown;
@@ -50,6 +56,8 @@ export interface LogWriterOptions {
   batchSize?: number;
   maxQueue?: number;
   fullWaitMs?: number;
+  /** Characters of recorded bodies the queue may hold (default 64 Mi: about 64-128 MiB of strings). */
+  maxRecordedChars?: number;
   timers?: WriterTimers;
   logger?: Logger;
 }
@@ -66,10 +74,14 @@ export class LogWriter {
   readonly #batchSize: number;
   readonly #maxQueue: number;
   readonly #fullWaitMs: number;
+  readonly #maxRecordedChars: number;
   readonly #timers: WriterTimers;
   readonly #logger: Logger | undefined;
   readonly #tracker: ProgressTracker | undefined;
   #queue: StoredLog[] = [];
+  /** Characters of recorded bodies held by the queued records. */
+  #recordedChars = 0;
+  #lastBodiesDroppedLog = -Infinity;
   /** Executions to add through the CounterStore: dropped records, and queued ones when there is no tracker. */
   #increments = new Map<string, number>();
   /** With a tracker: queued records per function, whose executions the store counts with their batch. */
@@ -81,6 +93,8 @@ export class LogWriter {
   #spaceWaiters: Array<() => void> = [];
   #closed = false;
   dropped = 0;
+  /** Records queued without their recorded bodies: the queue held maxRecordedChars of them already. */
+  recordedBodiesDropped = 0;
   /** Records taken into the queue (dropped ones are not). */
   accepted = 0;
   /** Executions begun (begin()) whose record() has not come yet. */
@@ -95,6 +109,7 @@ export class LogWriter {
     this.#batchSize = options.batchSize ?? 500;
     this.#maxQueue = options.maxQueue ?? 20_000;
     this.#fullWaitMs = options.fullWaitMs ?? 2_000;
+    this.#maxRecordedChars = options.maxRecordedChars ?? 64 * 1024 * 1024;
     this.#timers = options.timers ?? realTimers;
     this.#logger = options.logger;
     this.#tracker = options.tracker;
@@ -170,10 +185,34 @@ export class LogWriter {
   }
 
   #enqueue(stored: StoredLog): void {
+    if (stored.exchange !== undefined) this.#holdBodies(stored, stored.exchange);
     this.#queue.push(stored);
     this.accepted++;
     add(this.#tracker === undefined ? this.#increments : this.#queuedBy, stored.function_id, 1);
     this.#kick(this.#queue.length >= this.#batchSize ? 0 : this.#intervalMs);
+  }
+
+  /** Counts a queued record's recorded bodies, or drops them (keeping the rest of the exchange) when the queue holds its bound already. */
+  #holdBodies(stored: StoredLog, exchange: RecordedExchange): void {
+    const chars = recordedBodyChars(exchange);
+    if (this.#recordedChars + chars <= this.#maxRecordedChars) {
+      this.#recordedChars += chars;
+      return;
+    }
+    stored.exchange = withoutBodies(exchange, `the gateway's log queue already held ${this.#maxRecordedChars} characters of recorded bodies (the store is slow or failing), so this body was not kept`);
+    this.recordedBodiesDropped++;
+    const now = performance.now();
+    if (now - this.#lastBodiesDroppedLog >= 10_000) {
+      this.#lastBodiesDroppedLog = now;
+      this.#logger?.error('recorded bodies dropped: the log queue holds its bound of recorded bodies', { function_id: stored.function_id, log_id: stored.id, dropped_so_far: this.recordedBodiesDropped });
+    }
+  }
+
+  /** Takes the first `n` records (written) off the queue, and their bodies off the count. */
+  #dequeue(n: number): void {
+    for (const record of this.#queue.splice(0, n)) {
+      if (record.exchange !== undefined) this.#recordedChars -= recordedBodyChars(record.exchange);
+    }
   }
 
   #kick(delay: number): void {
@@ -216,7 +255,7 @@ export class LogWriter {
           // Built just before sending, so `accepted` is as fresh as it can be.
           const progress = this.#tracker?.progress(this.owed, this.written + batch.length);
           const result = await this.#logs.insert(batch, progress);
-          this.#queue.splice(0, batch.length);
+          this.#dequeue(batch.length);
           this.written += batch.length;
           this.#resend = undefined;
           if (progress !== undefined) this.#tracker!.stored(result, progress);

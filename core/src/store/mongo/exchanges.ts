@@ -1,7 +1,8 @@
-import type { Collection, Db } from 'mongodb';
+import { MongoBulkWriteError, type Collection, type Db } from 'mongodb';
 import type { RecordedExchange, RetentionPolicy } from '../../model.ts';
 import type { ExchangeLookup, ExchangeStore, StoredLog } from '../../stores.ts';
 import type { MongoContext } from './context.ts';
+import { allDuplicates } from './counts.ts';
 import type { LogDoc } from './logs.ts';
 
 // Recorded exchanges on MongoDB (collection `log_exchanges`, one document per
@@ -23,7 +24,11 @@ export function exchangeCollection(db: Db): Collection<ExchangeDoc> {
   return db.collection<ExchangeDoc>('log_exchanges');
 }
 
-/** The exchanges of a batch; upserts, so a resent batch writes each once. */
+/**
+ * The exchanges of a batch, in one insertMany: a resent batch finds some
+ * already there (duplicate _id, the same document), which is success. Plain
+ * inserts rather than upserts: the server skips the lookup an upsert makes.
+ */
 export async function writeExchanges(ctx: MongoContext, exchanges: Collection<ExchangeDoc>, records: readonly StoredLog[]): Promise<void> {
   const docs: ExchangeDoc[] = [];
   for (const r of records) {
@@ -34,7 +39,13 @@ export async function writeExchanges(ctx: MongoContext, exchanges: Collection<Ex
     });
   }
   if (docs.length === 0) return;
-  await ctx.run('exchange insert', true, () => exchanges.bulkWrite(docs.map((doc) => ({ replaceOne: { filter: { _id: doc._id }, replacement: doc, upsert: true } })), { ordered: false }));
+  await ctx.run('exchange insert', true, async () => {
+    try {
+      await exchanges.insertMany(docs, { ordered: false });
+    } catch (err) {
+      if (!(err instanceof MongoBulkWriteError && allDuplicates(err))) throw err;
+    }
+  });
 }
 
 export class MongoExchangeStore implements ExchangeStore {

@@ -115,6 +115,10 @@ export class SqliteDb {
     });
   }
 
+  get isOpen(): boolean {
+    return !this.closed;
+  }
+
   close(): void {
     if (this.closed) return;
     this.closed = true;

@@ -3,14 +3,16 @@ import type { ExchangeLookup, ExchangeStore } from '../../stores.ts';
 import type { SqliteDb } from './db.ts';
 import { DAY_MS } from './logs.ts';
 
-// Recorded exchanges on SQLite (table log_exchanges, schema 7 -> 8): a row
-// per record that has one, written in the transaction that inserts the
-// record, and deleted with it by the foreign key's ON DELETE CASCADE, so the
-// retention sweep and a deleted function need no step of their own.
+// Recorded exchanges on SQLite (table log_exchanges, schema 8 -> 9, rebuilt
+// without an id of its own 10 -> 11): a row per record that has one, keyed by
+// the record's seq, written in the transaction that inserts the record, and
+// deleted with it by the foreign key's ON DELETE CASCADE, so the retention
+// sweep and a deleted function need no step of their own. Found through the
+// record (logs_by_id), so the row carries no index beyond its key.
 
 /** Inside LogStore.insert's transaction: the exchange of the record just inserted as `seq`. */
-export function insertExchangeSync(db: SqliteDb, seq: number | bigint, logId: string, exchange: RecordedExchange): void {
-  db.run('INSERT INTO log_exchanges (seq, id, exchange) VALUES (?, ?, ?)', seq, logId, JSON.stringify(exchange));
+export function insertExchangeSync(db: SqliteDb, seq: number | bigint, exchange: RecordedExchange): void {
+  db.run('INSERT INTO log_exchanges (seq, exchange) VALUES (?, ?)', seq, JSON.stringify(exchange));
 }
 
 interface Found {
@@ -32,11 +34,10 @@ export class SqliteExchangeStore implements ExchangeStore {
     return this.#db.guard('exchange read', () => this.#db.snapshot(() => {
       const fn = this.#db.get<{ fn: number }>('SELECT fn FROM log_functions WHERE function_id = ?', functionId)?.fn;
       if (fn === undefined) return { found: false };
-      // By the exchange's unique id first (the common case); a record without
-      // one is found on the function's rows (only to tell 404 from "not recorded").
+      // The record by its id, and its exchange by the record's seq (none: NULL, "not recorded").
       const found = this.#db.get<Found>(
-        `SELECT l.seq, l.fn, l.executed_ms, l.trigger, e.exchange FROM log_exchanges e JOIN logs l ON l.seq = e.seq WHERE e.id = ?`, logId,
-      ) ?? this.#db.get<Found>('SELECT seq, fn, executed_ms, trigger, NULL AS exchange FROM logs INDEXED BY logs_by_time WHERE fn = ? AND id = ?', fn, logId);
+        'SELECT l.seq, l.fn, l.executed_ms, l.trigger, e.exchange FROM logs l INDEXED BY logs_by_id LEFT JOIN log_exchanges e ON e.seq = l.seq WHERE l.id = ? AND l.fn = ?', logId, fn,
+      );
       if (found === undefined || found.fn !== fn || !this.#visible(found, retention, now)) return { found: false };
       return {
         found: true,

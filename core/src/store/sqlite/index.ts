@@ -1,4 +1,5 @@
 import type { Stores } from '../../stores.ts';
+import { BackgroundCheckpointer } from './checkpointer.ts';
 import { SqliteDb } from './db.ts';
 import { SqliteExchangeStore } from './exchanges.ts';
 import { SqliteInstanceStore } from './instances.ts';
@@ -16,6 +17,12 @@ import { SqliteSessionStore } from './sessions.ts';
 export interface SqliteStoreOptions {
   /** A database file path, created if missing; `:memory:` for a throwaway database. */
   path: string;
+  /**
+   * Checkpoint the WAL on a worker thread instead of on the committing
+   * connection (./checkpointer.ts): the gateway's choice, so a commit never
+   * waits for the database file's fsync on its event loop.
+   */
+  backgroundCheckpoints?: boolean;
 }
 
 export function openSqliteStores(options: SqliteStoreOptions): Stores {
@@ -26,6 +33,7 @@ export function openSqliteStores(options: SqliteStoreOptions): Stores {
     db.close();
     throw err;
   }
+  const checkpointer = options.backgroundCheckpoints === true && options.path !== ':memory:' ? new BackgroundCheckpointer(db) : undefined;
   return {
     functions: new SqliteFunctionStore(db),
     logs: new SqliteLogStore(db),
@@ -37,7 +45,10 @@ export function openSqliteStores(options: SqliteStoreOptions): Stores {
     instances: new SqliteInstanceStore(db),
     sessions: new SqliteSessionStore(db),
     scheduleRuns: new SqliteScheduleRunStore(db),
-    close: async () => db.close(),
+    close: async () => {
+      await checkpointer?.stop();
+      db.close();
+    },
   };
 }
 

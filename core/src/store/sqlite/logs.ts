@@ -198,7 +198,7 @@ export class SqliteLogStore implements LogStore {
         for (const { r, ms, cls } of rows) {
           const { lastInsertRowid } = insert.run(keys.get(r.function_id)!, ms, cls, r.id, r.status_code, Math.round(r.execution_time_ms), r.error_message, r.error_stack ?? null, r.trigger,
             r.cold_start === undefined ? null : r.cold_start ? 1 : 0, r.wait_ms === undefined ? null : Math.round(r.wait_ms), r.manual === true ? 1 : null);
-          if (r.exchange !== undefined) insertExchangeSync(this.db, lastInsertRowid, r.id, r.exchange);
+          if (r.exchange !== undefined) insertExchangeSync(this.db, lastInsertRowid, r.exchange);
         }
         for (const [functionId, delta] of deltas) this.applyDelta(keys.get(functionId)!, delta);
         addLatencySync(this.db, records);

@@ -5,7 +5,7 @@ import { StoreError } from '../../errors.ts';
 // version a database file was last migrated to; MIGRATIONS[i] moves a database
 // from version i to i + 1, so a later release appends, never edits.
 
-export const SCHEMA_VERSION = 10;
+export const SCHEMA_VERSION = 11;
 
 const MIGRATIONS: readonly string[] = [
   // 0 -> 1: the first schema.
@@ -215,6 +215,20 @@ const MIGRATIONS: readonly string[] = [
   );
   CREATE INDEX IF NOT EXISTS schedule_runs_by_function ON schedule_runs (function_id, planned_ms);
   CREATE INDEX IF NOT EXISTS schedule_runs_expiry ON schedule_runs (expires_ms) WHERE expires_ms IS NOT NULL;
+  `,
+  // 10 -> 11: log_exchanges without its own id column: its UNIQUE index cost
+  // every recorded execution a second b-tree insert (~7 us of ~30 per row,
+  // bench/RESULTS.md P1); an exchange is found through its record
+  // (logs_by_id), whose seq is the exchange's key. SQLite cannot drop a
+  // constraint, so the table is rebuilt (its rows copied once).
+  `
+  CREATE TABLE log_exchanges_by_seq (
+    seq      INTEGER PRIMARY KEY REFERENCES logs (seq) ON DELETE CASCADE,
+    exchange TEXT NOT NULL              -- the RecordedExchange as JSON
+  );
+  INSERT INTO log_exchanges_by_seq (seq, exchange) SELECT seq, exchange FROM log_exchanges;
+  DROP TABLE log_exchanges;
+  ALTER TABLE log_exchanges_by_seq RENAME TO log_exchanges;
   `,
 ];
 
