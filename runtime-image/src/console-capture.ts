@@ -114,7 +114,10 @@ export class ConsoleCapture {
     return { id, lines: open.lines, dropped_lines: open.dropped_lines, dropped_bytes: open.dropped_bytes };
   }
 
-  #ship(executions: WireExecution[]): void {
+  #ship(all: WireExecution[]): void {
+    // A call that wrote nothing is sent nothing: a record without output reads "none" already, and
+    // most handlers write nothing, so a post per call would cost the gateway for no information.
+    const executions = all.filter((e) => e.lines.length > 0 || e.dropped_lines > 0);
     for (let i = 0; i < executions.length; i += MAX_PER_POST) {
       const batch = executions.slice(i, i + MAX_PER_POST);
       // One post at a time, in order.

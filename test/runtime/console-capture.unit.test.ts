@@ -60,10 +60,23 @@ describe('runtime console capture', () => {
 
   it('holds at most MAX_OPEN executions (the oldest goes early) and posts at most MAX_PER_POST at once', async () => {
     const { c, sent } = capture();
-    for (let i = 0; i < MAX_OPEN + 1; i++) c.begin(`log_${i}`);
+    for (let i = 0; i < MAX_OPEN + 1; i++) {
+      c.begin(`log_${i}`);
+      c.write(`log_${i}`, 'o', 0, `line ${i}`);
+    }
     await c.flushAll();
     expect(sent[0]!.map((e) => e.id)).to.deep.equal(['log_0']);
     expect(sent.slice(1).every((batch) => batch.length <= MAX_PER_POST)).to.equal(true);
     expect(sent.flat()).to.have.length(MAX_OPEN + 1);
+  });
+
+  it('a call that wrote nothing is sent nothing (its record reads "no output" as it is)', async () => {
+    const { c, sent } = capture();
+    c.begin('log_silent');
+    c.begin('log_loud');
+    c.write('log_loud', 'e', 0, 'boom');
+    c.answered('log_silent');
+    await c.flushAll();
+    expect(sent.flat().map((e) => e.id)).to.deep.equal(['log_loud']);
   });
 });
