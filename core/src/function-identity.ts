@@ -28,6 +28,34 @@ export function functionIdOf(res: FunctionResource): string {
   return res.spec.functionId ?? derivedFunctionId(res.metadata.namespace ?? 'default', res.metadata.name);
 }
 
+type Claimant = Pick<FunctionResource, 'metadata'>;
+
+/**
+ * Of the Functions that claim one functionId, the one it belongs to: the oldest (creation time,
+ * then namespace and name, so every replica of the operator and the gateway picks the same).
+ * spec.functionId can name any id, so without this a Function in another namespace could take
+ * over a function's id: its /invoke route, and with it the runtime token, KV and logs the id
+ * carries. Throwaway versions (replay-throwaway.ts) share their original's id by design and are
+ * checked apart: give only the others.
+ */
+export function functionIdOwner<T extends Claimant>(claimants: readonly T[]): T | undefined {
+  let owner: T | undefined;
+  for (const c of claimants) if (owner === undefined || claimsFirst(c, owner)) owner = c;
+  return owner;
+}
+
+function claimsFirst(a: Claimant, b: Claimant): boolean {
+  const at = Date.parse(a.metadata.creationTimestamp ?? '');
+  const bt = Date.parse(b.metadata.creationTimestamp ?? '');
+  // A claimant not yet created (no timestamp: a write in flight) comes after every created one.
+  const ak = Number.isNaN(at) ? Infinity : at;
+  const bk = Number.isNaN(bt) ? Infinity : bt;
+  if (ak !== bk) return ak < bk;
+  const an = `${a.metadata.namespace ?? 'default'}/${a.metadata.name}`;
+  const bn = `${b.metadata.namespace ?? 'default'}/${b.metadata.name}`;
+  return an < bn;
+}
+
 export type TokenPurpose = 'runtime' | 'schedule';
 
 /**

@@ -7,6 +7,8 @@ import type { Logger } from './log.ts';
 import type { Metrics } from './metrics.ts';
 import { LABEL_FUNCTION, MANAGED_BY, keyOf } from './names.ts';
 import { Reconciler } from './reconciler.ts';
+import type { FunctionIdIndex } from './identities.ts';
+import type { FunctionResource } from '@fnhost/core/function-resource.ts';
 import { WorkQueue } from './workqueue.ts';
 
 // Informer handlers only put keys on the queue; workers take keys and call
@@ -84,7 +86,10 @@ export class Controller {
   #stopped = false;
   #running: Promise<void>[] = [];
 
-  constructor(deps: { client: KubeClient; reconciler: Reconciler; clock: Clock; log: Logger; metrics: Metrics; workers: number; watchNamespace: string }) {
+  readonly #identities: FunctionIdIndex | undefined;
+
+  constructor(deps: { client: KubeClient; reconciler: Reconciler; clock: Clock; log: Logger; metrics: Metrics; workers: number; watchNamespace: string; identities?: FunctionIdIndex }) {
+    this.#identities = deps.identities;
     this.#client = deps.client;
     this.#reconciler = deps.reconciler;
     this.#clock = deps.clock;
@@ -131,6 +136,17 @@ export class Controller {
       const key = w.keyFor(obj);
       if (key) this.queue.add(key);
     };
+    if (w.name === 'functions' && this.#identities !== undefined) {
+      const identities = this.#identities;
+      // The index first, so the reconcile the event queues sees it.
+      informer.on('add', (obj) => identities.put(obj as unknown as FunctionResource));
+      informer.on('update', (obj) => identities.put(obj as unknown as FunctionResource));
+      informer.on('delete', (obj) => {
+        const key = w.keyFor(obj);
+        // The id's next owner (if any) takes it now, not at its next recheck.
+        if (key) for (const other of identities.remove(key)) this.queue.add(other);
+      });
+    }
     informer.on('add', enqueue);
     informer.on('update', enqueue);
     informer.on('delete', enqueue);

@@ -22,6 +22,7 @@ import type { Settings } from './types.ts';
 import { lookup } from 'node:dns/promises';
 import { makeCodeChecker } from './validate.ts';
 import { EventRecorder } from './events.ts';
+import { FunctionIdIndex } from './identities.ts';
 
 // node operator/src/main.ts — uses $KUBECONFIG, ~/.kube/config, or the
 // in-cluster service account, in that order (client-node's loadFromDefault).
@@ -105,8 +106,9 @@ async function main(): Promise<void> {
     logCleaner = new StoreLogCleaner(stores.logs, stores.counters, stores.scheduleRuns);
   }
   const events = new EventRecorder({ client, clock: systemClock, log, instance: settings.identity });
-  const reconciler = new Reconciler({ client, settings, codeChecker: makeCodeChecker(), logCleaner, clock: systemClock, log, events });
-  const ctl = new Controller({ client, reconciler, clock: systemClock, log, metrics, workers: settings.workers, watchNamespace: settings.watchNamespace });
+  const identities = new FunctionIdIndex();
+  const reconciler = new Reconciler({ client, settings, codeChecker: makeCodeChecker(), logCleaner, clock: systemClock, log, events, identities });
+  const ctl = new Controller({ client, reconciler, clock: systemClock, log, metrics, workers: settings.workers, watchNamespace: settings.watchNamespace, identities });
   controller = ctl;
   metrics.gauge('fnhost_operator_events_posted_total', 'Kubernetes Events posted on Functions.', () => events.posted);
   metrics.gauge('fnhost_operator_events_dropped_total', 'Events not posted: the same one within 10 minutes, or over the per-Function or global rate bound.', () => events.dropped);

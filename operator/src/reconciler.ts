@@ -17,6 +17,7 @@ import { idleDecision, idleSecondsOf } from './idle.ts';
 import type { IdleDecision } from './idle.ts';
 import { checkSchedule, checkSpec, checkThrowaway } from './validate.ts';
 import { namespaceProblem } from './namespaces.ts';
+import type { FunctionIdIndex } from './identities.ts';
 import type { CodeChecker, SpecProblem } from './validate.ts';
 
 // reconcile(namespace/name) reads the Function as it is now and converges the
@@ -39,7 +40,12 @@ export interface ReconcilerDeps {
   log: Logger;
   /** Kubernetes Events on Functions (events.ts). */
   events: EventSink;
+  /** Who owns each functionId, from the Functions watch (identities.ts); without it, every Function owns its id. */
+  identities?: FunctionIdIndex;
 }
+
+/** How soon a Function refused for another's functionId looks again (the owner's deletion also requeues it). */
+const ID_TAKEN_RECHECK_MS = 60_000;
 
 /**
  * How soon to look again at a Function that is not ready. Deployment status
@@ -80,6 +86,13 @@ export class Reconciler {
     if (refused) {
       await this.#writeStatus(fn, functionIdOf(fn), { ready: { status: 'False', reason: refused.reason, message: refused.message } }, true);
       return { outcome: `invalid:${refused.reason}` };
+    }
+
+    // Before the finalizer too: a Function refused for another's id must never clean that id's logs.
+    const taken = this.#idTakenProblem(fn);
+    if (taken) {
+      await this.#writeStatus(fn, functionIdOf(fn), { ready: { status: 'False', reason: taken.reason, message: taken.message } }, true);
+      return { outcome: `invalid:${taken.reason}`, requeueAfterMs: ID_TAKEN_RECHECK_MS };
     }
 
     // A throwaway version (replay --code) shares its original's functionId: the logs under it are the original's, never cleaned with it.
@@ -151,6 +164,21 @@ export class Reconciler {
     return { decision: autoscaleDecision({ scaling, observed, previous: fn.status?.autoscaler, nowMs: now }), observed };
   }
 
+  /**
+   * spec.functionId naming an id another Function owns (an older one, in any namespace): refused,
+   * so it gets no pods, no runtime token and no finalizer (which would clean the owner's logs).
+   */
+  #idTakenProblem(fn: FunctionResource): SpecProblem | null {
+    if (isThrowaway(fn) || this.#d.identities === undefined) return null;
+    const functionId = functionIdOf(fn);
+    const owner = this.#d.identities.owner(functionId);
+    if (owner === undefined || (owner.metadata.namespace === fn.metadata.namespace && owner.metadata.name === fn.metadata.name)) return null;
+    return {
+      reason: 'FunctionIdTaken',
+      message: `spec.functionId ${functionId} belongs to Function ${owner.metadata.namespace}/${owner.metadata.name}, created earlier: this Function gets no pods until that one is deleted or this one names another id (or none, for its own)`,
+    };
+  }
+
   /** A throwaway's original, read only for a throwaway (checkThrowaway). */
   async #throwawayProblem(fn: FunctionResource): Promise<SpecProblem | null> {
     if (!isThrowaway(fn)) return null;
@@ -176,8 +204,9 @@ export class Reconciler {
     if (!finalizers.includes(FINALIZER)) return { outcome: 'deleting' };
     const functionId = fn.status?.functionId ?? functionIdOf(fn);
     const owner = { namespace: fn.metadata.namespace!, name: fn.metadata.name };
-    // A throwaway that got the finalizer anyway (added by hand): its functionId's logs are its original's.
-    if (!isThrowaway(fn)) {
+    // A throwaway that got the finalizer anyway (added by hand): its functionId's logs are its original's;
+    // and a Function whose id another owns (it got a finalizer before the watch knew the owner) cleans nothing of it.
+    if (!isThrowaway(fn) && this.#idTakenProblem(fn) === null) {
       await this.#d.logCleaner.deleteFunctionLogs(functionId, owner);
       this.#d.log.info('execution logs cleaned', { function: `${owner.namespace}/${owner.name}`, functionId, cleaner: this.#d.logCleaner.name });
     }

@@ -233,4 +233,39 @@ describe('fnhost on Kubernetes: request recording and replay (issue 21.3)', func
     expect(await throwawayNames('deployment')).to.deep.equal([]);
     expect((await kubectl(['delete', 'fn', 'pay-rp-evil0', '-n', ns, '--wait=true', '--timeout=60s'])).code).to.equal(0);
   });
+
+  it('a Function of another namespace naming pay\'s functionId gets none of it (FunctionIdTaken: no pod, no finalizer, not served); pay keeps serving, and its logs outlive the other\'s deletion', async () => {
+    const other = `${ns}-b`;
+    expect((await kubectl(['create', 'namespace', other])).code).to.equal(0);
+    try {
+      const payId = derivedFunctionId(ns, 'pay');
+      const logsOfPay = async () => (JSON.parse((await cli(['function:logs', 'pay', '--output', 'json'])).stdout) as { totalCount: number }).totalCount;
+      const before = await logsOfPay();
+      const taker = JSON.stringify({ apiVersion: 'fnhost.dev/v1alpha1', kind: 'Function', metadata: { name: 'taker', namespace: other }, spec: { code: 'export default (req, res) => res.json({ taken: true })', functionId: payId } });
+      expect((await kubectl(['apply', '--server-side', '-f', '-'], taker)).code).to.equal(0);
+      const ready = await waitFor('the operator refusing the taken id', async () => {
+        const got = JSON.parse((await kubectl(['get', 'fn', 'taker', '-n', other, '-o', 'json'])).stdout);
+        const c = (got.status?.conditions ?? []).find((x: { type: string }) => x.type === 'Ready');
+        return c?.reason === 'FunctionIdTaken' ? { c, finalizers: got.metadata.finalizers ?? [] } : null;
+      }, 120_000, 1000);
+      expect(ready.c.status).to.equal('False');
+      expect(ready.c.message).to.include(`${ns}/pay`);
+      expect(ready.finalizers).to.deep.equal([]);
+      expect((await kubectl(['get', 'deployments', '-n', other, '-o', 'name'])).stdout.trim()).to.equal('');
+      // The gateway serves pay under the id, and nothing under the other name.
+      const auth = { authorization: `Bearer ${token}` };
+      const listed = (await (await fetch(`${gatewayUrl}/api/v1/functions?namespace=${other}`, { headers: auth })).json()) as { functions: unknown[] };
+      expect(listed.functions).to.deep.equal([]);
+      expect((await fetch(`${gatewayUrl}/api/v1/functions/taker/logs?namespace=${other}`, { headers: auth })).status).to.equal(404);
+      const call = await invoke();
+      expect(call.status).to.equal(200);
+      expect(((await call.json()) as { taken?: boolean }).taken).to.equal(undefined);
+      await waitFor('pay\'s new record', async () => ((await logsOfPay()) > before ? true : null), 60_000, 500);
+      const withCall = await logsOfPay();
+      expect((await kubectl(['delete', 'fn', 'taker', '-n', other, '--wait=true', '--timeout=60s'])).code).to.equal(0);
+      expect(await logsOfPay()).to.equal(withCall);
+    } finally {
+      await kubectl(['delete', 'namespace', other, '--wait=false']);
+    }
+  });
 });

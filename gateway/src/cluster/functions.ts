@@ -6,6 +6,7 @@ import type { FunctionResource } from '@fnhost/core/function-resource.ts';
 import { keyOf, recordFromResource, resourceForCreate, rolloutOf, specPatch } from './resource.ts';
 import type { ApiRollout } from '@fnhost/core/api.ts';
 import { LABEL_REPLAY_OF, isThrowaway } from '@fnhost/core/replay-throwaway.ts';
+import { functionIdOwner } from '@fnhost/core/function-identity.ts';
 
 // Functions in cluster mode. The truth is the Function resources in the API
 // server; the gateway holds them in a cache fed by a watch (Reflector), so an
@@ -42,6 +43,8 @@ export class FunctionCache implements FunctionIndex {
   readonly #throwaways = new Map<string, FunctionResource>();
   readonly #throwawayListeners = new Set<(key: string) => void>();
   readonly #idToKey = new Map<string, string>();
+  /** Every Function (throwaways apart) that claims each id: one of them owns it (#settleOwner). */
+  readonly #claimants = new Map<string, Set<string>>();
   #sorted: FunctionRecord[] | undefined;
   /** Grows with every change (runtime-token index rebuilds on change). */
   version = 0;
@@ -76,14 +79,36 @@ export class FunctionCache implements FunctionIndex {
     }
     const record = recordFromResource(resource);
     this.#byKey.set(key, { resource, record });
-    if (record !== null) this.#idToKey.set(record.function_id, key);
+    if (record !== null) {
+      let claimants = this.#claimants.get(record.function_id);
+      if (claimants === undefined) this.#claimants.set(record.function_id, (claimants = new Set()));
+      claimants.add(key);
+      this.#settleOwner(record.function_id);
+    }
     this.#changed();
   }
 
   #drop(key: string, held: Entry): void {
     this.#byKey.delete(key);
-    if (held.record !== null && this.#idToKey.get(held.record.function_id) === key) this.#idToKey.delete(held.record.function_id);
+    if (held.record !== null) {
+      const claimants = this.#claimants.get(held.record.function_id);
+      claimants?.delete(key);
+      if (claimants?.size === 0) this.#claimants.delete(held.record.function_id);
+      this.#settleOwner(held.record.function_id);
+    }
     this.#changed();
+  }
+
+  /**
+   * The id leads to its owner among the Functions claiming it (core's functionIdOwner, the
+   * operator's rule): a later Function naming another's id in spec.functionId, in any namespace,
+   * neither takes its calls nor its runtime token. The others are listed as they are.
+   */
+  #settleOwner(functionId: string): void {
+    const keys = this.#claimants.get(functionId);
+    const owner = keys === undefined ? undefined : functionIdOwner([...keys].map((k) => this.#byKey.get(k)!.resource));
+    if (owner === undefined) this.#idToKey.delete(functionId);
+    else this.#idToKey.set(functionId, keyOf(owner.metadata.namespace ?? 'default', owner.metadata.name));
   }
 
   #changed(): void {
@@ -103,7 +128,10 @@ export class FunctionCache implements FunctionIndex {
   }
 
   getByName(namespace: string, name: string): FunctionRecord | undefined {
-    return this.#byKey.get(keyOf(namespace, name))?.record ?? undefined;
+    const key = keyOf(namespace, name);
+    const record = this.#byKey.get(key)?.record ?? undefined;
+    // A Function refused another's id is served as nothing: its record would carry that id's logs and runtime.
+    return record !== undefined && this.#idToKey.get(record.function_id) === key ? record : undefined;
   }
 
   /** The resource behind a record (for patches and status). */
@@ -115,7 +143,7 @@ export class FunctionCache implements FunctionIndex {
   all(namespace?: string): FunctionRecord[] {
     if (this.#sorted === undefined) {
       const records: FunctionRecord[] = [];
-      for (const e of this.#byKey.values()) if (e.record !== null) records.push(e.record);
+      for (const [key, e] of this.#byKey) if (e.record !== null && this.#idToKey.get(e.record.function_id) === key) records.push(e.record);
       this.#sorted = records.sort(byName);
     }
     return namespace === undefined ? this.#sorted : this.#sorted.filter((fn) => fn.namespace === namespace);

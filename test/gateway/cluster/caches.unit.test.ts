@@ -19,6 +19,25 @@ function slice(name: string, service: string, endpoints: EndpointSlice['endpoint
 }
 
 describe('cluster mode: function cache', () => {
+  it('a later Function naming another\'s functionId (any namespace) is served as nothing: the id, the name and listings stay the owner\'s', () => {
+    const cache = new FunctionCache();
+    const owner = fnRes('pay', '10', { creationTimestamp: '2026-11-20T10:00:00Z' });
+    const id = derivedFunctionId('ns', 'pay');
+    const taker: FunctionResource = { ...fnRes('taker', '11', { namespace: 'other', creationTimestamp: '2026-11-25T10:00:00Z' }, 'y'), spec: { code: 'y', functionId: id } };
+    // Seen first by the watch, it still does not take the id.
+    cache.put(taker);
+    expect(cache.get(id)?.name).to.equal('taker');
+    cache.put(owner);
+    expect(cache.get(id)?.name).to.equal('pay');
+    expect(cache.getByName('other', 'taker')).to.equal(undefined);
+    expect(cache.all().map((f) => f.name)).to.deep.equal(['pay']);
+    expect(cache.all('other')).to.deep.equal([]);
+    // The owner gone, the id is the other one's.
+    cache.apply({ key: 'ns/pay', object: undefined, resourceVersion: '12' });
+    expect(cache.get(id)?.name).to.equal('taker');
+    expect(cache.getByName('other', 'taker')?.function_id).to.equal(id);
+  });
+
   it('orders resourceVersions numerically and ignores other shapes', () => {
     expect(olderVersion('9', '10')).to.equal(true);
     expect(olderVersion('10', '9')).to.equal(false);
