@@ -239,7 +239,7 @@ describe('fnhost on Kubernetes: request recording and replay (issue 21.3)', func
     expect((await kubectl(['create', 'namespace', other])).code).to.equal(0);
     try {
       const payId = derivedFunctionId(ns, 'pay');
-      const logsOfPay = async () => (JSON.parse((await cli(['function:logs', 'pay', '--output', 'json'])).stdout) as { totalCount: number }).totalCount;
+      const logsOfPay = async () => (JSON.parse((await cli(['function:logs', 'pay', '--output', 'json'])).stdout) as { pagination: { totalCount: number } }).pagination.totalCount;
       const before = await logsOfPay();
       const taker = JSON.stringify({ apiVersion: 'fnhost.dev/v1alpha1', kind: 'Function', metadata: { name: 'taker', namespace: other }, spec: { code: 'export default (req, res) => res.json({ taken: true })', functionId: payId } });
       expect((await kubectl(['apply', '--server-side', '-f', '-'], taker)).code).to.equal(0);
