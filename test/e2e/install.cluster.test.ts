@@ -171,7 +171,9 @@ process.on('SIGTERM', () => process.exit(0));
     expect(await scraped.text()).to.contain('fnhost_invocations_total');
     const opSvc = await getJson(['get', 'svc', `${release}-fnhost-operator-metrics`, '-n', relNs]);
     const opUrl = `http://${opSvc.spec.clusterIP}:8081/metrics`;
-    expect((await fetch(opUrl)).status).to.equal(401);
+    // The operator's pod leaves the Service while it takes the Lease and lists (ready = synced once leading): a CI run met that window.
+    const refused = await waitFor('the operator metrics Service answering', async () => (await fetch(opUrl).catch(() => null)) ?? null, 120_000, 500);
+    expect(refused.status).to.equal(401);
     expect((await fetch(opUrl, { headers: { authorization: `Bearer ${metricsToken}` } })).status).to.equal(200);
     const pods = await getJson(['get', 'pods', '-n', relNs, '-l', `app.kubernetes.io/instance=${release}`]);
     for (const p of pods.items.filter((x: any) => ['gateway', 'operator'].includes(x.metadata.labels['app.kubernetes.io/component']))) {
