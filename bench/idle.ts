@@ -10,10 +10,11 @@
 // functions get one call each every second throughout (well inside the idle setting).
 
 import { spawnSync } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
 import { startGateway, type RunningGateway } from '../test/helpers/platform.ts';
+import { processTree } from './lib/proc.ts';
 import { machineDescription } from './lib/stats.ts';
 import { reportFigure } from './lib/summary.ts';
 
@@ -37,30 +38,6 @@ function median(xs: number[]): number {
   return s[Math.floor(s.length / 2)]!;
 }
 
-/** The gateway's process tree: the gateway, bubblewrap, each sandbox's init, each runtime (host pids, from /proc). */
-function treeOf(root: number): number[] {
-  const children = new Map<number, number[]>();
-  for (const name of readdirSync('/proc')) {
-    if (!/^\d+$/.test(name)) continue;
-    try {
-      const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
-      // The command may hold spaces and parentheses: the fields after its closing one are fixed.
-      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-      children.set(ppid, [...(children.get(ppid) ?? []), Number(name)]);
-    } catch {
-      // gone meanwhile
-    }
-  }
-  const out: number[] = [];
-  const queue = [root];
-  while (queue.length > 0) {
-    const pid = queue.shift()!;
-    out.push(pid);
-    queue.push(...(children.get(pid) ?? []));
-  }
-  return out;
-}
-
 /** kB fields of /proc/<pid>/status (VmRSS) and smaps_rollup (Pss), 0 for a process gone meanwhile. */
 function kb(file: string, field: string): number {
   try {
@@ -80,7 +57,7 @@ interface Memory {
 }
 
 function memoryOf(root: number): Memory {
-  const pids = treeOf(root);
+  const pids = processTree(root);
   let rss = 0;
   let pss = 0;
   const names = new Map<string, number>();

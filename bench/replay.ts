@@ -17,13 +17,13 @@
 // the same rounds: before and after under the same load. Each round starts
 // a fresh gateway per checkout and runs one at a time, in alternating order.
 
-import { readFileSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { startGateway, type RunningGateway } from '../test/helpers/platform.ts';
+import { cpuMicros } from './lib/proc.ts';
 import { startServer, stopAll } from './lib/servers.ts';
 import { reportFigure } from './lib/summary.ts';
 
@@ -93,24 +93,12 @@ async function storedSample(gw: RunningGateway): Promise<{ records: number; body
 
 interface Row { name: string; rps: number; p50: number; p99: number; errors: number; cpuUs: number }
 
-/** CPU time (user + system) the process has used, in µs; NaN without /proc/<pid>/stat. */
-function cpuMicros(pid: number | undefined): number {
-  if (pid === undefined) return Number.NaN;
-  try {
-    // Fields after the command name (which may hold spaces): utime and stime are the 12th and 13th.
-    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-    return ((Number(fields[11]) + Number(fields[12])) * 1e6) / 100; // USER_HZ is 100 on Linux
-  } catch {
-    return Number.NaN;
-  }
-}
-
 /** `pid`: the process whose CPU time per request is measured (the gateway's; the hop's is not known). */
 async function load(name: string, url: string, pid?: number): Promise<Row> {
   await autocannon({ url, connections: CONNECTIONS, duration: 1, ...request });
-  const cpu0 = cpuMicros(pid);
+  const cpu0 = pid === undefined ? Number.NaN : cpuMicros([pid]);
   const r = await autocannon({ url, connections: CONNECTIONS, duration: SECONDS, ...request, ...(RATE === undefined ? {} : { overallRate: RATE }) });
-  const cpu = cpuMicros(pid) - cpu0;
+  const cpu = (pid === undefined ? Number.NaN : cpuMicros([pid])) - cpu0;
   return { name, rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, errors: r.errors + r.timeouts + r.non2xx, cpuUs: cpu / (r.requests.average * SECONDS) };
 }
 

@@ -17,12 +17,13 @@
 // either way, whatever the sandbox costs; with autogroup off every thread is scheduled alike.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { parseArgs } from 'node:util';
 import { startGateway } from '../test/helpers/platform.ts';
+import { cpuMicros, processTree } from './lib/proc.ts';
 import { reportFigure } from './lib/summary.ts';
 
 const { values } = parseArgs({
@@ -77,42 +78,6 @@ function median(xs: number[]): number {
   return s[Math.floor(s.length / 2)]!;
 }
 
-/** A process and its descendants, through /proc's children lists. */
-function processTree(pid: number): number[] {
-  const out = [pid];
-  let tasks: string[] = [];
-  try {
-    tasks = readdirSync(`/proc/${pid}/task`);
-  } catch {
-    return out;
-  }
-  for (const task of tasks) {
-    let kids = '';
-    try {
-      kids = readFileSync(`/proc/${pid}/task/${task}/children`, 'utf8');
-    } catch {
-      // gone
-    }
-    for (const kid of kids.trim().split(/\s+/).filter(Boolean)) out.push(...processTree(Number(kid)));
-  }
-  return out;
-}
-
-/** CPU time (user + system, ms) that these processes have used so far. */
-function cpuMs(pids: number[]): number {
-  const tick = 1000 / 100; // USER_HZ
-  let ms = 0;
-  for (const pid of pids) {
-    try {
-      const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-      ms += (Number(fields[11]) + Number(fields[12])) * tick;
-    } catch {
-      // gone
-    }
-  }
-  return ms;
-}
-
 /**
  * Throughput, and the CPU the serving processes spent per request: a figure the machine's other
  * load changes far less than req/s, so it says whether a ratio of throughputs is the server's cost.
@@ -120,11 +85,11 @@ function cpuMs(pids: number[]): number {
 async function load(target: { url: string; socketPath?: string }, servers: number): Promise<{ rps: number; cpuUs: number }> {
   await autocannon({ ...target, connections: CONNECTIONS, duration: 1 });
   const pids = processTree(servers);
-  const cpu0 = cpuMs(pids);
+  const cpu0 = cpuMicros(pids);
   const r = await autocannon({ ...target, connections: CONNECTIONS, duration: SECONDS });
-  const cpu = cpuMs(pids) - cpu0;
+  const cpu = cpuMicros(pids) - cpu0;
   if (r.errors + r.timeouts + r.non2xx > 0) throw new Error(`${target.url}: ${r.errors} errors, ${r.timeouts} timeouts, ${r.non2xx} non-2xx`);
-  return { rps: r.requests.average, cpuUs: (cpu * 1000) / Math.max(1, r.requests.total) };
+  return { rps: r.requests.average, cpuUs: cpu / Math.max(1, r.requests.total) };
 }
 
 async function api(gw: Gateway, method: string, path: string, body?: unknown): Promise<any> {
