@@ -18,6 +18,24 @@ export class Metrics {
   clientAborts = 0;
   /** Executions that waited for a runtime to start (no per-function label: functions are unbounded). */
   coldStarts = 0;
+  /** Refusals at a bound on a shared resource, by reason (a small fixed vocabulary: see REFUSAL_REASONS). */
+  private readonly refusals = new Map<RefusalReason, number>();
+  /** Failures of background work (timers, pool refills, sweeps, watches) that were caught, logged and retried. */
+  private readonly backgroundFailures = new Map<string, number>();
+
+  /** Counts one refusal at a bound: every place that refuses a client or a function at a bound calls this once. */
+  refused(reason: RefusalReason): void {
+    this.refusals.set(reason, (this.refusals.get(reason) ?? 0) + 1);
+  }
+
+  refusedCount(reason: RefusalReason): number {
+    return this.refusals.get(reason) ?? 0;
+  }
+
+  /** Counts one caught failure of a background task, named by the task (a fixed name per task, never a value). */
+  backgroundFailed(task: string): void {
+    this.backgroundFailures.set(task, (this.backgroundFailures.get(task) ?? 0) + 1);
+  }
 
   observe(trigger: (typeof TRIGGERS)[number], status: number, ms: number): void {
     const cls = Math.min(4, Math.max(0, Math.floor(status / 100) - 1));
@@ -77,6 +95,21 @@ export class Metrics {
       ];
       for (const [name, help, value] of lost) lines.push(`# HELP ${name} ${help}`, `# TYPE ${name} counter`, `${name} ${value}`);
     }
+    lines.push('# HELP fnhost_refused_total Requests, connections and writes refused at a bound on a shared resource, by reason.', '# TYPE fnhost_refused_total counter');
+    for (const reason of REFUSAL_REASONS) lines.push(`fnhost_refused_total{reason="${reason}"} ${this.refusals.get(reason) ?? 0}`);
+    lines.push('# HELP fnhost_background_failures_total Failures of background work (timers, refills, sweeps, watches) caught, logged and retried, by task.', '# TYPE fnhost_background_failures_total counter');
+    for (const [task, n] of [...this.backgroundFailures].sort(([a], [b]) => a.localeCompare(b))) lines.push(`fnhost_background_failures_total{task="${task}"} ${n}`);
     return lines.join('\n') + '\n';
   }
 }
+
+/**
+ * Why a bound refused a client or a function. Fixed so that the metric's labels stay bounded;
+ * a new bound adds its reason here (docs/security.md "Resources" names each).
+ */
+export const REFUSAL_REASONS = [
+  'connections_total', 'connections_per_client', 'headers_timeout', 'body_timeout', 'body_memory',
+  'internal_connections_per_function', 'egress_connections_per_function', 'console_rate',
+  'kv_bytes', 'kv_keys', 'kv_write_rate', 'namespace_kv_bytes', 'namespace_recorded_bytes',
+] as const;
+export type RefusalReason = (typeof REFUSAL_REASONS)[number];
