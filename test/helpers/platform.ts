@@ -30,6 +30,11 @@ export interface GatewayOptions {
   node?: string;
   /** Run this gateway main module (this checkout's by default), e.g. of a copy of the checkout. */
   main?: string;
+  /**
+   * A command the gateway runs under, e.g. ['prlimit', '--nofile=2048:2048', '--'] for the
+   * attack suite's lowered descriptor limit (test/gateway/attack/).
+   */
+  prefix?: string[];
 }
 
 export interface RunningGateway {
@@ -53,7 +58,8 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
   const env: Record<string, string> = { ...(process.env as Record<string, string>), PORT: '0', HOST: '127.0.0.1', FNHOST_DATA_DIR: dataDir, FNHOST_QUIET: '1', ...options.env };
   if (options.token !== undefined) env.FNHOST_TOKEN = options.token;
   else if (options.env?.FNHOST_TOKEN === undefined) delete env.FNHOST_TOKEN;
-  const child = spawn(options.node ?? process.execPath, [options.main ?? GATEWAY_MAIN], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const command = [...(options.prefix ?? []), options.node ?? process.execPath, options.main ?? GATEWAY_MAIN];
+  const child = spawn(command[0]!, command.slice(1), { env, stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   child.stderr!.setEncoding('utf8');
   child.stderr!.on('data', (chunk: string) => {
