@@ -5,7 +5,6 @@
 import { parseCookies } from './cookies.ts';
 import { http, mime, type HttpParts } from './libraries.ts';
 import { matchRoute, type CompiledRoute } from './routes.ts';
-import type { FnResponse } from './response.ts';
 
 const { isIP } = process.getBuiltinModule('node:net');
 
@@ -45,6 +44,16 @@ function first(v: string | string[] | undefined): string | undefined {
 /** Express's `subdomain offset` setting, at its default: `tobi.ferrets.example.com` → `['ferrets', 'tobi']`. */
 const SUBDOMAIN_OFFSET = 2;
 
+/**
+ * What a request reads of its response (Express's `req.res`): the status and the validators
+ * `fresh` compares. The worker sets the call's FnResponse there; naming only this much keeps
+ * request.ts and response.ts from importing each other.
+ */
+export interface ResponseOfRequest {
+  statusCode: number;
+  get(field: string): string | string[] | undefined;
+}
+
 export class FnRequest {
   method: string;
   url: string;
@@ -56,7 +65,7 @@ export class FnRequest {
   rawHeaders: string[];
   body: unknown;
   /** The call's response, as Express's `req.res` (set by the worker once both exist). */
-  res!: FnResponse;
+  res!: ResponseOfRequest;
   readonly #remoteAddress: string;
   #cookies: Record<string, string> | undefined;
 

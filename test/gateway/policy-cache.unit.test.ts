@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import type { NetworkPolicy, NetworkPolicyChange, PolicyStore } from '@fnhost/core';
-import { PolicyCache } from '../../gateway/src/api/policy.ts';
+import { PolicyCache } from '../../gateway/src/policy/cache.ts';
 
 // The gateway's policy cache: one gateway caches (it is the only writer);
 // gateways sharing a store (cluster mode's replicas) read it on every check,

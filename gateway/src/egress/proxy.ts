@@ -2,7 +2,7 @@ import { chmod, rm } from 'node:fs/promises';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { connect, isIP, type AddressInfo, type Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
-import type { RuntimeTokenVerifier } from '../internal/routes.ts';
+import type { RuntimeTokenVerifier } from '../internal/tokens.ts';
 import type { Logger } from '../log.ts';
 import type { PlatformRanges } from '../policy/match.ts';
 import { deniedAddress, denialMessage, denialOf, policiesFor, type Denial, type PolicySource } from './decision.ts';

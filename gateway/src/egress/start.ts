@@ -1,5 +1,5 @@
 import type { GatewayConfig } from '../config.ts';
-import type { RuntimeTokenVerifier } from '../internal/routes.ts';
+import type { RuntimeTokenVerifier } from '../internal/tokens.ts';
 import type { Logger } from '../log.ts';
 import type { PolicySource } from './decision.ts';
 import { EgressProxy } from './proxy.ts';

@@ -17,9 +17,10 @@ import { IdleRuntimes } from './idle.ts';
 import type { Clock } from '@fnhost/core/clock.ts';
 import { DEFAULT_MEMORY_MIB } from '@fnhost/core/limits.ts';
 import { systemClock } from '../scheduler/local.ts';
-import { RuntimeProcess, RuntimeUnavailableError, lastLine } from './process.ts';
+import { RuntimeProcess, lastLine } from './process.ts';
+import { RuntimeUnavailableError } from './errors.ts';
 
-export { RuntimeUnavailableError, WAIT_LOAD_HEADER, lastLine, moduleExtension };
+export { WAIT_LOAD_HEADER, lastLine, moduleExtension };
 
 // One runtime process per active function, on loopback, configured by the
 // environment of docs/internal-protocol.md. A runtime starts eagerly when a

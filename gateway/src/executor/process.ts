@@ -2,20 +2,14 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
-import { FnhostError } from '@fnhost/core';
 import { runtimePidOf, type SandboxInstance } from '../sandbox/sandbox.ts';
+import { RuntimeUnavailableError } from './errors.ts';
 
 // One runtime process (runtime-image/src/main.ts) as the local executor sees it: spawned with
 // an environment (inside its sandbox when it has one, sandbox/), found listening through its
 // first JSON line with a port or a Unix socket, its output passed
 // through, its pid kept in FNHOST_DATA_DIR/runtimes/ while it runs (so a gateway killed hard
 // has its runtimes ended by the next one), stopped with SIGTERM then SIGKILL.
-
-export class RuntimeUnavailableError extends FnhostError {
-  constructor(message: string, options?: { cause?: unknown }) {
-    super('runtime_unavailable', 502, message, { ...options, expose: true });
-  }
-}
 
 /** How long a stopped runtime gets to drain before SIGKILL. */
 export const STOP_GRACE_MS = 2000;

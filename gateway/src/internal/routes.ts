@@ -4,18 +4,14 @@ import { ValidationError, limits, type InsightStore, type KvStore } from '@fnhos
 import { UnauthorizedError, bearerToken } from '../auth.ts';
 import type { FunctionService } from '../functions/service.ts';
 import { PayloadTooLargeError } from '../invoke/errors.ts';
-import type { PolicyCache } from '../api/policy.ts';
+import type { PolicyCache } from '../policy/cache.ts';
+import type { RuntimeTokenVerifier } from './tokens.ts';
 import { decide, type PlatformRanges } from '../policy/match.ts';
 import { readJson } from '../api/body.ts';
 import { addConsoleRoute } from './console.ts';
 
 // /internal/v1: what a runtime calls back (docs/internal-protocol.md), with
 // its per-function bearer token. The function's id is its KV namespace.
-
-/** Maps a runtime's credential to its function (one machine: random tokens; cluster: derived ones). */
-export interface RuntimeTokenVerifier {
-  verify(presented: string | undefined): string | undefined;
-}
 
 export interface InternalDeps {
   tokens: RuntimeTokenVerifier;

@@ -6,7 +6,12 @@ import { digest, sameSecret } from '../auth.ts';
 // the function's digest, and the secret is compared in constant time. Tokens
 // live in memory: a gateway restart gives new ones, and runtimes restart with it.
 
-export class RuntimeTokens {
+/** Maps a runtime's credential to its function (one machine: random tokens; cluster: derived ones). */
+export interface RuntimeTokenVerifier {
+  verify(presented: string | undefined): string | undefined;
+}
+
+export class RuntimeTokens implements RuntimeTokenVerifier {
   readonly #tokens = new Map<string, { token: string; digest: Buffer }>();
 
   tokenFor(functionId: string): string {

@@ -16,7 +16,7 @@ import { errorStackOf } from './error-stack.ts';
 import type { Exchange, ExecutionPath, RunOptions, RunRequest, RunResult, ScheduledFor } from './exchange.ts';
 import { scheduleTriggerOf } from './schedule-trigger.ts';
 import { runOutsideHttp } from './run.ts';
-import { RuntimeUnavailableError } from '../executor/local.ts';
+import { RuntimeUnavailableError } from '../executor/errors.ts';
 import { fastLogId } from './ids.ts';
 import { InvalidResponseError, malformedAnswer, unreadableFraming } from './upstream-answer.ts';
 import { UpstreamPools } from './upstream-pools.ts';

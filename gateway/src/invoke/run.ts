@@ -1,7 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import { FnhostError, type FunctionRecord, type Trigger, type Upstream } from '@fnhost/core';
 import { noteRequest, noteResponse } from './recording.ts';
-import { RuntimeUnavailableError } from '../executor/local.ts';
+import { RuntimeUnavailableError } from '../executor/errors.ts';
 import { CAPTURE_LIMIT, collect, messageFrom500 } from './bodies.ts';
 import { FunctionInactiveError, FunctionTimeoutError, recordText, runtimeEndedCall } from './errors.ts';
 import { errorStackOf } from './error-stack.ts';

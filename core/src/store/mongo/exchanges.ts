@@ -3,7 +3,7 @@ import type { RecordedExchange, RetentionPolicy } from '../../model.ts';
 import type { ExchangeLookup, ExchangeStore, StoredLog } from '../../stores.ts';
 import type { MongoContext } from './context.ts';
 import { allDuplicates } from './counts.ts';
-import type { LogDoc } from './logs.ts';
+import type { LogDoc } from './log-doc.ts';
 
 // Recorded exchanges on MongoDB (collection `log_exchanges`, one document per
 // record that has one, `_id` the log id). Apart from the log documents so a

@@ -6,7 +6,7 @@ import {
 import type { ExecutionLog, RetentionPolicy } from '../../model.ts';
 import type { InsightStore, StoredLog } from '../../stores.ts';
 import type { MongoContext } from './context.ts';
-import { toLog, type LogDoc } from './logs.ts';
+import { toLog, type LogDoc } from './log-doc.ts';
 
 // Execution insight on MongoDB (core/src/insight.ts): a record by id (its
 // _id), its console output (`console_output`, _id the log id, the same

@@ -1,5 +1,5 @@
 import { MongoBulkWriteError, MongoServerError, type AnyBulkWriteOperation, type Collection, type Db, type Filter } from 'mongodb';
-import type { ExecutionLog, LogPage, LogQuery, RetentionPolicy, StatusFilter, Trigger } from '../../model.ts';
+import type { ExecutionLog, LogPage, LogQuery, RetentionPolicy, StatusFilter } from '../../model.ts';
 import { isError, isSuccess, paginate } from '../../status.ts';
 import type { InsertResult, LogStore, RecentCounts, StoredLog, WriterProgress } from '../../stores.ts';
 import type { MongoContext } from './context.ts';
@@ -7,6 +7,7 @@ import { allDuplicates, LogCounts, writeErrorIndexes, type BucketDoc, type Pendi
 import { exchangeCollection, writeExchanges, type ExchangeDoc } from './exchanges.ts';
 import { recordProgress, type InstanceDoc } from './instances.ts';
 import { addLatency, consoleCollection, consoleDocId, MongoInsightStore, setConsoleExpiry } from './insight.ts';
+import { toLog, type LogDoc } from './log-doc.ts';
 
 // Execution logs in one collection for every function.
 //
@@ -39,28 +40,6 @@ const DAY = 86_400_000;
 export const DEFAULT_SEEK_FROM = 1_000;
 /** Records deleted per round trip in applyRetention. */
 const DELETE_CHUNK = 5_000;
-
-export interface LogDoc {
-  _id: string;
-  function_id: string;
-  executed_at: Date;
-  /** executed_at floored to the minute (ms): the bucket it is counted in. */
-  minute: number;
-  seq: number;
-  cls: StatusClass;
-  status_code: number;
-  execution_time_ms: number;
-  error_message: string | null;
-  /** Only when the record has one (ExecutionLog.error_stack). */
-  error_stack?: string;
-  trigger: Trigger;
-  /** ExecutionLog.cold_start and wait_ms, when the gateway gave them. */
-  cold_start?: boolean;
-  wait_ms?: number;
-  /** Only on a schedule run fired by hand (ExecutionLog.manual). */
-  manual?: true;
-  expireAt?: Date;
-}
 
 export type { PendingDoc } from './counts.ts';
 
@@ -130,22 +109,6 @@ export function toLogDoc(record: StoredLog, seq: number): LogDoc {
   if (record.manual === true) doc.manual = true;
   if (record.expires_at !== null) doc.expireAt = new Date(record.expires_at);
   return doc;
-}
-
-export function toLog(doc: LogDoc): ExecutionLog {
-  return {
-    id: doc._id,
-    function_id: doc.function_id,
-    status_code: doc.status_code,
-    execution_time_ms: doc.execution_time_ms,
-    error_message: doc.error_message,
-    ...(doc.error_stack === undefined ? {} : { error_stack: doc.error_stack }),
-    executed_at: doc.executed_at.toISOString(),
-    trigger: doc.trigger,
-    ...(doc.cold_start === undefined ? {} : { cold_start: doc.cold_start }),
-    ...(doc.wait_ms === undefined ? {} : { wait_ms: doc.wait_ms }),
-    ...(doc.manual === true ? { manual: true as const } : {}),
-  };
 }
 
 /** The newest-first position of a record: (executed_at, seq). */

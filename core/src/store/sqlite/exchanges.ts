@@ -1,7 +1,7 @@
 import type { RecordedExchange, RetentionPolicy, Trigger } from '../../model.ts';
 import type { ExchangeLookup, ExchangeStore } from '../../stores.ts';
 import type { SqliteDb } from './db.ts';
-import { DAY_MS } from './logs.ts';
+import { DAY_MS } from './log-row.ts';
 
 // Recorded exchanges on SQLite (table log_exchanges, schema 8 -> 9, rebuilt
 // without an id of its own 10 -> 11): a row per record that has one, keyed by

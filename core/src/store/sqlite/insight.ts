@@ -5,7 +5,7 @@ import {
 import type { ExecutionLog, RetentionPolicy } from '../../model.ts';
 import type { InsightStore, StoredLog } from '../../stores.ts';
 import type { SqliteDb } from './db.ts';
-import { DAY_MS, LOG_COLUMNS, toLog } from './logs.ts';
+import { DAY_MS, LOG_COLUMNS, toLog } from './log-row.ts';
 
 // Execution insight on SQLite (core/src/insight.ts): a record by id, its
 // console output (table console_output), latency histogram rows

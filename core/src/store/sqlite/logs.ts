@@ -8,6 +8,7 @@ import { insertExchangeSync } from './exchanges.ts';
 import { recordProgressSync } from './instances.ts';
 import { addExecutionsSync } from './records.ts';
 import { addLatencySync, deleteConsoleSync } from './insight.ts';
+import { DAY_MS, LOG_COLUMNS, toLog, type LogRow } from './log-row.ts';
 
 // Execution logs on SQLite. How listings stay fast at a million records of one
 // function (performance target P3), with no COUNT over the function's records
@@ -24,8 +25,6 @@ import { addLatencySync, deleteConsoleSync } from './insight.ts';
 //   day rows to the day holding it, then its hours, minutes and seconds, then
 //   OFFSET within that second on the covering index (fn[, class],
 //   executed_ms, seq) from its nearer end, and read `limit` rows on from there.
-
-export const DAY_MS = 86_400_000;
 
 /**
  * Width of a log_buckets row at each level: a day, an hour, a minute, a second
@@ -96,36 +95,6 @@ interface Position {
   seq: number;
 }
 
-interface LogRow {
-  seq: number;
-  executed_ms: number;
-  id: string;
-  status_code: number;
-  execution_time_ms: number;
-  error_message: string | null;
-  error_stack: string | null;
-  trigger: string;
-  cold_start: number | null;
-  wait_ms: number | null;
-  manual: number | null;
-}
-
-export function toLog(row: LogRow, functionId: string): ExecutionLog {
-  return {
-    id: row.id,
-    function_id: functionId,
-    status_code: row.status_code,
-    execution_time_ms: row.execution_time_ms,
-    error_message: row.error_message,
-    ...(row.error_stack === null ? {} : { error_stack: row.error_stack }),
-    executed_at: new Date(row.executed_ms).toISOString(),
-    trigger: row.trigger as Trigger,
-    ...(row.cold_start === null ? {} : { cold_start: row.cold_start === 1 }),
-    ...(row.wait_ms === null ? {} : { wait_ms: row.wait_ms }),
-    ...(row.manual === 1 ? { manual: true as const } : {}),
-  };
-}
-
 function executedMs(record: StoredLog): number {
   const ms = Date.parse(record.executed_at);
   if (!Number.isFinite(ms)) {
@@ -139,8 +108,6 @@ const MAX_BUCKET = Number.MAX_SAFE_INTEGER;
 
 /** Rows deleted per retention transaction. */
 export const RETENTION_CHUNK = 5000;
-
-export const LOG_COLUMNS = 'seq, executed_ms, id, status_code, execution_time_ms, error_message, error_stack, trigger, cold_start, wait_ms, manual';
 
 /** Count changes of one transaction for one function: per class, and per (bucket class, level, bucket). */
 class CountDelta {
