@@ -1,6 +1,6 @@
-import { existsSync } from 'node:fs';
-import { dirname, join, relative, resolve, sep } from 'node:path';
-import { build, type BuildFailure, type Message, type Metafile } from 'esbuild';
+import { existsSync, readFileSync } from 'node:fs';
+import { basename, dirname, join, relative, resolve, sep } from 'node:path';
+import { build, type BuildFailure, type BuildOptions, type Message, type Metafile } from 'esbuild';
 import { MAX_CODE_BYTES } from '@fnhost/core/limits.ts';
 import { BundleError } from '../errors.ts';
 import { packageOf, refuseNativeAddons } from './native-addons.ts';
@@ -63,6 +63,19 @@ export function heaviestInputs(meta: Metafile, projectDir: string, top = 5): str
     .join(', ');
 }
 
+/**
+ * esbuild's warning for a `.js` file written as CommonJS (module.exports) that the nearest
+ * package.json declares an ES module ("type": "module"): Node would fail to load it, and esbuild
+ * bundles `module` as an undefined global. A handler copied from an example, or written in a
+ * project whose root declares ES modules, is still plainly CommonJS to its author.
+ */
+const COMMONJS_IN_ESM = 'commonjs-variable-in-esm';
+
+/** A CommonJS-written entry in an ES-module package: bundle it as CommonJS (see COMMONJS_IN_ESM). */
+export function isCommonJsInEsmPackage(warnings: Message[], entryInProject: string): boolean {
+  return warnings.some((w) => w.id === COMMONJS_IN_ESM && w.location?.file === entryInProject);
+}
+
 function isBuildFailure(err: unknown): err is BuildFailure {
   return err instanceof Error && Array.isArray((err as Partial<BuildFailure>).errors);
 }
@@ -72,7 +85,7 @@ export async function bundleHandler(file: string, cwd: string): Promise<Bundle> 
   const projectDir = projectDirOf(file);
   let result;
   try {
-    result = await build({
+    const options: BuildOptions & { metafile: true; write: false } = {
       entryPoints: [file],
       absWorkingDir: projectDir,
       // Never written (write: false); it names the bundle so the map's sources are relative to the project.
@@ -92,7 +105,16 @@ export async function bundleHandler(file: string, cwd: string): Promise<Bundle> 
       metafile: true,
       logLevel: 'silent',
       plugins: [refuseNativeAddons()],
-    });
+    };
+    result = await build(options);
+    const entryInProject = relative(projectDir, file).split(sep).join('/');
+    if (isCommonJsInEsmPackage(result.warnings, entryInProject)) {
+      // The entry as standard input has no package.json to take a module type from, so esbuild
+      // reads its syntax as Node does for a file no package types: CommonJS. Its imports still
+      // resolve from its folder, and the source map names the same file.
+      const { entryPoints: _entry, ...rest } = options;
+      result = await build({ ...rest, stdin: { contents: readFileSync(file, 'utf8'), sourcefile: basename(file), resolveDir: dirname(file), loader: 'js' } });
+    }
   } catch (err) {
     if (!isBuildFailure(err)) throw err;
     const lines = err.errors.slice(0, 5).map((m) => describeMessage(m, projectDir, cwd));
