@@ -361,6 +361,20 @@ describe('fnhost CLI against a real platform', function () {
       const result = failed(await fnhost(['function:get', 'hello'], { env: { FNHOST_URL: p.adminUrl } }), 2, new RegExp(`^error: ${p.adminUrl} \\(from FNHOST_URL\\) is not the root of an fnhost API: GET /api/v1/info there answered 404`));
       expect(result.stderr.split('\n')[1]).to.equal("hint: use the gateway's main URL (its PORT), not the admin panel's (FNHOST_ADMIN_PORT, by default PORT+1)");
     });
+
+    it("the panel's own address (its port and /admin/): exit 2, saying it is the panel's, with or without a token", async () => {
+      const panel = `${p.adminUrl}/admin/`;
+      for (const env of [{ FNHOST_URL: panel }, { FNHOST_URL: panel, FNHOST_TOKEN: undefined }]) {
+        const result = failed(await fnhost(['function:list'], { env }), 2, `${p.adminUrl}/admin (from FNHOST_URL) is the admin panel's address, not the API's: the CLI talks to the gateway's main URL`);
+        expect(result.stderr).not.to.contain('token');
+      }
+    });
+
+    it('https:// against the plain-HTTP gateway: says so and names the http:// URL, without a port-forward hint', async () => {
+      const https = p.url.replace(/^http:/, 'https:');
+      const result = failed(await fnhost(['function:list'], { env: { FNHOST_URL: https } }), 1, new RegExp(`^error: the server at ${https} answers plain HTTP, not HTTPS`));
+      expect(result.stderr.split('\n')[1]).to.equal(`hint: use ${p.url} (--url, FNHOST_URL or the URL saved by fnhost login); the gateway serves HTTPS only behind a TLS proxy or Ingress`);
+    });
   });
 
   describe('connection resolution', () => {

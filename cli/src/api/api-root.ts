@@ -51,3 +51,26 @@ export function wrongUrlError(url: string, urlSource: string | undefined, info: 
     hint,
   });
 }
+
+/**
+ * A 401/403 from the admin panel's API (its listener serves /admin/api/v1 behind a browser
+ * session, never a bearer token): FNHOST_URL=http://host:8081/admin/ is the panel's address, and
+ * no token can fix that, so the error says which URL to use instead of asking for a token.
+ */
+export function panelUrlError(url: string, urlSource: string | undefined, status: number, message: string | undefined): ApiWrongUrlError | undefined {
+  if (status !== 401 && status !== 403) return undefined;
+  let path: string;
+  try {
+    path = new URL(url).pathname;
+  } catch {
+    return undefined;
+  }
+  const panelAnswered = message !== undefined && /\bpanel session\b/.test(message);
+  if (!panelAnswered && !/^\/admin(\/|$)/.test(path)) return undefined;
+  const named = urlSource === undefined ? url : `${url} (from ${urlSource})`;
+  return new ApiWrongUrlError(`${named} is the admin panel's address, not the API's: the CLI talks to the gateway's main URL`, {
+    url,
+    status,
+    hint: "use the gateway's root URL on its main port (PORT, by default 8080; the panel's FNHOST_ADMIN_PORT is PORT+1), e.g. --url http://127.0.0.1:8080",
+  });
+}

@@ -25,8 +25,8 @@ import type {
   TestResult,
   UpdateFunctionBody,
 } from './types.ts';
-import { connectionHint } from './connection-hint.ts';
-import { wrongUrlError } from './api-root.ts';
+import { connectionFailure } from './connection-hint.ts';
+import { panelUrlError, wrongUrlError } from './api-root.ts';
 
 // The management API client. It uses node:http rather than fetch: fetch loads
 // undici on first use, which costs about 30-40 ms of start-up (docs/cli.md).
@@ -240,14 +240,8 @@ export class ApiClient {
     const transport = target.protocol === 'https:' ? process.getBuiltinModule('node:https') : process.getBuiltinModule('node:http');
     return new Promise<RawResponse>((resolve, reject) => {
       const fail = (cause: Error & { code?: string }) => {
-        const reason = cause.code ?? cause.message;
-        reject(
-          new ApiConnectionError(`cannot reach the fnhost server at ${this.url} (${reason})`, {
-            url: this.url,
-            cause,
-            hint: connectionHint(this.url),
-          }),
-        );
+        const { message, hint } = connectionFailure(this.url, cause);
+        reject(new ApiConnectionError(message, { url: this.url, cause, hint }));
       };
       const req = transport.request(target, { ...options, timeout: timeoutMs }, (res: IncomingMessage) => {
         const chunks: Buffer[] = [];
@@ -292,6 +286,8 @@ export class ApiClient {
     switch (response.status) {
       case 401:
       case 403: {
+        const panel = panelUrlError(this.url, this.#urlSource, response.status, message);
+        if (panel !== undefined) return panel;
         const kube = response.tokenKinds !== undefined && /\bkubernetes\b/.test(response.tokenKinds);
         return new ApiAuthError(
           this.#token === undefined

@@ -25,3 +25,25 @@ export function connectionHint(url: string): string {
   }
   return 'check the URL (--url, FNHOST_URL or the one saved by fnhost login) and that the gateway answers there (kubectl get pods,ingress -n <release namespace>)';
 }
+
+/**
+ * A TLS handshake that met a plain-HTTP server: OpenSSL reads the HTTP answer as a TLS record of
+ * an unknown version ("wrong version number"; Node's code EPROTO). fnhost's gateway serves plain
+ * HTTP unless a TLS proxy or Ingress is in front, so `https://` against its port is a typo.
+ */
+export function isHttpsToPlainHttp(url: string, cause: { code?: string; message: string }): boolean {
+  if (!url.toLowerCase().startsWith('https:')) return false;
+  return cause.code === 'EPROTO' || cause.code === 'ERR_SSL_WRONG_VERSION_NUMBER' || /wrong version number|packet length too long/i.test(cause.message);
+}
+
+/** The message and hint of a failure to reach the server at `url` at all. */
+export function connectionFailure(url: string, cause: { code?: string; message: string }): { message: string; hint: string } {
+  if (isHttpsToPlainHttp(url, cause)) {
+    const plain = 'http:' + url.slice('https:'.length);
+    return {
+      message: `the server at ${url} answers plain HTTP, not HTTPS (TLS handshake failed: ${cause.code ?? cause.message})`,
+      hint: `use ${plain} (--url, FNHOST_URL or the URL saved by fnhost login); the gateway serves HTTPS only behind a TLS proxy or Ingress`,
+    };
+  }
+  return { message: `cannot reach the fnhost server at ${url} (${cause.code ?? cause.message})`, hint: connectionHint(url) };
+}
