@@ -74,7 +74,9 @@ build_rootfs() {
       umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || true
     done
     rm -rf --one-file-system "$rootfs"
-    nice debootstrap --variant=minbase bookworm "$rootfs" http://deb.debian.org/debian >"$LOG_BUILD/debootstrap.log" 2>&1 \
+    local mirror
+    mirror="$(debian_mirror bookworm)" || die "no apt source for Debian bookworm in ${APT_ETC:-/etc/apt} (sources.list or sources.list.d): set FNHOST_DEBIAN_MIRROR to a Debian mirror's URL"
+    nice debootstrap --variant=minbase bookworm "$rootfs" "$mirror" >"$LOG_BUILD/debootstrap.log" 2>&1 \
       || die "debootstrap failed; see $LOG_BUILD/debootstrap.log"
     rm -rf "$rootfs"/var/cache/apt/archives/*.deb "$rootfs"/var/lib/apt/lists/*
     touch "$rootfs/.done"

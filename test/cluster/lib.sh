@@ -56,6 +56,33 @@ timed() {
   return $rc
 }
 
+# The Debian mirror apt is configured with for SUITE (deb822 .sources or one-line
+# .list entries under ${APT_ETC:-/etc/apt}), so debootstrap fetches from wherever
+# apt-get already works here (a local mirror, a proxy, a snapshot) and the
+# repository names no host. FNHOST_DEBIAN_MIRROR overrides it.
+debian_mirror() { # SUITE
+  local suite="$1" etc="${APT_ETC:-/etc/apt}" found=""
+  if [ -n "${FNHOST_DEBIAN_MIRROR:-}" ]; then echo "$FNHOST_DEBIAN_MIRROR"; return 0; fi
+  local f
+  for f in "$etc"/sources.list.d/*.sources; do
+    [ -f "$f" ] || continue
+    found="$(awk -v suite="$suite" '
+      function flush() { if (deb && has && uri != "" && out == "") out = uri; deb = 0; has = 0; uri = "" }
+      /^[[:space:]]*$/ { flush(); next }
+      /^Types:/ { for (i = 2; i <= NF; i++) if ($i == "deb") deb = 1 }
+      /^Suites:/ { for (i = 2; i <= NF; i++) if ($i == suite) has = 1 }
+      /^URIs:/ { uri = $2 }
+      END { flush(); print out }' "$f")"
+    [ -n "$found" ] && { echo "${found%/}"; return 0; }
+  done
+  for f in "$etc"/sources.list "$etc"/sources.list.d/*.list; do
+    [ -f "$f" ] || continue
+    found="$(awk -v suite="$suite" '$1 == "deb" { i = 2; if ($2 ~ /^\[/) { while (i <= NF && $i !~ /\]$/) i++; i++ } if ($(i + 1) == suite) { print $i; exit } }' "$f")"
+    [ -n "$found" ] && { echo "${found%/}"; return 0; }
+  done
+  return 1
+}
+
 need_go() {
   command -v go >/dev/null || die "Go >= 1.26 is needed to build Kubernetes $K8S_VERSION (https://go.dev/dl/; put it on PATH)"
 }

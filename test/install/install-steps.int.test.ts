@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -160,13 +160,36 @@ describe('install steps on a fresh machine (empty caches, stand-in package manag
       expect(s.calls('go').length).to.equal(go.length);
     });
 
-    it("images.sh rootfs debootstraps the node base's Debian minbase once", () => {
-      const s = fresh();
+    it("images.sh rootfs debootstraps the node base's Debian minbase once, from the mirror apt is configured with", () => {
+      // apt's own configuration, in deb822 form as Debian 12 writes it: the security suite comes
+      // first and must not be taken for the release's mirror.
+      const apt = mkdtempSync(join(tmpdir(), 'fnhost-apt-etc-'));
+      mkdirSync(join(apt, 'sources.list.d'));
+      writeFileSync(join(apt, 'sources.list.d', 'debian.sources'), [
+        'Types: deb', 'URIs: http://security.mirror.test/debian-security', 'Suites: bookworm-security', 'Components: main', '',
+        'Types: deb', 'URIs: http://mirror.test/debian/', 'Suites: bookworm bookworm-updates', 'Components: main', '',
+      ].join('\n'));
+      const s = fresh({ APT_ETC: apt });
       const r = run(s, 'test/cluster/images.sh', ['rootfs']);
       expect(r.status, r.output).to.equal(0);
       const rootfs = join(s.cache, 'images', 'bookworm-minbase');
-      expect(s.calls('debootstrap')).to.deep.equal([`debootstrap --variant=minbase bookworm ${rootfs} http://deb.debian.org/debian`]);
+      expect(s.calls('debootstrap')).to.deep.equal([`debootstrap --variant=minbase bookworm ${rootfs} http://mirror.test/debian`]);
       expect(existsSync(join(rootfs, '.done'))).to.equal(true);
+      rmSync(apt, { recursive: true, force: true });
+    });
+
+    it('images.sh rootfs with no apt source for bookworm fails naming FNHOST_DEBIAN_MIRROR, and takes that variable when set', () => {
+      const apt = mkdtempSync(join(tmpdir(), 'fnhost-apt-etc-'));
+      writeFileSync(join(apt, 'sources.list'), 'deb http://mirror.test/debian trixie main\n');
+      const s = fresh({ APT_ETC: apt });
+      const r = run(s, 'test/cluster/images.sh', ['rootfs']);
+      expect(r.status).to.equal(1);
+      expect(r.output).to.contain('no apt source for Debian bookworm').and.to.contain('FNHOST_DEBIAN_MIRROR');
+      expect(s.calls('debootstrap')).to.deep.equal([]);
+      const named = fresh({ APT_ETC: apt, FNHOST_DEBIAN_MIRROR: 'http://local.mirror.test/debian' });
+      expect(run(named, 'test/cluster/images.sh', ['rootfs']).status).to.equal(0);
+      expect(named.calls('debootstrap')[0]).to.match(/ http:\/\/local\.mirror\.test\/debian$/);
+      rmSync(apt, { recursive: true, force: true });
     });
 
     if (IS_ROOT) {
