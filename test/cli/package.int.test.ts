@@ -127,4 +127,14 @@ describe('npx fnhost inside the repository', function () {
       expect(r.stdout, cwd).to.match(/^fnhost \d+\.\d+\.\d+\n$/);
     }
   });
+
+  it('under the system Node (npm\'s own), in the installed checkout: no engine warning before the output', async () => {
+    // npm checks the root manifest's engines against the Node that runs npm itself (the system's,
+    // 20 here); the CLI then runs on the Node 24 that npm ci put in node_modules/.bin.
+    const repo = fileURLToPath(new URL('../..', import.meta.url));
+    const env = { PATH: `${SYSTEM_BIN}:/bin`, HOME: join(copy, 'home'), npm_config_cache: join(copy, 'npm-cache'), npm_config_update_notifier: 'false' };
+    const r = await run(join(SYSTEM_BIN, 'npx'), ['--offline', 'fnhost', '--version'], { cwd: repo, env, timeout: 30_000 });
+    expect(r.stdout).to.match(/^fnhost \d+\.\d+\.\d+\n$/);
+    expect(r.stderr).to.equal('');
+  });
 });
