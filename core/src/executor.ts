@@ -22,6 +22,12 @@ export interface PreparedRuntime {
   commit(): void;
   /** The record is not stored (or inactive): the runtime stops; the previous one keeps serving. */
   discard(): Promise<void>;
+  /**
+   * The module parsed and named a handler but its top level threw while loading (a missing env
+   * variable, say): the owner's text, with the place in the user's source. The function service
+   * refuses such a write unless asked to store it anyway (docs/gateway.md "Broken code").
+   */
+  loadError?: string;
 }
 
 /** A runtime started for one call to an unstored version (Executor.throwaway). */

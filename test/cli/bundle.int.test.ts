@@ -69,8 +69,17 @@ describe('fnhost CLI: handlers that import packages are bundled (issue 19)', fun
     expect((await invoke('/?name=Grace')).status).to.equal(200);
   });
 
-  it('a module whose top level throws: its record says where, in the user\'s source', async () => {
-    const created = await fnhost(['function:create', 'loadfail', '--file', 'src/throws-at-load.ts']);
+  it('a module whose top level throws: refused at create with the error at the user\'s file and line; stored with --allow-load-error, its record says where', async () => {
+    const refused = await fnhost(['function:create', 'loadfail', '--file', 'src/throws-at-load.ts']);
+    expect(refused.code).to.equal(1);
+    expect(refused.stdout).to.equal('');
+    expect(refused.stderr.split('\n').slice(0, 2)).to.deep.equal([
+      'error: code throws while loading: Error: FIXTURE_GREETING is not set (at src/throws-at-load.ts:4:28)',
+      'hint: give it what it needs (--env KEY=VALUE for a missing variable), or store it anyway with --allow-load-error',
+    ]);
+    const withEnv = await fnhost(['function:create', 'loadok', '--file', 'src/throws-at-load.ts', '--env', 'FIXTURE_GREETING=hi']);
+    expect(withEnv.code, withEnv.stderr).to.equal(0);
+    const created = await fnhost(['function:create', 'loadfail', '--file', 'src/throws-at-load.ts', '--allow-load-error']);
     expect(created.code, created.stderr).to.equal(0);
     const test = await fnhost(['function:test', 'loadfail', '--output', 'json']);
     expect(JSON.parse(test.stdout).error_message).to.equal('the module threw while loading: Error: FIXTURE_GREETING is not set (at src/throws-at-load.ts:4:28)');

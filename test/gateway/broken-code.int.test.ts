@@ -100,10 +100,40 @@ describe('gateway: broken code (issue 20.1)', function () {
     expect(await (await h.invoke(fn.function_id)).json()).to.deep.equal({ version: 4 });
   });
 
-  it('a function that cannot load anyway answers anonymous callers a generic 500; its record and function:test have the full text', async () => {
-    // Accepted: it parses and would export a handler; whether it loads depends on its env.
+  it('refuses at create and deploy a module whose top level throws (400 with the error and its place); with the env it needs, or allow_load_error=true, it is stored', async () => {
     const code = 'const key = process.env.API_KEY;\nif (!key) throw new Error("API_KEY is not set");\nexport default (req, res) => res.json({ key });\n';
-    const fn = await h.createFunction('needs-env', code);
+    const refused = await h.api('POST', '/api/v1/functions', { name: 'throws-at-load', code });
+    expect(refused.status, JSON.stringify(refused.body)).to.equal(400);
+    expect(refused.body).to.deep.equal({ error: 'invalid_code', message: 'code throws while loading: Error: API_KEY is not set (line 2, column 17)' });
+    expectNoServerPath(refused.body.message, h.dataDir);
+    expect((await h.api('GET', '/api/v1/functions/throws-at-load')).status).to.equal(404);
+    // Given the variable, the same code loads and serves at once.
+    const withEnv = await h.api('POST', '/api/v1/functions', { name: 'throws-at-load', code, env: { API_KEY: 'k1' } });
+    expect(withEnv.status, JSON.stringify(withEnv.body)).to.equal(201);
+    expect(await (await h.invoke(withEnv.body.function_id)).json()).to.deep.equal({ key: 'k1' });
+    // A deploy that takes the variable away is refused, and the serving version keeps serving.
+    const unset = await h.api('PATCH', '/api/v1/functions/throws-at-load', { env: {} });
+    expect(unset.status).to.equal(400);
+    expect(unset.body.message).to.equal('code throws while loading: Error: API_KEY is not set (line 2, column 17)');
+    expect(await (await h.invoke(withEnv.body.function_id)).json()).to.deep.equal({ key: 'k1' });
+    const bad = await h.api('PATCH', '/api/v1/functions/throws-at-load?allow_load_error=maybe', { env: {} });
+    expect(bad.status).to.equal(400);
+    expect(bad.body.message).to.equal('allow_load_error must be true or false, got "maybe"');
+    // Asked to store it anyway, it is stored.
+    const anyway = await h.api('PATCH', '/api/v1/functions/throws-at-load?allow_load_error=true', { env: {} });
+    expect(anyway.status, JSON.stringify(anyway.body)).to.equal(200);
+    expect((await h.invoke(withEnv.body.function_id)).status).to.equal(500);
+    // A change that is not of what the module loads with is not refused for it.
+    const timeout = await h.api('PATCH', '/api/v1/functions/throws-at-load', { timeout_seconds: 12 });
+    expect(timeout.status, JSON.stringify(timeout.body)).to.equal(200);
+  });
+
+  it('a function that cannot load anyway answers anonymous callers a generic 500; its record and function:test have the full text', async () => {
+    // Stored anyway (allow_load_error=true): it parses and would export a handler; whether it loads depends on its env.
+    const code = 'const key = process.env.API_KEY;\nif (!key) throw new Error("API_KEY is not set");\nexport default (req, res) => res.json({ key });\n';
+    const created = await h.api('POST', '/api/v1/functions?allow_load_error=true', { name: 'needs-env', code });
+    expect(created.status, JSON.stringify(created.body)).to.equal(201);
+    const fn = created.body;
     const r = await h.invoke(fn.function_id, '/x');
     expect(r.status).to.equal(500);
     const text = await r.text();

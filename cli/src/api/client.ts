@@ -116,12 +116,13 @@ export class ApiClient {
     return this.#json('GET', fnPath(ref), undefined, { ref });
   }
 
-  createFunction(body: CreateFunctionBody): Promise<ApiFunction> {
-    return this.#json('POST', '/api/v1/functions', body);
+  /** `allowLoadError`: store code whose top level throws while loading (the server refuses it otherwise). */
+  createFunction(body: CreateFunctionBody, options: { allowLoadError?: boolean } = {}): Promise<ApiFunction> {
+    return this.#json('POST', `/api/v1/functions${options.allowLoadError ? '?allow_load_error=true' : ''}`, body);
   }
 
-  updateFunction(ref: string, body: UpdateFunctionBody): Promise<ApiFunction> {
-    return this.#json('PATCH', fnPath(ref), body, { ref });
+  updateFunction(ref: string, body: UpdateFunctionBody, options: { allowLoadError?: boolean } = {}): Promise<ApiFunction> {
+    return this.#json('PATCH', `${fnPath(ref)}${options.allowLoadError ? '?allow_load_error=true' : ''}`, body, { ref });
   }
 
   async deleteFunction(ref: string): Promise<void> {
@@ -312,7 +313,10 @@ export class ApiClient {
           hint: code === undefined ? 'check that --url (or FNHOST_URL) points at an fnhost gateway' : undefined,
         });
       case 400:
-        if (code === 'invalid_code') return new ApiInvalidCodeError(said, details);
+        if (code === 'invalid_code') {
+          const hint = said.startsWith('code throws while loading:') ? 'give it what it needs (--env KEY=VALUE for a missing variable), or store it anyway with --allow-load-error' : undefined;
+          return new ApiInvalidCodeError(said, { ...details, hint });
+        }
         return new ApiValidationError(said, details);
       case 413:
       case 422:

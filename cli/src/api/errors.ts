@@ -54,7 +54,7 @@ export class ApiValidationError extends ApiError {
   }
 }
 
-/** 400 invalid_code: the function's code does not parse or exports no handler; the fix is in the file, not the command line. */
+/** 400 invalid_code: the function's code does not parse, exports no handler or throws while loading; the fix is in the file (or its env), not the command line. */
 export class ApiInvalidCodeError extends ApiError {
   constructor(message: string, details: ApiErrorDetails) {
     super(message, EXIT_FAILURE, details);

@@ -20,7 +20,7 @@ export async function run(ctx: CommandContext): Promise<number> {
     throw new UsageError('--timezone goes with --cron');
   }
   const client = await ctx.client();
-  const fn = await client.createFunction(body);
+  const fn = await client.createFunction(body, { allowLoadError: ctx.options['allow-load-error'] === true });
   if (ctx.output === 'json') {
     printJson(ctx, fn);
     return 0;

@@ -13,7 +13,7 @@ export async function run(ctx: CommandContext): Promise<number> {
   const settings = parseSettings(ctx);
   const waitSeconds = intOption(ctx, 'wait-timeout', 3600) ?? DEFAULT_WAIT_SECONDS;
   const client = await ctx.client();
-  let fn = await client.updateFunction(ref, { code, ...settings });
+  let fn = await client.updateFunction(ref, { code, ...settings }, { allowLoadError: ctx.options['allow-load-error'] === true });
   // Cluster mode: the change is stored; wait until the operator has rolled the new code out.
   const waited =
     ctx.options['no-wait'] === true

@@ -12,6 +12,7 @@ const recordRequests: OptionSpec = { type: 'string', value: 'on|off', descriptio
 const recordBodyLimit: OptionSpec = { type: 'string', value: '<bytes>', description: 'keep each recorded body up to this many bytes (0-65536, default 65536)' };
 const redactHeader: OptionSpec = { type: 'string', multiple: true, value: '<name>', description: 'mask this header in recorded requests and responses (repeatable; replaces the list)' };
 const redactJson: OptionSpec = { type: 'string', multiple: true, value: '<path>', description: 'mask this JSON path in recorded bodies, e.g. $.card.number or $..iban (repeatable; replaces the list)' };
+const allowLoadError: OptionSpec = { type: 'boolean', description: 'store the code even though its top level throws while loading (its calls then answer 500 until fixed)' };
 const route: OptionSpec = { type: 'string', multiple: true, value: '<pattern>', description: 'route pattern such as /users/:userId that fills req.params (repeatable)' };
 
 export const COMMANDS: CommandSpec[] = [
@@ -35,6 +36,7 @@ export const COMMANDS: CommandSpec[] = [
       'redact-json': redactJson,
       cron: { type: 'string', value: '<expr>', description: 'run on this 5-field cron schedule as well' },
       timezone: { type: 'string', value: '<zone>', description: 'IANA time zone of --cron (default UTC)' },
+      'allow-load-error': allowLoadError,
     },
     json: true,
     remote: true,
@@ -59,6 +61,7 @@ export const COMMANDS: CommandSpec[] = [
       'no-wait': { type: 'boolean', description: 'return once the change is stored, without waiting for the new code to serve (cluster mode)' },
       'wait-timeout': { type: 'string', value: '<seconds>', description: 'how long to wait for the new code to serve (cluster mode; default 180)' },
       'record-requests': recordRequests, 'record-body-limit': recordBodyLimit, 'redact-header': redactHeader, 'redact-json': redactJson,
+      'allow-load-error': allowLoadError,
     },
     json: true,
     remote: true,

@@ -5,7 +5,7 @@ import { isUuid } from '@fnhost/core/ids.ts';
 import type { AccessAttributes, Verb } from '../access/attributes.ts';
 import { ForbiddenError } from '../access/caller.ts';
 import type { AccessControl } from '../access/control.ts';
-import type { FunctionService } from '../functions/service.ts';
+import type { CodeWriteOptions, FunctionService } from '../functions/service.ts';
 import type { Invoker } from '../invoke/proxy.ts';
 import type { LogWriter } from '../logs/writer.ts';
 import { readJson } from './body.ts';
@@ -92,6 +92,14 @@ export function allNamespacesParam(ctx: { query: Record<string, string | string[
   throw new ValidationError(`all_namespaces must be true or false, got ${JSON.stringify(Array.isArray(raw) ? raw : String(raw).slice(0, 40))}`);
 }
 
+/** `?allow_load_error=true` on a create or update: store code whose top level throws while loading. */
+export function codeWriteOptions(ctx: { query: Record<string, string | string[] | undefined> }): CodeWriteOptions {
+  const raw = ctx.query.allow_load_error;
+  if (raw === undefined || raw === 'false') return {};
+  if (raw === 'true') return { allowLoadError: true };
+  throw new ValidationError(`allow_load_error must be true or false, got ${JSON.stringify(Array.isArray(raw) ? raw : String(raw).slice(0, 40))}`);
+}
+
 const ns = namespaceParam;
 
 /**
@@ -150,7 +158,7 @@ export function functionRoutes(deps: FunctionRoutesDeps): Router {
 
   router.post('/', async (ctx) => {
     await access.check(ctx, { verb: 'create', resource: 'functions', namespace: functions.namespace(ns(ctx)) });
-    const fn = await functions.create(await readJson(ctx, limits.MAX_API_BODY_BYTES), ns(ctx));
+    const fn = await functions.create(await readJson(ctx, limits.MAX_API_BODY_BYTES), ns(ctx), codeWriteOptions(ctx));
     ctx.status = 201;
     ctx.set('location', `/api/v1/functions/${fn.function_id}`);
     ctx.body = await functions.toApi(fn, true);
@@ -162,7 +170,7 @@ export function functionRoutes(deps: FunctionRoutesDeps): Router {
 
   router.patch('/:ref', async (ctx) => {
     await target(ctx, 'patch');
-    ctx.body = await functions.toApi(await functions.update(ctx.params.ref!, await readJson(ctx, limits.MAX_API_BODY_BYTES), ns(ctx)), true);
+    ctx.body = await functions.toApi(await functions.update(ctx.params.ref!, await readJson(ctx, limits.MAX_API_BODY_BYTES), ns(ctx), codeWriteOptions(ctx)), true);
   });
 
   router.delete('/:ref', async (ctx) => {

@@ -327,6 +327,7 @@ export class LocalExecutor implements Executor {
       throw new CodeRefusedError(failure.kind, loadFailureText(failure.kind, failure.message, fn.code, loadsAsModule(fn.code)));
     }
     return {
+      ...(failure === undefined ? {} : { loadError: failure.message }),
       commit: () => {
         if (this.#closed || runtime.exitReason !== undefined) return;
         const previous = this.#runtimes.get(fn.function_id);

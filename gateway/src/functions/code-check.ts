@@ -43,11 +43,20 @@ export function loadFailureText(kind: LoadFailureKind | undefined, message: stri
  * CLI exits 1 for it, not 2 (a usage error), and the panel can show it beside the code.
  */
 export class CodeRefusedError extends FnhostError {
-  readonly kind: 'syntax' | 'no_handler';
-  constructor(kind: 'syntax' | 'no_handler', text: string) {
-    super('invalid_code', 400, kind === 'syntax' ? `code does not parse: ${text}` : `code exports no handler: ${text.replace(/^the module exports no handler: /, '')}`, { expose: true });
+  readonly kind: CodeRefusal;
+  constructor(kind: CodeRefusal, text: string) {
+    super('invalid_code', 400, refusalText(kind, text), { expose: true });
     this.kind = kind;
   }
+}
+
+/** Why a write of code is refused: it does not parse, exports no handler, or its top level threw while loading. */
+export type CodeRefusal = 'syntax' | 'no_handler' | 'load';
+
+function refusalText(kind: CodeRefusal, text: string): string {
+  if (kind === 'syntax') return `code does not parse: ${text}`;
+  if (kind === 'no_handler') return `code exports no handler: ${text.replace(/^the module exports no handler: /, '')}`;
+  return `code throws while loading: ${text.replace(/^the module threw while loading: /, '')}`;
 }
 
 /**

@@ -1,4 +1,5 @@
 import { applyScalingChange, parseScalingChange } from '@fnhost/core/scaling.ts';
+import { CodeRefusedError } from './code-check.ts';
 import {
   ConflictError, NotFoundError, ValidationError, isUuid, isoTimestamp, limits, newFunctionId,
   validateCode, validateCron, validateEnv, validateFunctionName, validateMemoryMiB, validateRetention, validateRoutes,
@@ -197,7 +198,7 @@ export class FunctionService {
     };
   }
 
-  create(body: unknown, namespace?: string): Promise<FunctionRecord> {
+  create(body: unknown, namespace?: string, options: CodeWriteOptions = {}): Promise<FunctionRecord> {
     const ns = this.namespace(namespace);
     const raw = checkFields(body, CREATE_FIELDS, 'create function');
     const name = validateFunctionName(raw.name);
@@ -218,7 +219,7 @@ export class FunctionService {
         active: raw.active === undefined ? true : (raw.active as boolean), retention, schedule, created_at: now, updated_at: now,
         ...(recording === undefined ? {} : { record_requests: recording }),
       };
-      const prepared = await this.#prepare(fn);
+      const prepared = await this.#prepared(fn, !options.allowLoadError);
       try {
         await this.#o.stores.functions.create(fn);
       } catch (err) {
@@ -243,6 +244,20 @@ export class FunctionService {
     return this.#o.executor.prepare?.(fn) ?? Promise.resolve(undefined);
   }
 
+  /**
+   * #prepare, and a module whose top level threw while loading refused too when `refuseLoadError`
+   * (a write of the code or the environment it loads with, not asked to store it anyway): the
+   * user who just typed create learns it then, not from the first failing call.
+   */
+  async #prepared(fn: FunctionRecord, refuseLoadError: boolean): Promise<PreparedRuntime | undefined> {
+    const prepared = await this.#prepare(fn);
+    if (refuseLoadError && prepared?.loadError !== undefined) {
+      await prepared.discard();
+      throw new CodeRefusedError('load', prepared.loadError);
+    }
+    return prepared;
+  }
+
   /** The stored record's runtime: the prepared one when active, then converge (a no-op when it is current). */
   #adopt(fn: FunctionRecord, prepared: PreparedRuntime | undefined): void {
     if (fn.active) prepared?.commit();
@@ -250,13 +265,16 @@ export class FunctionService {
     this.#syncRuntime(fn);
   }
 
-  #replace(ref: string, namespace: string | undefined, change: (fn: FunctionRecord) => FunctionRecord | null, runtimeAffected: boolean, checkCode = false): Promise<FunctionRecord> {
+  #replace(ref: string, namespace: string | undefined, change: (fn: FunctionRecord) => FunctionRecord | null, runtimeAffected: boolean, checkCode = false, options: CodeWriteOptions = {}): Promise<FunctionRecord> {
     return this.#serial(async () => {
       const current = this.resolve(ref, namespace);
       const updated = change(current);
       if (updated === null) return current;
       updated.updated_at = isoTimestamp(this.#o.now());
-      const prepared = checkCode ? await this.#prepare(updated) : undefined;
+      // Only a change of what the module loads with (its code, its environment) is refused for a
+      // load error: a new timeout for a function that already fails to load stores as asked.
+      const loadInputsChanged = updated.code !== current.code || JSON.stringify(updated.env) !== JSON.stringify(current.env);
+      const prepared = checkCode ? await this.#prepared(updated, loadInputsChanged && !options.allowLoadError) : undefined;
       try {
         await this.#o.stores.functions.update(updated);
       } catch (err) {
@@ -283,7 +301,7 @@ export class FunctionService {
     });
   }
 
-  update(ref: string, body: unknown, namespace?: string): Promise<FunctionRecord> {
+  update(ref: string, body: unknown, namespace?: string, options: CodeWriteOptions = {}): Promise<FunctionRecord> {
     const raw = checkFields(body, PATCH_FIELDS, 'update function');
     const patch: Partial<FunctionRecord> = {};
     if (raw.code !== undefined) patch.code = validateCode(raw.code);
@@ -295,7 +313,7 @@ export class FunctionService {
     const recording = raw.record_requests;
     return this.#replace(ref, namespace, (fn) => ({
       ...fn, ...patch, ...(recording === undefined ? {} : { record_requests: validateRequestRecording(recording, recordingOf(fn)) }),
-    }), true, true);
+    }), true, true, options);
   }
 
   setActive(ref: string, active: boolean, namespace?: string): Promise<FunctionRecord> {
@@ -356,4 +374,10 @@ export class FunctionService {
       return fn;
     });
   }
+}
+
+/** How a create or update treats code that loads with an error (the API's `allow_load_error`). */
+export interface CodeWriteOptions {
+  /** Store code whose top level throws while loading (its calls answer 500 function_failed_to_load). */
+  allowLoadError?: boolean;
 }
