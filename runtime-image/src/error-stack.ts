@@ -22,29 +22,58 @@ const FRAME = /^\s+at /;
 export function ownerStack(err: unknown, moduleFiles: readonly string[]): string | undefined {
   const stack = (err as { stack?: unknown } | null)?.stack;
   if (typeof stack !== 'string') return undefined;
-  const prefixes: Array<[string, string]> = [];
-  for (const file of new Set(moduleFiles)) {
-    const dir = file.slice(0, file.lastIndexOf('/') + 1);
-    // Longest first: the module itself becomes <module>, then its folder goes.
-    prefixes.push([new URL(`file://${file}`).href, '<module>'], [file, '<module>'], [new URL(`file://${dir}`).href, ''], [dir, '']);
-  }
-  prefixes.sort((a, b) => b[0].length - a[0].length);
+  const prefixes = ownerPrefixes(moduleFiles);
   const frames: string[] = [];
   let encoded = 0;
   for (const line of stack.split('\n')) {
     if (!FRAME.test(line)) continue;
-    let frame = line.trim();
-    let own = false;
-    for (const [prefix, replacement] of prefixes) {
-      if (!frame.includes(prefix)) continue;
-      own = true;
-      frame = frame.split(prefix).join(replacement);
-    }
-    if (!own) continue;
+    const frame = ownerFrame(line.trim(), prefixes);
+    if (frame === undefined) continue;
     const size = encodeURIComponent(frame).length + (frames.length === 0 ? 0 : 3);
     if (encoded + size > MAX_ERROR_STACK_ENCODED) break;
     frames.push(frame);
     encoded += size;
   }
   return frames.length === 0 ? undefined : frames.join('\n');
+}
+
+/** What an own frame's paths are made into: the module itself `<module>`, its folder nothing (longest first). */
+export function ownerPrefixes(moduleFiles: readonly string[]): Array<[string, string]> {
+  const prefixes: Array<[string, string]> = [];
+  for (const file of new Set(moduleFiles)) {
+    const dir = file.slice(0, file.lastIndexOf('/') + 1);
+    prefixes.push([new URL(`file://${file}`).href, '<module>'], [file, '<module>'], [new URL(`file://${dir}`).href, ''], [dir, '']);
+  }
+  return prefixes.sort((a, b) => b[0].length - a[0].length);
+}
+
+/** A frame in the function's folder with its paths made relative; undefined for another's (the runtime's, Node's). */
+function ownerFrame(frame: string, prefixes: ReadonlyArray<[string, string]>): string | undefined {
+  let own = false;
+  for (const [prefix, replacement] of prefixes) {
+    if (!frame.includes(prefix)) continue;
+    own = true;
+    frame = frame.split(prefix).join(replacement);
+  }
+  return own ? frame : undefined;
+}
+
+/**
+ * Console text as its owner reads it in the record (`console.error(err)` prints a stack): stack
+ * frames outside the function's folder (the runtime's own files, Node's internals, with this
+ * machine's paths) are left out, the function's own made relative, as ownerStack does for a
+ * thrown error. Lines that are not frames are kept as written.
+ */
+export function ownerConsoleText(text: string, prefixes: ReadonlyArray<[string, string]>): string {
+  if (!text.includes('    at ')) return text;
+  const out: string[] = [];
+  for (const line of text.split('\n')) {
+    if (!FRAME.test(line)) {
+      out.push(line);
+      continue;
+    }
+    const frame = ownerFrame(line, prefixes);
+    if (frame !== undefined) out.push(frame);
+  }
+  return out.join('\n');
 }

@@ -10,7 +10,7 @@ import { compileRoutes } from './routes.ts';
 import { FnResponse, type Sink } from './response.ts';
 import { directOf, installEgress, parseEgressProxy } from './egress.ts';
 import { internalClient, invocationContext, makeConsole, makeKv, policedFetch, policyCheck } from './globals.ts';
-import { ownerStack } from './error-stack.ts';
+import { ownerConsoleText, ownerPrefixes, ownerStack } from './error-stack.ts';
 import { LoadError, loadHandler, type Handler } from './loader.ts';
 import {
   M_ABORT, M_CONFIGURE, M_REQUEST, W_CONSOLE, W_ERROR, W_LOAD_ERROR, W_READY, W_SPARE_STALE, type ConfigureMsg, type FromWorker, type FunctionWorkerData, type RequestMsg, type ToWorker,
@@ -68,9 +68,11 @@ function flushConsole(): void {
   consoleBatch = [];
   port.postMessage({ t: W_CONSOLE, l } satisfies FromWorker);
 }
+/** The module's own paths in stacks, made relative in what the owner reads (set once moduleFiles is known). */
+let ownPrefixes: Array<[string, string]> = [];
 const captureTo = (stream: 'o' | 'e') => (executionId: string, text: string) => {
   if (consoleBatch.length === 0) setImmediate(flushConsole);
-  consoleBatch.push(executionId, stream, performance.timeOrigin + performance.now(), text);
+  consoleBatch.push(executionId, stream, performance.timeOrigin + performance.now(), ownerConsoleText(text, ownPrefixes));
 };
 const console_ = makeConsole(data.functionName, process.stdout, process.stderr, data.captureConsole ? { out: captureTo('o'), err: captureTo('e') } : undefined);
 Object.defineProperty(globalThis, 'console', { value: console_, writable: true, configurable: true });
@@ -185,6 +187,7 @@ try {
 } catch {
   // No such file: the load fails and says so; no stack will need it.
 }
+ownPrefixes = ownerPrefixes(moduleFiles);
 
 try {
   const handler = await loadHandler(data.file);

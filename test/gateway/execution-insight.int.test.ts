@@ -57,6 +57,15 @@ describe('execution insight: console output, cold start and latency', function (
     expect(list.logs[0]).to.not.have.property('console');
   });
 
+  it('a logged error\'s stack names the function\'s own frames, relative, and none of the runtime\'s (no host path)', async () => {
+    const fn = await h.createFunction('logs-error', 'function explode() { throw new Error("boom"); }\nexport default (req, res) => {\n  try { explode(); } catch (err) { console.error(err); }\n  res.json({ ok: true });\n};\n');
+    await (await h.invoke(fn.function_id)).arrayBuffer();
+    const body = await withConsole('logs-error', await lastLogId('logs-error'));
+    const text = body.console.lines.map((l: { text: string }) => l.text).join('\n');
+    expect(text).to.match(/^Error: boom\n {4}at explode \(<module>:1:\d+\)\n {4}at default \(<module>:3:\d+\)/);
+    expect(text).not.to.match(/runtime-image|worker\.ts|node:internal|file:\/\/|\/tmp\/|\/work\//);
+  });
+
   it('bounds each execution at 1,000 lines and 64 KiB, saying how much was dropped', async () => {
     const fn = await h.createFunction('flood', `export default (req, res) => {
       const n = Number(req.query.n), size = Number(req.query.size);

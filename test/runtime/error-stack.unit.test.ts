@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { MAX_ERROR_STACK_ENCODED, ownerStack } from '../../runtime-image/src/error-stack.ts';
+import { MAX_ERROR_STACK_ENCODED, ownerConsoleText, ownerPrefixes, ownerStack } from '../../runtime-image/src/error-stack.ts';
 
 // What of a thrown error's stack goes into the record: the frames in the function's folder,
 // relative; never the runtime's own frames, Node's internals or the machine's paths.
@@ -39,5 +39,24 @@ describe('runtime: ownerStack', () => {
     const lines = kept.split('\n');
     expect(lines[0]).to.equal('at f0 (src/deep.ts:1:1)');
     for (const [i, line] of lines.entries()) expect(line).to.equal(`at f${i} (src/deep.ts:${i + 1}:1)`);
+  });
+});
+
+describe('runtime: ownerConsoleText (a stack the handler logs)', () => {
+  const prefixes = ownerPrefixes(['/var/fnhost/function/index.mjs']);
+
+  it('keeps the message and the function\'s frames (relative, indented as printed), drops the runtime\'s and Node\'s', () => {
+    const text = [
+      'Error: boom',
+      '    at explode (/var/fnhost/function/src/handler.ts:20:9)',
+      '    at handle (file:///opt/fnhost/runtime-image/src/worker.ts:150:22)',
+      '    at node:internal/async_hooks:1:1',
+      'after',
+    ].join('\n');
+    expect(ownerConsoleText(text, prefixes)).to.equal('Error: boom\n    at explode (src/handler.ts:20:9)\nafter');
+  });
+
+  it('leaves text with no stack as written, including a line that merely mentions "at"', () => {
+    expect(ownerConsoleText('looked at /opt/x\n  at ease', prefixes)).to.equal('looked at /opt/x\n  at ease');
   });
 });
