@@ -1,6 +1,7 @@
 // P1 (gateway invocation path) and P5 (create → first 200) on one machine.
 //
 //   node bench/gateway.ts [--seconds 6] [--connections 50] [--rounds 3] [--p5-rounds 9] [--only p5]
+//                         [--baseline <checkout>/gateway/src/main.ts] [--skip-paced]
 //
 // Four servers, each in its own process, loaded one after the other by
 // autocannon from this process (so on 2 shared cores only ratios in one run
@@ -10,6 +11,10 @@
 //   hop     a minimal node:http server proxying to that runtime with an undici Pool (P1's yardstick)
 //   gateway the real gateway (test/helpers/platform.ts) invoking the same function, logs recorded
 //   gateway, recording off   the same with FNHOST_BENCH_DISABLE_RECORDING=1 (P2)
+//   baseline (--baseline) the gateway of another checkout (its own node_modules), recording on and
+//            off, in the same interleaved rounds: a change's before and after in one run
+// Each gateway row also gives the gateway process's CPU per request (µs), the figure the
+// machine's other load moves least (a guard against creeping per-call cost, issue 31).
 // Then the latency added by the gateway at half of its max rate (an evenly paced open-loop
 // generator, bench/lib/paced.ts, gateway and runtime direct in interleaved rounds), and P5:
 // function create → first 200 through a gateway with the warm pool (FNHOST_WARM_POOL=1, the
@@ -24,6 +29,7 @@ import { startGateway } from '../test/helpers/platform.ts';
 import { paced, type PacedResult } from './lib/paced.ts';
 import { count, nodeStartMs, poolReady } from './lib/pool.ts';
 import { startServer, stopAll } from './lib/servers.ts';
+import { cpuMicros } from './lib/proc.ts';
 import { reportFigure, type Figure } from './lib/summary.ts';
 
 const { values } = parseArgs({
@@ -33,6 +39,8 @@ const { values } = parseArgs({
     rounds: { type: 'string', default: '3' },
     'p5-rounds': { type: 'string', default: '9' },
     only: { type: 'string' },
+    baseline: { type: 'string' },
+    'skip-paced': { type: 'boolean', default: false },
   },
 });
 const SECONDS = Number(values.seconds);
@@ -83,12 +91,16 @@ interface Row {
   p50: number;
   p99: number;
   errors: number;
+  /** CPU of the measured process (the gateway) per request, µs; NaN for the other servers. */
+  cpuUs: number;
 }
 
-async function load(name: string, url: string, extra: Record<string, unknown> = {}): Promise<Row> {
+async function load(name: string, url: string, pid?: number): Promise<Row> {
   await autocannon({ url, connections: CONNECTIONS, duration: 1 }); // warm-up
-  const r = await autocannon({ url, connections: CONNECTIONS, duration: SECONDS, ...extra });
-  return { name, rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, errors: r.errors + r.timeouts + r.non2xx };
+  const cpu0 = pid === undefined ? Number.NaN : cpuMicros([pid]);
+  const r = await autocannon({ url, connections: CONNECTIONS, duration: SECONDS });
+  const cpu = (pid === undefined ? Number.NaN : cpuMicros([pid])) - cpu0;
+  return { name, rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, errors: r.errors + r.timeouts + r.non2xx, cpuUs: cpu / (r.requests.average * SECONDS) };
 }
 
 function signed(ms: number): string {
@@ -194,18 +206,31 @@ try {
   const authOff = { authorization: `Bearer ${gwOff.token}`, 'content-type': 'application/json' };
   const createdOff = await (await fetch(`${gwOff.url}/api/v1/functions`, { method: 'POST', headers: authOff, body: JSON.stringify({ name: 'hello', code: HELLO }) })).json();
 
-  const targets = [
-    ['bare node:http', bareUrl],
-    ['runtime direct', runtimeUrl + '/'],
-    ['undici hop → runtime', hopUrl + '/'],
-    ['gateway → runtime', invokeUrl],
-    ['gateway, recording off', createdOff.invocation_url as string],
-  ] as const;
+  // The baseline checkout's gateway, recording on and off, the same function.
+  const baselines: Gateway[] = [];
+  const baselineTargets: Array<readonly [string, string, number]> = [];
+  if (values.baseline !== undefined) {
+    for (const [name, env] of [['baseline gateway → runtime', {}], ['baseline gateway, recording off', { FNHOST_BENCH_DISABLE_RECORDING: '1' }]] as const) {
+      const b = await startGateway({ main: values.baseline, env: { FNHOST_QUIET: '1', ...env } });
+      baselines.push(b);
+      const fn = await (await fetch(`${b.url}/api/v1/functions`, { method: 'POST', headers: { authorization: `Bearer ${b.token}`, 'content-type': 'application/json' }, body: JSON.stringify({ name: 'hello', code: HELLO }) })).json();
+      baselineTargets.push([name, fn.invocation_url as string, b.pid]);
+    }
+  }
+  const targets: Array<readonly [string, string, number | undefined]> = [
+    ['bare node:http', bareUrl, undefined],
+    ['runtime direct', runtimeUrl + '/', undefined],
+    ['undici hop → runtime', hopUrl + '/', undefined],
+    ['gateway → runtime', invokeUrl, gw.pid],
+    ['gateway, recording off', createdOff.invocation_url as string, gwOff.pid],
+    ...baselineTargets,
+  ];
   const runs: Row[][] = targets.map(() => []);
   for (let round = 0; round < ROUNDS; round++) {
-    for (const [i, [name, url]] of targets.entries()) runs[i]!.push(await load(name, url));
+    for (const [i, [name, url, pid]] of targets.entries()) runs[i]!.push(await load(name, url, pid));
   }
-  const medianRow = (rs: Row[]): Row => ({ name: rs[0]!.name, rps: median(rs.map((r) => r.rps)), p50: median(rs.map((r) => r.p50)), p99: median(rs.map((r) => r.p99)), errors: rs.reduce((n, r) => n + r.errors, 0) });
+  for (const b of baselines) await b.stop();
+  const medianRow = (rs: Row[]): Row => ({ name: rs[0]!.name, rps: median(rs.map((r) => r.rps)), p50: median(rs.map((r) => r.p50)), p99: median(rs.map((r) => r.p99)), errors: rs.reduce((n, r) => n + r.errors, 0), cpuUs: median(rs.map((r) => r.cpuUs)) });
   const rows = runs.map(medianRow);
   const [bare, runtime, hop, gateway, noRecord] = rows as [Row, Row, Row, Row, Row];
   const ratio = (a: number, b: number) => median(runs[a]!.map((r, k) => r.rps / runs[b]![k]!.rps));
@@ -218,10 +243,10 @@ try {
   await paced(target(runtimeUrl + '/'), rate, 1); // warm-up
   await paced(target(invokeUrl), rate, 1);
   const halfRuns: Array<{ direct: PacedResult; gateway: PacedResult }> = [];
-  for (let round = 0; round < ROUNDS; round++) {
+  for (let round = 0; round < (values['skip-paced'] ? 1 : ROUNDS); round++) {
     halfRuns.push({ direct: await paced(target(runtimeUrl + '/'), rate, SECONDS), gateway: await paced(target(invokeUrl), rate, SECONDS) });
   }
-  const pacedRow = (name: string, rs: PacedResult[]): Row => ({ name, rps: median(rs.map((r) => r.achievedRate)), p50: median(rs.map((r) => r.p50)), p99: median(rs.map((r) => r.p99)), errors: rs.reduce((n, r) => n + r.errors, 0) });
+  const pacedRow = (name: string, rs: PacedResult[]): Row => ({ name, rps: median(rs.map((r) => r.achievedRate)), p50: median(rs.map((r) => r.p50)), p99: median(rs.map((r) => r.p99)), errors: rs.reduce((n, r) => n + r.errors, 0), cpuUs: Number.NaN });
   const halfRuntime = pacedRow('runtime direct @ half, paced', halfRuns.map((r) => r.direct));
   const halfGateway = pacedRow('gateway @ half, paced', halfRuns.map((r) => r.gateway));
   const addedP50 = median(halfRuns.map((r) => r.gateway.p50 - r.direct.p50));
@@ -231,20 +256,27 @@ try {
   const metrics = await (await fetch(`${gw.url}/metrics`)).text();
   const dropped = /fnhost_log_records_dropped_total (\d+)/.exec(metrics)?.[1];
   await gw.stop();
-  const { lines: p5, figures: p5Figures } = await measureP5();
+  const { lines: p5, figures: p5Figures } = values['skip-paced'] ? { lines: [], figures: [] } : await measureP5();
 
   console.log(`fnhost gateway bench — ${new Date().toISOString()} — ${cpus().length}× ${cpus()[0]?.model} — load ${loadavg().map((l) => l.toFixed(2)).join(' ')} — node ${process.version}`);
   console.log(`autocannon ${CONNECTIONS} connections, ${SECONDS} s each, GET of a JSON hello; medians of ${ROUNDS} interleaved rounds\n`);
-  console.log('| target | req/s | p50 ms | p99 ms | errors |');
-  console.log('|---|---|---|---|---|');
-  for (const r of rows) console.log(`| ${r.name} | ${r.rps.toFixed(0)} | ${r.p50} | ${r.p99} | ${r.errors} |`);
-  for (const r of [halfRuntime, halfGateway]) console.log(`| ${r.name} | ${r.rps.toFixed(0)} | ${r.p50.toFixed(2)} | ${r.p99.toFixed(2)} | ${r.errors} |`);
+  console.log('| target | req/s | p50 ms | p99 ms | errors | gateway CPU µs/req |');
+  console.log('|---|---|---|---|---|---|');
+  const cpuCell = (us: number) => (Number.isNaN(us) ? '—' : us.toFixed(0));
+  for (const r of rows) console.log(`| ${r.name} | ${r.rps.toFixed(0)} | ${r.p50} | ${r.p99} | ${r.errors} | ${cpuCell(r.cpuUs)} |`);
+  for (const r of [halfRuntime, halfGateway]) console.log(`| ${r.name} | ${r.rps.toFixed(0)} | ${r.p50.toFixed(2)} | ${r.p99.toFixed(2)} | ${r.errors} | — |`);
   console.log('');
   console.log(`P1  gateway / undici hop throughput: ${p1Ratio.toFixed(2)}× (median of the per-round ratios; target ≥ 0.8×)`);
   console.log(`P1  added latency at half load, ${rate} req/s evenly paced (open loop, latency from each request's due time; ${ROUNDS} interleaved rounds of ${SECONDS} s, median of per-round differences; generator's worst send lag ${maxLag.toFixed(1)} ms): p50 ${signed(addedP50)} ms, p99 ${signed(addedP99)} ms (targets ≤ 1 ms, ≤ 2 ms)`);
   console.log(`    gateway / runtime direct: ${(gateway.rps / runtime.rps).toFixed(2)}×; gateway / bare: ${(gateway.rps / bare.rps).toFixed(2)}×; log records dropped: ${dropped}`);
   console.log(`P2  recording on / off throughput: ${p2Ratio.toFixed(2)}× (target ≥ 0.9×); p99 ${gateway.p99} vs ${noRecord.p99} ms (target +≤ 1 ms)`);
   console.log(`P2b runtime direct / bare node:http: ${(runtime.rps / bare.rps).toFixed(2)}× (target ≥ 0.7×)`);
+  console.log(`    gateway CPU per request: recording on ${cpuCell(gateway.cpuUs)} µs, off ${cpuCell(noRecord.cpuUs)} µs`);
+  if (baselineTargets.length > 0) {
+    const [baseOn, baseOff] = [rows[5]!, rows[6]!];
+    console.log(`    baseline (${values.baseline}): P1 ${ratio(5, 2).toFixed(2)}×, P2 ${ratio(5, 6).toFixed(2)}×; CPU per request on ${cpuCell(baseOn.cpuUs)} µs, off ${cpuCell(baseOff.cpuUs)} µs`);
+    console.log(`    this / baseline throughput, same rounds: recording on ${ratio(3, 5).toFixed(2)}×, off ${ratio(4, 6).toFixed(2)}×`);
+  }
   for (const line of p5) console.log(line);
   reportFigure({ target: 'P1', what: 'gateway / undici hop throughput', measured: `${p1Ratio.toFixed(2)}×`, bound: '≥ 0.8×', met: p1Ratio >= 0.8 });
   reportFigure({ target: 'P1', what: `added p50 at half load (${rate} req/s, paced)`, measured: `${signed(addedP50)} ms`, bound: '≤ 1 ms', met: addedP50 <= 1 });
