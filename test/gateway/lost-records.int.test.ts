@@ -41,6 +41,8 @@ class Load {
   readonly ok: number[] = [];
   failed = 0;
   other = 0;
+  /** The statuses and error codes of the calls counted in `other`, so that a failure says what they were. */
+  readonly otherStatuses: Record<string, number> = {};
   ending = false;
   readonly done: Promise<void>;
   constructor(url: string, concurrency: number) {
@@ -52,7 +54,11 @@ class Load {
         const r = await fetch(url);
         await r.arrayBuffer();
         if (r.status === 200) this.ok.push(Date.now());
-        else this.other++;
+        else {
+          this.other++;
+          const key = `${r.status} ${r.headers.get('x-fnhost-error') ?? ''}`.trim();
+          this.otherStatuses[key] = (this.otherStatuses[key] ?? 0) + 1;
+        }
         if (this.ending && r.headers.get('connection') === 'close') return;
       } catch {
         this.failed++;
@@ -96,7 +102,7 @@ interface Tombstone {
  * call that never reached it is.
  */
 function checkKill(stored: number, tomb: Tombstone, lostMetric: number, load: Load, killedAt: number): void {
-  const context = JSON.stringify({ ok: load.ok.length, failed: load.failed, other: load.other, stored, tomb, killedAt, evidenceAgeMs: killedAt - tomb.heartbeatAt });
+  const context = JSON.stringify({ ok: load.ok.length, failed: load.failed, other: load.other, otherStatuses: load.otherStatuses, stored, tomb, killedAt, evidenceAgeMs: killedAt - tomb.heartbeatAt });
   expect(tomb.written, `written is exactly what is stored ${context}`).to.equal(stored);
   expect(tomb.lost, context).to.equal(tomb.accepted - tomb.written);
   expect(lostMetric, context).to.equal(tomb.lost);
