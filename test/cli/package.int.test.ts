@@ -48,6 +48,13 @@ describe('the packed CLI installed with the system Node and npm', function () {
     // --offline below, the install may read it but reach no registry.
     const npmCache = (await run(join(SYSTEM_BIN, 'npm'), ['config', 'get', 'cache'], { env: { PATH: `${SYSTEM_BIN}:/bin`, HOME: process.env.HOME ?? '/root' } })).stdout.trim();
     env = { PATH: `${SYSTEM_BIN}:/bin`, HOME: join(work, 'home'), npm_config_cache: npmCache, npm_config_update_notifier: 'false' };
+    // npm ci leaves esbuild's tarballs in that cache but not its packuments (the lock file names
+    // the tarballs), and an offline install of a tarball that depends on esbuild resolves it from
+    // its packument: fetch both packages into the cache first, as a user's install would fetch them
+    // from the registry (docs/cli.md: the package's one dependency). A machine whose cache already
+    // holds them reaches no registry here either.
+    const esbuild = JSON.parse(await readFile(new URL('../../cli/package.json', import.meta.url), 'utf8')).dependencies.esbuild as string;
+    await run(join(SYSTEM_BIN, 'npm'), ['cache', 'add', `esbuild@${esbuild}`, `@esbuild/${process.platform}-${process.arch}@${esbuild}`], { env, timeout: 120_000 });
     systemNode = (await run(join(SYSTEM_BIN, 'node'), ['--version'], { env })).stdout.trim();
     p = await startCliPlatform();
   });
