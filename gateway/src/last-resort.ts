@@ -25,8 +25,16 @@ export function survivable(err: unknown): boolean {
   return typeof e === 'object' && e !== null && typeof e.code === 'string' && RESOURCE_CODES.has(e.code) && typeof e.syscall === 'string';
 }
 
-export function installLastResort(options: { logger: Logger; background: () => BackgroundFailures | undefined; exit?: (code: number) => void }): (err: unknown, origin?: string) => void {
-  const handler = (err: unknown, origin?: string) => {
+export interface LastResortOptions {
+  logger: Logger;
+  /** The running gateway's reporter (undefined before it started: the error is logged only). */
+  background: () => BackgroundFailures | undefined;
+  exit?: (code: number) => void;
+}
+
+/** The policy above as a function (unit-tested without touching the process). */
+export function lastResortHandler(options: LastResortOptions): (err: unknown, origin?: string) => void {
+  return (err: unknown, origin?: string) => {
     if (survivable(err)) {
       const background = options.background();
       if (background !== undefined) background.failed('uncaught', err, { origin });
@@ -36,6 +44,8 @@ export function installLastResort(options: { logger: Logger; background: () => B
     options.logger.error('uncaught error: the gateway stops (its supervisor starts a clean one)', { error: (err as Error)?.message ?? String(err), stack: (err as Error)?.stack, origin });
     (options.exit ?? ((code: number) => process.exit(code)))(1);
   };
-  process.on('uncaughtException', handler);
-  return handler;
+}
+
+export function installLastResort(options: LastResortOptions): void {
+  process.on('uncaughtException', lastResortHandler(options));
 }
