@@ -7,7 +7,7 @@ import { ConfigError, intVar } from '../config.ts';
 export interface ResourceSettings {
   /** FNHOST_NOFILE: as root, raise RLIMIT_NOFILE to this at start (0: use the limits as given). */
   nofileTarget: number;
-  /** FNHOST_FD_RESERVE: descriptors kept for the gateway's own work; undefined: a quarter of the limit, at least 256. */
+  /** FNHOST_FD_RESERVE: descriptors kept for the gateway's own work; undefined: a quarter of the limit, at least 256 (0: none, which lets callers take every descriptor: for tests of what EMFILE does). */
   fdReserve: number | undefined;
   /** FNHOST_MAX_CONNECTIONS: the main listener's connections at once; undefined: the limit minus the reserve, at most 16384. */
   maxConnections: number | undefined;
@@ -49,7 +49,7 @@ export function loadResourceSettings(env: Record<string, string | undefined>): R
   if (requestTimeoutMs !== 0 && requestTimeoutMs < headersTimeoutMs) throw new ConfigError(`FNHOST_REQUEST_TIMEOUT_MS=${requestTimeoutMs} is below FNHOST_HEADERS_TIMEOUT_MS=${headersTimeoutMs}: the whole request cannot take less time than its head`);
   return {
     nofileTarget: intVar(env, 'FNHOST_NOFILE', DEFAULT_NOFILE, 0, 1_048_576),
-    fdReserve: optionalInt(env, 'FNHOST_FD_RESERVE', 64, 1_048_576),
+    fdReserve: optionalInt(env, 'FNHOST_FD_RESERVE', 0, 1_048_576),
     maxConnections: optionalInt(env, 'FNHOST_MAX_CONNECTIONS', 1, 1_048_576),
     maxConnectionsPerClient: optionalInt(env, 'FNHOST_MAX_CONNECTIONS_PER_CLIENT', 0, 1_048_576),
     adminMaxConnections: intVar(env, 'FNHOST_ADMIN_MAX_CONNECTIONS', DEFAULT_ADMIN_MAX_CONNECTIONS, 1, 65_536),
