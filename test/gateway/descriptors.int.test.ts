@@ -89,4 +89,47 @@ describe('gateway descriptors (issue 27)', function () {
     await pollUntil('the warm pool to be refilled', async () => (gw!.output().match(/warm-pool runtime ready/g) ?? []).length >= 2, 30_000, 250);
     expect(isAlive(gw.pid)).to.equal(true);
   });
+
+  it('the main listener\'s global bound closes connections past it at accept, the admin listener\'s per-client bound answers 503; both counted', async () => {
+    gw = await startGateway({ env: { FNHOST_MAX_CONNECTIONS: '60', FNHOST_ADMIN_MAX_CONNECTIONS_PER_CLIENT: '8' } });
+    const held: Socket[] = [];
+    const hold = (port: number, address: string) => new Promise<string>((resolve) => {
+      const s = connect({ host: '127.0.0.1', port, localAddress: address });
+      held.push(s);
+      let got = '';
+      s.on('error', () => resolve('error'));
+      s.on('data', (d: Buffer) => (got += d.toString('latin1')));
+      s.on('close', () => resolve(got === '' ? 'closed' : got.split('\r\n')[0]!));
+      s.on('connect', () => s.write('GET /healthz HTTP/1.1\r\nHost: x\r\n'));
+    });
+    try {
+      // 100 connections from 10 addresses (10 each, under the per-client bound): 40 past the global bound.
+      const main = Number(new URL(gw.url).port);
+      for (let a = 30; a < 40; a++) for (let i = 0; i < 10; i++) void hold(main, `127.0.0.${a}`);
+      const admin = Number(new URL(gw.adminUrl).port);
+      const adminOutcomes: Array<Promise<string>> = [];
+      for (let i = 0; i < 12; i++) adminOutcomes.push(hold(admin, '127.0.0.50'));
+      await pollUntil('the refusals to be counted', async () => {
+        const c = await counters(gw!).catch(() => ({}) as Record<string, number>);
+        return (c['fnhost_refused_total:connections_total'] ?? 0) >= 40 && (c['fnhost_refused_total:connections_per_client'] ?? 0) >= 4 ? c : undefined;
+      }, 30_000, 200).catch(async () => {
+        // /metrics itself needs a connection: try again once the held ones are gone.
+        for (const s of held) s.destroy();
+        return counters(gw!);
+      });
+      // Of the 12 admin connections from one address, the 4 past its bound of 8 get a 503 at once; the 8 others
+      // stay open until the header timeout ends them (408).
+      const adminLines = await Promise.all(adminOutcomes.map((o) => Promise.race([o, new Promise<string>((r) => setTimeout(() => r('open'), 5000))])));
+      expect(adminLines.filter((l) => l === 'HTTP/1.1 503 Service Unavailable'), JSON.stringify(adminLines)).to.have.length(4);
+      expect(adminLines.filter((l) => l === 'open' || l === 'HTTP/1.1 408 Request Timeout'), JSON.stringify(adminLines)).to.have.length(8);
+    } finally {
+      for (const s of held) s.destroy();
+    }
+    const seen = await counters(gw);
+    expect(seen['fnhost_refused_total:connections_total']).to.be.at.least(40);
+    expect(seen['fnhost_refused_total:connections_per_client']).to.be.at.least(4);
+    expect(gw.output()).to.match(/"msg":"a connection was refused: the listener holds its bound of connections","reason":"connections_total"/);
+    // Rate-limited: far fewer lines than refusals.
+    expect((gw.output().match(/"reason":"connections_total"/g) ?? []).length).to.be.at.most(3);
+  });
 });
