@@ -11,9 +11,8 @@ import type { Logger } from '../log.ts';
 import type { Metrics } from '../metrics.ts';
 import { FunctionInactiveError, FunctionOutOfMemoryError, FunctionTimeoutError, PayloadTooLargeError, UnforwardableRequestError, isRefusedBeforeSending, recordText, runtimeEndedCall, writeError } from './errors.ts';
 import { CAPTURE_LIMIT, collect, drainRequest, messageFrom500, readBody } from './bodies.ts';
-import { BodyMemoryError, BodyTimeoutError, type BodyBudget, type BodyLease } from './body-budget.ts';
-import type { Refusals } from '../resources/refusals.ts';
-import { RETRY_AFTER_SECONDS } from '../http/connection-bounds.ts';
+import { BodyMemoryError, BodyTimeoutError, type BodyLease } from './body-budget.ts';
+import { refuseBody, type BodyBounds } from './body-refusal.ts';
 import { decodeURIComponentSafe, headersToCaller, headersToFunction } from './headers.ts';
 import { errorStackOf } from './error-stack.ts';
 import type { Exchange, ExecutionPath, RunOptions, RunRequest, RunResult, ScheduledFor } from './exchange.ts';
@@ -84,7 +83,7 @@ export interface InvokerOptions {
    */
   scheduleToken?: (functionId: string, token: string) => boolean;
   /** The budget and idle timeout of request bodies (./body-budget.ts); unset: bodies are bounded per request only. */
-  bodies?: { budget: BodyBudget; idleTimeoutMs: number; refusals?: Refusals };
+  bodies?: BodyBounds;
   /** The clock runs outside HTTP (schedule, test) take their start time from, so a scheduled run's lag is on the scheduler's clock (injected in tests); Date.now by default. */
   now?: () => number;
   /** Every recorded schedule run (the ledger, gateway/src/scheduler/ledger.ts); plannedAt null: fired by hand. */
@@ -190,7 +189,7 @@ export class Invoker {
       const declaredBytes = declared === undefined ? 0 : Number(declared);
       lease = bodies.budget.lease(Number.isFinite(declaredBytes) ? declaredBytes : 0);
       if (lease === undefined) {
-        this.#refuseBody(req, res, new BodyMemoryError(bodies.budget.limit));
+        refuseBody(req, res, new BodyMemoryError(bodies.budget.limit), bodies);
         return;
       }
     }
@@ -214,29 +213,13 @@ export class Invoker {
           return;
         }
         if (err instanceof BodyMemoryError || err instanceof BodyTimeoutError) {
-          this.#finish(ex, this.#refuseBody(req, res, err), null, false);
+          this.#finish(ex, refuseBody(req, res, err, bodies!), null, false);
           return;
         }
         // The caller went away while sending its body: nothing ran.
         this.#finish(ex, 499, null, false);
       },
     );
-  }
-
-  /**
-   * A body refused at a bound (the memory budget: 503 with Retry-After; a stalled body: 408):
-   * counted, answered, and the connection closed shortly after, so what the caller still
-   * sends is never read into memory.
-   */
-  #refuseBody(req: IncomingMessage, res: ServerResponse, err: BodyMemoryError | BodyTimeoutError): number {
-    const memory = err instanceof BodyMemoryError;
-    const bodies = this.#o.bodies;
-    if (memory) bodies?.refusals?.refused('body_memory', 'a request body was refused: the gateway holds its budget of request bodies', { budget_bytes: bodies.budget.limit });
-    else bodies?.refusals?.refused('body_timeout', 'a request body stopped arriving; the request was ended', { body_idle_timeout_ms: bodies.idleTimeoutMs });
-    const status = writeError(res, err, memory ? { connection: 'close', 'retry-after': String(RETRY_AFTER_SECONDS) } : { connection: 'close' });
-    req.resume();
-    setTimeout(() => req.destroy(), 1000).unref();
-    return status;
   }
 
   #begin(fn: FunctionRecord, trigger: Trigger, startedAt: number, executedAt: number): Exchange {
