@@ -15,15 +15,20 @@ export interface BodyBounds {
 
 /**
  * A body refused at a bound (the memory budget: 503 with Retry-After; a stalled body: 408):
- * counted, answered, and the connection closed a second later, so what the caller still
- * sends is never read into memory. Returns the status written.
+ * counted, answered, and the connection closed, so what the caller still sends is never
+ * read into memory. Returns the status written.
  */
 export function refuseBody(req: IncomingMessage, res: ServerResponse, err: BodyMemoryError | BodyTimeoutError, bodies: BodyBounds): number {
   const memory = err instanceof BodyMemoryError;
   if (memory) bodies.refusals?.refused('body_memory', 'a request body was refused: the gateway holds its budget of request bodies', { budget_bytes: bodies.budget.limit });
   else bodies.refusals?.refused('body_timeout', 'a request body stopped arriving; the request was ended', { body_idle_timeout_ms: bodies.idleTimeoutMs });
+  // Not read on: reading the rest to discard it would still allocate a 64 KiB buffer per read,
+  // which under an attack is the very memory being bounded. The connection is closed once the
+  // answer is handed to the kernel (a second at most if the peer reads nothing).
+  req.pause();
   const status = writeError(res, err, memory ? { connection: 'close', 'retry-after': String(RETRY_AFTER_SECONDS) } : { connection: 'close' });
-  req.resume();
-  setTimeout(() => req.destroy(), 1000).unref();
+  const close = () => req.destroy();
+  res.once('finish', () => setImmediate(close));
+  setTimeout(close, 1000).unref();
   return status;
 }

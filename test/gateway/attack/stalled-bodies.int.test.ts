@@ -65,8 +65,8 @@ describe('attack: stalled request bodies (issue 27, 3)', function () {
     const before = await rssBytes(gw.pid);
     const mib = (b: number) => `${(b / 1048576).toFixed(0)} MiB`;
     const peaks: number[] = [];
-    // Twice: the second round shows whether the memory the first one held is reused (kept by the
-    // allocator for the next bodies) or lost (a leak would add another budget's worth).
+    // Twice: the second round shows whether the memory the first one held is reused or lost (a leak
+    // would add another budget's worth); each round's peak must stay within the budget plus slack.
     for (let round = 1; round <= 2; round++) {
       let peak = await rssBytes(gw.pid);
       let sampling = true;
@@ -94,7 +94,10 @@ describe('attack: stalled request bodies (issue 27, 3)', function () {
         return r.status === 200;
       }, 30_000, 250);
     }
-    expect(peaks[1]! - peaks[0]!, `the second round's peak (${mib(peaks[1]!)}) reuses the first's memory (${mib(peaks[0]!)})`).to.be.at.most(64 * 1024 * 1024);
+    // Round 1's bodies, freed, are given back to the allocator at V8's next major GC, so round 2 may
+    // meet some of them still held (measured +34 to +100 MiB); what must not happen is round 1's budget
+    // staying taken (another 256 MiB): the refusals above show the budget whole, this the memory.
+    expect(peaks[1]! - peaks[0]!, `the second round's peak (${mib(peaks[1]!)}) over the first's (${mib(peaks[0]!)})`).to.be.below(BUDGET * 0.75);
     await n.expectRecovered('stalled bodies');
     n.close();
   });
