@@ -40,6 +40,12 @@ import { listenInternal, type InternalListener } from './sandbox/internal-listen
 import { Sandboxes } from './sandbox/sandbox.ts';
 import { loadSandboxSettings, type SandboxSettings } from './sandbox/settings.ts';
 import { DEFAULT_RUNTIME_MAIN } from './executor/local.ts';
+import { Background } from './background.ts';
+import { boundListener, deriveBounds, serverOptions } from './http/connection-bounds.ts';
+import { BodyBudget } from './invoke/body-budget.ts';
+import { readNofile, type NofileLimits } from './resources/descriptors.ts';
+import { Refusals } from './resources/refusals.ts';
+import { loadResourceSettings, type ResourceSettings } from './resources/settings.ts';
 
 // Assembles one gateway: stores, the function cache, the local executor, the
 // scheduler, the log writer, and two listeners: the main one (the raw
@@ -93,6 +99,10 @@ export interface PlatformOptions {
   cluster?: ClusterParts;
   /** One machine: the runtimes' sandbox (default: from the environment, docs/sandbox.md). */
   sandbox?: SandboxSettings;
+  /** Bounds on connections, timeouts and body memory (default: from the environment, resources/settings.ts). */
+  resources?: ResourceSettings;
+  /** The descriptor limit the bounds are derived from (main.ts raises it first; default: read now). */
+  nofile?: NofileLimits;
 }
 
 export interface Platform<E extends Executor = LocalExecutor> {
@@ -116,6 +126,10 @@ export interface Platform<E extends Executor = LocalExecutor> {
   metrics: Metrics;
   /** The egress proxy every outbound connection of a function goes through (docs/egress.md). */
   egress: Egress;
+  /** Where background tasks report their caught failures (background.ts). */
+  background: Background;
+  /** The request bodies' memory budget (invoke/body-budget.ts). */
+  bodyBudget: BodyBudget;
   /** A function's runtime token (what its runtime presents to /internal/v1). */
   runtimeToken(functionId: string): string;
   sweep(): Promise<void>;
@@ -131,6 +145,13 @@ export async function startPlatform(options: PlatformOptions): Promise<Platform<
   const clock = options.clock ?? systemClock;
   const now = () => clock.now();
   const metrics = new Metrics();
+  // Every background task's failure is caught, counted and logged here, never uncaught (background.ts).
+  const background = new Background({ count: (task) => metrics.backgroundFailed(task), logger });
+  const refusals = new Refusals({ metrics, logger });
+  const resources = options.resources ?? loadResourceSettings(process.env);
+  const bounds = deriveBounds((options.nofile ?? readNofile()).soft, resources, config.trustProxy);
+  for (const warning of bounds.warnings) logger.warn(warning);
+  const bodyBudget = new BodyBudget(resources.bodyMemoryBytes);
   const tokens = new RuntimeTokens();
   // The writer's progress goes to the store with each batch, so another gateway can count what a kill took.
   const instances = new InstanceTracker({
@@ -138,9 +159,10 @@ export async function startPlatform(options: PlatformOptions): Promise<Platform<
     deadAfterMs: config.deadGatewayAfterMs,
     progressIntervalMs: config.logProgressIntervalMs,
     logger,
+    countFailure: (task) => metrics.backgroundFailed(task),
     counts: (): { accepted: number; written: number } => ({ accepted: writer.owed, written: writer.written }),
   });
-  const writer: LogWriter = new LogWriter({ logs: stores.logs, counters: stores.counters, logger, tracker: instances });
+  const writer: LogWriter = new LogWriter({ logs: stores.logs, counters: stores.counters, logger, tracker: instances, countFailure: () => metrics.backgroundFailed('log_writer') });
   let listenUrl = '';
   const executionUrl = () => config.publicUrl ?? listenUrl;
 
@@ -172,6 +194,7 @@ export async function startPlatform(options: PlatformOptions): Promise<Platform<
     onOriginGone: (origin) => invoker.originGone(origin),
     idleMs: config.runtimeIdleSeconds * 1000,
     clock,
+    background,
   });
   const executor: Executor & Diagnoser & { readonly running: number } = cluster?.executor ?? local!;
   let functions!: FunctionService;
@@ -179,6 +202,7 @@ export async function startPlatform(options: PlatformOptions): Promise<Platform<
   const scheduler = new LocalScheduler({
     clock,
     logger,
+    background,
     fire: (functionId, plannedAt) => fireScheduled({ functions, invoker, ledger }, functionId, plannedAt),
     missed: (functionId, plannedAt, reason) => {
       const fn = functions.byId(functionId);
@@ -213,6 +237,7 @@ export async function startPlatform(options: PlatformOptions): Promise<Platform<
     scheduleToken: cluster === undefined ? undefined : (id, token) => cluster.scheduleToken(id, token),
     now,
     onScheduleRun: (fn, log, plannedAt) => ledger.ran(fn, log, plannedAt),
+    bodies: { budget: bodyBudget, idleTimeoutMs: resources.bodyIdleTimeoutMs, refusals },
   });
   // Cluster mode: several gateway replicas share the policies in MongoDB, so none may cache them.
   const policies = new PolicyCache(stores.policies, { shared: cluster !== undefined });
@@ -245,19 +270,21 @@ export async function startPlatform(options: PlatformOptions): Promise<Platform<
   const internal = internalRoutes({ tokens: cluster?.runtimeTokens ?? tokens, functions, kv: stores.kv, insight: stores.insight, consoleCapture: config.consoleCapture, flushRecords: () => writer.flush(), policies, platform: config.egressPlatform, now });
   const app = mainApp({ health, api, internal, adminToken: options.adminToken, kubeAccess: cluster?.kubeAccess, trustProxy: config.trustProxy, logger });
   // The admin panel: its page, sign-in and session-authenticated API, on its own listener.
-  const admin = adminPanel({ token: options.adminToken, now, sessionStore: stores.sessions, logger });
-  const adminServer = createServer({ keepAliveTimeout: 65_000 }, adminApp({ panel: admin, api, trustProxy: config.trustProxy, logger }).callback());
+  const admin = adminPanel({ token: options.adminToken, now, sessionStore: stores.sessions, logger, background });
+  const adminServer = createServer(serverOptions(bounds.admin), adminApp({ panel: admin, api, trustProxy: config.trustProxy, logger }).callback());
   const koa = app.callback();
 
   let shuttingDown = false;
-  const server = createServer({ keepAliveTimeout: 65_000 }, (req, res) => {
+  const server = createServer(serverOptions(bounds.main), (req, res) => {
     // While shutting down, calls still arriving on open keep-alive connections are
     // served (and recorded) with Connection: close, so each connection ends after it.
     if (shuttingDown) res.setHeader('connection', 'close');
     if (req.url!.startsWith('/invoke/')) invoker.handleHttp(req, res);
     else void koa(req, res);
   });
-  server.headersTimeout = 66_000;
+  // Connections: a global bound from the descriptor limit minus the reserve, a per-client bound, header and request timeouts (http/connection-bounds.ts).
+  boundListener(server, bounds.main, refusals, 'main');
+  boundListener(adminServer, bounds.admin, refusals, 'admin');
 
   egress = await startEgress({
     config, logger, policies,
@@ -287,6 +314,12 @@ export async function startPlatform(options: PlatformOptions): Promise<Platform<
     throw new ConfigError(`the admin panel's listener (FNHOST_ADMIN_PORT=${config.adminPort}, FNHOST_ADMIN_HOST=${config.adminHost}) cannot listen: ${(err as Error).message}`);
   }
   ready = true;
+  logger.info('connection bounds', {
+    nofile: bounds.nofile, fd_reserve: bounds.reserve,
+    max_connections: bounds.main.maxConnections, max_connections_per_client: bounds.main.perClient,
+    admin_max_connections: bounds.admin.maxConnections, headers_timeout_ms: bounds.main.headersTimeoutMs,
+    request_timeout_ms: bounds.main.requestTimeoutMs, body_idle_timeout_ms: resources.bodyIdleTimeoutMs, body_memory_bytes: resources.bodyMemoryBytes,
+  });
   for (const late of lateRuns) scheduler.start(late.functionId, late.plannedAt);
 
   const sweep = async () => {
@@ -295,24 +328,24 @@ export async function startPlatform(options: PlatformOptions): Promise<Platform<
       try {
         await stores.logs.applyRetention(fn.function_id, fn.retention, t);
       } catch (err) {
-        logger.error('retention sweep failed', { function_id: fn.function_id, error: (err as Error).message });
+        background.failed('retention_sweep', err, { function_id: fn.function_id });
       }
     }
     try {
       await stores.scheduleRuns.sweep(t);
     } catch (err) {
-      logger.error('schedule ledger sweep failed', { error: (err as Error).message });
+      background.failed('retention_sweep', err, { what: 'schedule ledger' });
     }
     try {
       await stores.kv.sweep(t);
     } catch (err) {
-      logger.error('kv sweep failed', { error: (err as Error).message });
+      background.failed('retention_sweep', err, { what: 'kv' });
     }
   };
-  const sweeper = setInterval(() => void sweep(), options.sweepIntervalMs ?? 3_600_000);
+  const sweeper = setInterval(background.guard('retention_sweep', sweep), options.sweepIntervalMs ?? 3_600_000);
   sweeper.unref();
   // One sweep soon after start too, so a gateway restarted often still applies retention.
-  const firstSweep = setTimeout(() => void sweep(), 5_000);
+  const firstSweep = setTimeout(background.guard('retention_sweep', sweep), 5_000);
   firstSweep.unref();
 
   let closing: Promise<void> | undefined;
@@ -360,7 +393,7 @@ export async function startPlatform(options: PlatformOptions): Promise<Platform<
     return closing;
   };
 
-  return { url: listenUrl, server, app, adminUrl, adminServer, routers: [health, admin.router, ...api, internal], functions, executor, scheduler, ledger, writer, instances, invoker, metrics, egress, runtimeToken: (id) => (cluster?.runtimeTokens ?? tokens).tokenFor(id), sweep, close };
+  return { url: listenUrl, server, app, adminUrl, adminServer, routers: [health, admin.router, ...api, internal], functions, executor, scheduler, ledger, writer, instances, invoker, metrics, egress, background, bodyBudget, runtimeToken: (id) => (cluster?.runtimeTokens ?? tokens).tokenFor(id), sweep, close };
 }
 
 /** Unsandboxed runtimes share the gateway's view: they reach the proxy's socket at its own path. */

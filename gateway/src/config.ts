@@ -80,7 +80,7 @@ export class ConfigError extends FnhostError {
   }
 }
 
-function intVar(env: Record<string, string | undefined>, name: string, fallback: number, min: number, max: number): number {
+export function intVar(env: Record<string, string | undefined>, name: string, fallback: number, min: number, max: number): number {
   const raw = env[name];
   if (raw === undefined || raw === '') return fallback;
   if (!/^\d+$/.test(raw.trim())) throw new ConfigError(`${name}="${raw}" is not an integer from ${min} to ${max}`);

@@ -13,6 +13,9 @@ import { loadConfig } from './config.ts';
 import { startPlatform, type Platform } from './app.ts';
 import { isClusterMode, loadClusterSettings } from './cluster/settings.ts';
 import { stdoutLogger as logger } from './log.ts';
+import { installLastResort } from './last-resort.ts';
+import { raiseNofile } from './resources/descriptors.ts';
+import { loadResourceSettings } from './resources/settings.ts';
 
 // `npm run start`: one gateway on this machine. Prints one JSON line
 // `{"msg":"gateway listening","url":...,"admin_url":...}` (the test helper
@@ -23,6 +26,9 @@ import { stdoutLogger as logger } from './log.ts';
 // is MongoDB.
 
 let lock: DataDirLock | undefined;
+let running: Platform<import('@fnhost/core').Executor> | undefined;
+// An error no task caught: survived when a resource ran out at a system call, the end otherwise (last-resort.ts).
+installLastResort({ logger, background: () => running?.background });
 
 /** Settings that may come from a file instead (NAME_FILE; docs/install.md, Secrets as files). */
 const GATEWAY_SECRET_SETTINGS = ['FNHOST_TOKEN', 'FNHOST_TOKEN_KEY', 'MONGODB_URL', 'FNHOST_METRICS_TOKEN'] as const;
@@ -35,6 +41,10 @@ async function main(): Promise<void> {
   const clusterMode = isClusterMode(env);
   // Parsed before anything starts, so a bad setting stops the start with its name.
   const clusterSettings = clusterMode ? loadClusterSettings(env) : undefined;
+  const resources = loadResourceSettings(env);
+  // Before anything opens a descriptor: as root, the hard RLIMIT_NOFILE is raised (resources/descriptors.ts).
+  const nofile = raiseNofile(resources.nofileTarget);
+  logger.info('descriptor limit', { soft: nofile.limits.soft, hard: nofile.limits.hard, note: nofile.note });
   await mkdir(config.dataDir, { recursive: true, mode: 0o700 });
   // Before anything reads or changes the data folder: a second gateway on it refuses here.
   lock = await lockDataDir(config.dataDir);
@@ -45,10 +55,11 @@ async function main(): Promise<void> {
     // Loaded only here: one machine never loads client-node.
     const { startCluster } = await import('./cluster/start.ts');
     const cluster = await startCluster({ settings: clusterSettings, logger, recentCounts: (id, since) => stores.logs.recentCounts(id, since) });
-    platform = await startPlatform({ config, stores, adminToken, logger, cluster });
+    platform = await startPlatform({ config, stores, adminToken, logger, cluster, resources, nofile: nofile.limits });
   } else {
-    platform = await startPlatform({ config, stores, adminToken, logger });
+    platform = await startPlatform({ config, stores, adminToken, logger, resources, nofile: nofile.limits });
   }
+  running = platform;
   await lock.setUrl(platform.url);
   const held = lock;
   logger.info('gateway listening', { url: platform.url, admin_url: platform.adminUrl, mode: clusterMode ? 'cluster' : 'local', data_dir: config.dataDir, store: description, token_source: adminToken.source, pid: process.pid });

@@ -1,3 +1,4 @@
+import type { BackgroundFailures } from '../background.ts';
 import { readFile, stat } from 'node:fs/promises';
 import { extname, join, normalize, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -102,6 +103,8 @@ export interface AdminPanelOptions {
   maxAgeMs?: number;
   /** How often expired sessions are deleted (default a minute; MongoDB's TTL index also does it). */
   sweepIntervalMs?: number;
+  /** A failed sweep is reported (counted, logged) here; the next interval tries again. */
+  background?: BackgroundFailures;
 }
 
 export function adminPanel(options: AdminPanelOptions): AdminPanel {
@@ -109,7 +112,10 @@ export function adminPanel(options: AdminPanelOptions): AdminPanel {
   const fromEnv = sessionTimesFromEnv(process.env);
   const sessions = new PanelSessions({ store: options.sessionStore, now: options.now, idleMs: options.idleMs ?? fromEnv.idleMs, maxAgeMs: options.maxAgeMs ?? fromEnv.maxAgeMs });
   const sweeper = setInterval(() => {
-    sessions.sweep().catch((err: unknown) => options.logger?.error('admin session sweep failed', { error: (err as Error).message }));
+    sessions.sweep().catch((err: unknown) => {
+      if (options.background !== undefined) options.background.failed('admin_session_sweep', err);
+      else options.logger?.error('admin session sweep failed', { error: (err as Error).message });
+    });
   }, options.sweepIntervalMs ?? 60_000);
   sweeper.unref();
 

@@ -211,7 +211,12 @@ export class StatusFeedback {
     this.#timer = this.#clock.setTimeout(() => {
       this.#timer = undefined;
       this.#timerAt = Infinity;
-      void this.flush(false);
+      // A timer has no caller to take an error (a failed read of the window's counts): kept here, never
+      // an unhandled rejection that ends the gateway; what was due is written with the next call's flush.
+      this.flush(false).catch((err: unknown) => {
+        this.failures++;
+        this.#logger.warn('writing invocation status failed; will retry', { error: (err as Error).message });
+      });
     }, Math.max(0, at - this.#clock.now()));
   }
 

@@ -1,4 +1,5 @@
 import type { Clock } from '@fnhost/core/clock.ts';
+import type { BackgroundFailures } from '../background.ts';
 
 // Runtimes idle for longer than FNHOST_RUNTIME_IDLE_SECONDS are stopped (one machine): a
 // function called once keeps no process for ever, and the warm pool brings it back on its next
@@ -42,7 +43,12 @@ export interface IdleRuntimesOptions {
   clock: Clock;
   /** Stops the function's runtime, if it has one (the executor's normal, draining stop). */
   stop: (functionId: string) => void;
+  /** A stop that throws is reported here (it runs in a timer) and the function is looked at again later. */
+  background?: BackgroundFailures;
 }
+
+/** After a stop failed, the function is due again this much later. */
+export const IDLE_RETRY_MS = 5_000;
 
 export class IdleRuntimes {
   readonly #o: IdleRuntimesOptions;
@@ -111,10 +117,20 @@ export class IdleRuntimes {
     this.#timerAt = undefined;
     if (this.#closed) return;
     const { stop, nextCheckAt } = decideIdle(this.#activity, this.#o.clock.now(), this.#o.idleMs);
+    let retryAt = nextCheckAt;
     for (const functionId of stop) {
+      const a = this.#activity.get(functionId)!;
       this.#activity.delete(functionId);
-      this.#o.stop(functionId);
+      try {
+        this.#o.stop(functionId);
+      } catch (err) {
+        // Watched again: the stop is tried once more after IDLE_RETRY_MS (the timer must not throw).
+        this.#activity.set(functionId, { inflight: a.inflight, lastActiveAt: this.#o.clock.now() + IDLE_RETRY_MS - this.#o.idleMs });
+        const again = this.#o.clock.now() + IDLE_RETRY_MS;
+        retryAt = retryAt === undefined ? again : Math.min(retryAt, again);
+        this.#o.background?.failed('idle_stop', err, { function_id: functionId });
+      }
     }
-    if (nextCheckAt !== undefined) this.#armFor(nextCheckAt);
+    if (retryAt !== undefined) this.#armFor(retryAt);
   }
 }

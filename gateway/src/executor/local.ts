@@ -13,6 +13,7 @@ import { CodeRefusedError, FunctionFailedToLoadError, loadFailureText } from '..
 import { loadsAsModule, moduleExtension } from './module-file.ts';
 import { WAIT_LOAD_HEADER, loadFailureOf } from './load-check.ts';
 import { WarmPool, warmPoolSize, type GenericRuntime } from './pool.ts';
+import { loggingOnly, type BackgroundFailures } from '../background.ts';
 import { IdleRuntimes } from './idle.ts';
 import type { Clock } from '@fnhost/core/clock.ts';
 import { DEFAULT_MEMORY_MIB } from '@fnhost/core/limits.ts';
@@ -108,6 +109,8 @@ export interface LocalExecutorOptions {
   idleMs?: number;
   /** The idle timer's clock (tests inject one). */
   clock?: Clock;
+  /** Where failures of the executor's background work (pool refills, idle stops, stops) are reported (../background.ts). */
+  background?: BackgroundFailures;
 }
 
 /** A generic runtime waits with the default heap's memory (its spare worker's heap limit); the specialization sets its function's. */
@@ -140,14 +143,16 @@ export class LocalExecutor implements Executor {
   readonly #failedStart = new Map<string, { hash: string; at: number; error: Error }>();
   readonly #pool: WarmPool | undefined;
   readonly #idle: IdleRuntimes | undefined;
+  readonly #background: BackgroundFailures;
   #closed = false;
 
   constructor(options: LocalExecutorOptions) {
     this.#opts = options;
     const size = options.warmPool ?? warmPoolSize(process.env.FNHOST_WARM_POOL);
-    this.#pool = size > 0 ? new WarmPool({ size, spawn: (token) => this.#spawnGeneric(token), logger: options.logger }) : undefined;
+    this.#background = options.background ?? loggingOnly(options.logger);
+    this.#pool = size > 0 ? new WarmPool({ size, spawn: (token) => this.#spawnGeneric(token), logger: options.logger, background: this.#background }) : undefined;
     const idleMs = options.idleMs ?? 0;
-    this.#idle = idleMs > 0 ? new IdleRuntimes({ idleMs, clock: options.clock ?? systemClock, stop: (functionId) => this.#stopIdle(functionId) }) : undefined;
+    this.#idle = idleMs > 0 ? new IdleRuntimes({ idleMs, clock: options.clock ?? systemClock, stop: (functionId) => this.#stopIdle(functionId), background: this.#background }) : undefined;
   }
 
   callStarted(functionId: string): void {
@@ -184,7 +189,7 @@ export class LocalExecutor implements Executor {
       void this.#warmCompileCache(sandboxes).then(
         () => this.#pool?.fill(),
         (err: Error) => {
-          this.#opts.logger.warn('the sandboxes\' compile cache could not be filled; runtimes start without it', { error: err.message });
+          this.#background.failed('compile_cache', err);
           this.#pool?.fill();
         },
       );
@@ -604,9 +609,14 @@ export class LocalExecutor implements Executor {
     });
   }
 
-  #stop(runtime: Runtime): Promise<void> {
+  /** Never rejects: a stop runs unawaited from timers and recycles, so its failure is reported, not thrown. */
+  async #stop(runtime: Runtime): Promise<void> {
     if (runtime.exitReason === undefined) runtime.exitReason = 'stopped';
-    return runtime.proc?.stop() ?? Promise.resolve();
+    try {
+      await runtime.proc?.stop();
+    } catch (err) {
+      this.#background.failed('runtime_stop', err, { function_id: runtime.functionId });
+    }
   }
 
   async close(): Promise<void> {

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { ConfigError } from '../config.ts';
 import type { Logger } from '../log.ts';
+import { backoffMs, loggingOnly, type BackgroundFailures } from '../background.ts';
 import { RuntimeProcess } from './process.ts';
 
 // The warm pool (as Fission's pool manager keeps generic pods): a few runtime processes started
@@ -36,6 +37,8 @@ export interface WarmPoolOptions {
   spawn: (token: string) => RuntimeProcess;
   logger: Logger;
   refillDelayMs?: number;
+  /** Where a refill that failed (EMFILE, ENOSPC, a sandbox that cannot be made) is reported; it retries with backoff. */
+  background?: BackgroundFailures;
 }
 
 export class WarmPool {
@@ -65,10 +68,21 @@ export class WarmPool {
     return n;
   }
 
-  /** Starts generic runtimes until the pool is full. */
+  /**
+   * Starts generic runtimes until the pool is full. Runs from timers, so it never throws: a
+   * start that fails (out of descriptors, a full disk) is reported and retried with backoff,
+   * and calls meanwhile start their runtimes without the pool.
+   */
   fill(): void {
     if (this.#closed) return;
-    while (this.#idle.length < this.#o.size) this.#startOne();
+    try {
+      while (this.#idle.length < this.#o.size) this.#startOne();
+    } catch (err) {
+      this.#failures++;
+      const delay = backoffMs(this.#failures, REFILL_BACKOFF_MS, MAX_REFILL_BACKOFF_MS);
+      (this.#o.background ?? loggingOnly(this.#o.logger)).failed('warm_pool_refill', err, { retry_in_ms: delay });
+      this.#scheduleRefill(delay);
+    }
   }
 
   #startOne(): void {
@@ -90,7 +104,7 @@ export class WarmPool {
       if (this.#closed) return;
       // Died while waiting (killed, or it cannot start): start another, backing off if this repeats.
       this.#failures++;
-      const delay = Math.min(MAX_REFILL_BACKOFF_MS, REFILL_BACKOFF_MS * 2 ** (this.#failures - 1));
+      const delay = backoffMs(this.#failures, REFILL_BACKOFF_MS, MAX_REFILL_BACKOFF_MS);
       this.#o.logger.warn('a warm-pool runtime ended while waiting; starting another', { pid: proc.pid, code: proc.exitCode, signal: proc.exitSignal, retry_in_ms: delay });
       this.#scheduleRefill(delay);
     });

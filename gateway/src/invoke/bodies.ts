@@ -1,5 +1,6 @@
 import type { IncomingMessage } from 'node:http';
 import { PayloadTooLargeError } from './errors.ts';
+import { BodyMemoryError, BodyTimeoutError, type BodyLease } from './body-budget.ts';
 
 // Request and response bodies on the invocation path: read with a byte
 // count (a declared Content-Length is not trusted alone), collected up to a
@@ -60,19 +61,39 @@ export async function collect(body: AsyncIterable<Buffer>, max: number): Promise
   return { data: chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size), complete: true };
 }
 
-/** Reads a request body, counting bytes as they arrive (Content-Length is not trusted alone). */
-export function readBody(req: IncomingMessage, max: number): Promise<Buffer> {
+/**
+ * Reads a request body, counting bytes as they arrive (Content-Length is not trusted alone).
+ * With a lease, every byte held is covered by the body memory budget first (./body-budget.ts:
+ * BodyMemoryError past it); with idleTimeoutMs, a body that stops arriving for that long is
+ * given up (BodyTimeoutError), so a stalled sender holds neither memory nor the call for long.
+ */
+export function readBody(req: IncomingMessage, max: number, options: { lease?: BodyLease; idleTimeoutMs?: number } = {}): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
     let done = false;
+    const { lease, idleTimeoutMs } = options;
+    const idle = idleTimeoutMs === undefined ? undefined : setTimeout(() => fail(new BodyTimeoutError(idleTimeoutMs)), idleTimeoutMs);
+    idle?.unref();
+    const fail = (err: Error) => {
+      if (done) return;
+      done = true;
+      clearTimeout(idle);
+      // What was read is let go now, not when the caller's connection ends.
+      chunks.length = 0;
+      req.pause();
+      reject(err);
+    };
     req.on('data', (chunk: Buffer) => {
       if (done) return;
+      idle?.refresh();
       size += chunk.length;
       if (size > max) {
-        done = true;
-        req.pause();
-        reject(new PayloadTooLargeError(max));
+        fail(new PayloadTooLargeError(max));
+        return;
+      }
+      if (lease !== undefined && !lease.cover(size)) {
+        fail(new BodyMemoryError(lease.budgetLimit));
         return;
       }
       chunks.push(chunk);
@@ -80,18 +101,11 @@ export function readBody(req: IncomingMessage, max: number): Promise<Buffer> {
     req.once('end', () => {
       if (done) return;
       done = true;
+      clearTimeout(idle);
       resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size));
     });
-    req.once('error', (err) => {
-      if (done) return;
-      done = true;
-      reject(err);
-    });
-    req.once('close', () => {
-      if (done) return;
-      done = true;
-      reject(new Error('the caller closed the connection while sending the body'));
-    });
+    req.once('error', (err) => fail(err));
+    req.once('close', () => fail(new Error('the caller closed the connection while sending the body')));
   });
 }
 

@@ -11,6 +11,8 @@ import type { Logger } from '../log.ts';
 import type { Metrics } from '../metrics.ts';
 import { FunctionInactiveError, FunctionOutOfMemoryError, FunctionTimeoutError, PayloadTooLargeError, UnforwardableRequestError, isRefusedBeforeSending, recordText, runtimeEndedCall, writeError } from './errors.ts';
 import { CAPTURE_LIMIT, collect, drainRequest, messageFrom500, readBody } from './bodies.ts';
+import { BodyMemoryError, BodyTimeoutError, type BodyLease } from './body-budget.ts';
+import { refuseBody, type BodyBounds } from './body-refusal.ts';
 import { decodeURIComponentSafe, headersToCaller, headersToFunction } from './headers.ts';
 import { errorStackOf } from './error-stack.ts';
 import type { Exchange, ExecutionPath, RunOptions, RunRequest, RunResult, ScheduledFor } from './exchange.ts';
@@ -80,6 +82,8 @@ export interface InvokerOptions {
    * any caller-sent `x-fnhost-*` header (./schedule-trigger.ts).
    */
   scheduleToken?: (functionId: string, token: string) => boolean;
+  /** The budget and idle timeout of request bodies (./body-budget.ts); unset: bodies are bounded per request only. */
+  bodies?: BodyBounds;
   /** The clock runs outside HTTP (schedule, test) take their start time from, so a scheduled run's lag is on the scheduler's clock (injected in tests); Date.now by default. */
   now?: () => number;
   /** Every recorded schedule run (the ledger, gateway/src/scheduler/ledger.ts); plannedAt null: fired by hand. */
@@ -177,16 +181,28 @@ export class Invoker {
       req.destroy();
       return;
     }
+    const hasBody = declared !== undefined ? declared !== '0' : req.headers['transfer-encoding'] !== undefined;
+    // The body's memory is taken from the budget before a byte of it is read (./body-budget.ts).
+    let lease: BodyLease | undefined;
+    const bodies = this.#o.bodies;
+    if (hasBody && bodies !== undefined) {
+      const declaredBytes = declared === undefined ? 0 : Number(declared);
+      lease = bodies.budget.lease(Number.isFinite(declaredBytes) ? declaredBytes : 0);
+      if (lease === undefined) {
+        refuseBody(req, res, new BodyMemoryError(bodies.budget.limit), bodies);
+        return;
+      }
+    }
     const ex = this.#begin(fn, scheduled.trigger, startedAt, executedAt);
     if (scheduled.plannedAt !== undefined) ex.scheduled = { plannedAt: scheduled.plannedAt };
-    const hasBody = declared !== undefined ? declared !== '0' : req.headers['transfer-encoding'] !== undefined;
     if (!hasBody) {
-      this.#forward(ex, req, res, path, null);
+      this.#forward(ex, req, res, path, null, undefined);
       return;
     }
-    readBody(req, limits.MAX_INVOKE_BODY_BYTES).then(
-      (body) => this.#forward(ex, req, res, path, body),
+    readBody(req, limits.MAX_INVOKE_BODY_BYTES, { lease, idleTimeoutMs: bodies?.idleTimeoutMs }).then(
+      (body) => this.#forward(ex, req, res, path, body, lease),
       (err: unknown) => {
+        lease?.release();
         if (err instanceof PayloadTooLargeError) {
           const status = writeError(res, err, { connection: 'close' });
           // Discard the rest so the caller can read the 413, but not for long.
@@ -194,6 +210,10 @@ export class Invoker {
           setTimeout(() => req.destroy(), 5000).unref();
           // A request refused before it reached the function is not an execution.
           this.#finish(ex, status, null, false);
+          return;
+        }
+        if (err instanceof BodyMemoryError || err instanceof BodyTimeoutError) {
+          this.#finish(ex, refuseBody(req, res, err, bodies!), null, false);
           return;
         }
         // The caller went away while sending its body: nothing ran.
@@ -211,12 +231,15 @@ export class Invoker {
     };
   }
 
-  #forward(ex: Exchange, req: IncomingMessage, res: ServerResponse, path: string, body: Buffer | null): void {
+  #forward(ex: Exchange, req: IncomingMessage, res: ServerResponse, path: string, body: Buffer | null, lease: BodyLease | undefined): void {
     // From here on every path ends in a record (#finish with ran = true).
     this.#o.recorder.begin?.();
     if (ex.recording !== undefined) noteRequest(ex.recording, req.method!, path, req.headers, body);
     const headers = headersToFunction(req.headers, { remoteAddress: req.socket.remoteAddress ?? '', trustProxy: this.#o.trustProxy, executionId: ex.logId, trigger: ex.trigger });
-    this.#send(ex, req.method!, path, headers, body).then(
+    const sent = this.#send(ex, req.method!, path, headers, body);
+    // The runtime has the body (or the call failed): its memory goes back to the budget.
+    if (lease !== undefined) sent.then(() => lease.release(), () => lease.release());
+    sent.then(
       (response) => this.#respond(ex, res, response),
       (err: unknown) => {
         const status = writeError(res, err);

@@ -28,6 +28,8 @@ export interface InstanceTrackerOptions {
   /** The writer's cumulative counts (records accepted into its queue, records written). */
   counts: () => { accepted: number; written: number };
   logger?: Logger;
+  /** Each failed progress write or scan is counted here (fnhost_background_failures_total); the tracker logs once per outage and retries on its next beat. */
+  countFailure?: (task: 'instance_progress' | 'instance_scan') => void;
   now?: () => number;
   newId?: () => string;
   host?: string;
@@ -78,6 +80,7 @@ export class InstanceTracker {
   readonly #deadAfterMs: number;
   readonly #counts: () => { accepted: number; written: number };
   readonly #logger: Logger | undefined;
+  readonly #countFailure: ((task: 'instance_progress' | 'instance_scan') => void) | undefined;
   readonly #now: () => number;
   readonly #newId: () => string;
   readonly #host: string;
@@ -104,6 +107,7 @@ export class InstanceTracker {
     this.#deadAfterMs = options.deadAfterMs;
     this.#counts = options.counts;
     this.#logger = options.logger;
+    this.#countFailure = options.countFailure;
     this.#now = options.now ?? Date.now;
     this.#newId = options.newId ?? (() => 'gw_' + randomUUID());
     this.#host = options.host ?? hostname();
@@ -149,7 +153,8 @@ export class InstanceTracker {
   /** What the store answered for a batch sent with `progress`. */
   stored(result: InsertResult, progress: WriterProgress): void {
     if (result !== undefined && !result.instanceLive) {
-      void this.#revive(progress.instance);
+      // Not awaited (the writer's batch is done): a failure is reported here, never left unhandled.
+      this.#revive(progress.instance).catch((err: unknown) => this.#reportFailure('registering this gateway again after it was taken for dead failed; will retry', err, 'instance_progress'));
       return;
     }
     if (progress.instance === this.#id) this.#lastProgressAt = Math.max(this.#lastProgressAt, progress.at);
@@ -185,7 +190,7 @@ export class InstanceTracker {
       if (await this.#store.heartbeat(progress)) this.#lastProgressAt = Math.max(this.#lastProgressAt, progress.at);
       else await this.#revive(progress.instance);
     } catch (err) {
-      this.#reportFailure('recording this gateway\'s log progress failed; will retry', err);
+      this.#reportFailure('recording this gateway\'s log progress failed; will retry', err, 'instance_progress');
     } finally {
       this.#ticking = false;
     }
@@ -206,7 +211,7 @@ export class InstanceTracker {
       await this.#settleOwed();
       this.#failing = false;
     } catch (err) {
-      this.#reportFailure('recording this gateway\'s log progress failed; will retry', err);
+      this.#reportFailure('recording this gateway\'s log progress failed; will retry', err, 'instance_progress');
     }
   }
 
@@ -230,7 +235,7 @@ export class InstanceTracker {
         this.totals = await this.#store.lossTotals();
         this.#failing = false;
       } catch (err) {
-        this.#reportFailure('looking for dead gateway instances failed; will retry', err);
+        this.#reportFailure('looking for dead gateway instances failed; will retry', err, 'instance_scan');
       } finally {
         this.#scanning = undefined;
       }
@@ -308,7 +313,8 @@ export class InstanceTracker {
     this.#owed = this.#owed.filter((claim) => claim.reported < claim.to - claim.from);
   }
 
-  #reportFailure(message: string, err: unknown): void {
+  #reportFailure(message: string, err: unknown, task: 'instance_progress' | 'instance_scan'): void {
+    this.#countFailure?.(task);
     // One line per outage, not one per tick (the store's own retries log each attempt).
     if (this.#failing) return;
     this.#failing = true;

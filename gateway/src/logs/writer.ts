@@ -60,6 +60,8 @@ export interface LogWriterOptions {
   maxRecordedChars?: number;
   timers?: WriterTimers;
   logger?: Logger;
+  /** Each failed batch is counted here too (fnhost_background_failures_total{task="log_writer"}); the writer logs it and retries. */
+  countFailure?: () => void;
 }
 
 /** expires_at (ms) for a record executed at `executedAtMs` under `retention`. */
@@ -78,6 +80,7 @@ export class LogWriter {
   readonly #timers: WriterTimers;
   readonly #logger: Logger | undefined;
   readonly #tracker: ProgressTracker | undefined;
+  readonly #countBackground: (() => void) | undefined;
   #queue: StoredLog[] = [];
   /** Characters of recorded bodies held by the queued records. */
   #recordedChars = 0;
@@ -113,6 +116,7 @@ export class LogWriter {
     this.#timers = options.timers ?? realTimers;
     this.#logger = options.logger;
     this.#tracker = options.tracker;
+    this.#countBackground = options.countFailure;
   }
 
   get depth(): number {
@@ -266,6 +270,7 @@ export class LogWriter {
         this.#mergeBack(increments);
         if (executions !== null) for (const [id, n] of executions) add(this.#queuedBy, id, n);
         this.#logger?.error('writing execution logs failed; will retry', { error: (err as Error).message, records: batch.length });
+        this.#countFailure(err);
         return;
       }
       try {
@@ -274,6 +279,7 @@ export class LogWriter {
         this.failures++;
         this.#mergeBack(increments);
         this.#logger?.error('adding execution counts failed; will retry', { error: (err as Error).message });
+        this.#countFailure(err);
         return;
       } finally {
         const waiters = this.#spaceWaiters;
@@ -281,6 +287,12 @@ export class LogWriter {
         for (const wake of waiters) wake();
       }
     }
+  }
+
+  /** Counted only: the writer logs its own failures above, one line per failed batch as before. */
+  #countFailure(err: unknown): void {
+    void err;
+    this.#countBackground?.();
   }
 
   #mergeBack(increments: Map<string, number>): void {

@@ -1,6 +1,7 @@
 import { nextFireTime, type FunctionRecord, type MissedReason } from '@fnhost/core';
 import type { Clock } from '@fnhost/core/clock.ts';
 import type { Logger } from '../log.ts';
+import type { BackgroundFailures } from '../background.ts';
 
 // Runs each enabled schedule at its next fire time (core/src/cron.ts, 5
 // fields, the schedule's time zone, UTC by default), passing the planned
@@ -33,7 +34,12 @@ export interface SchedulerOptions {
   /** A planned run that did not start. */
   missed: (functionId: string, plannedAt: number, reason: MissedReason) => void;
   logger: Logger;
+  /** A tick or a fire that fails is reported here (they run in timers) and the schedule goes on. */
+  background?: BackgroundFailures;
 }
+
+/** After a tick failed, the next one is tried this much later. */
+export const TICK_RETRY_MS = 1_000;
 
 interface Entry {
   cron: string;
@@ -85,20 +91,45 @@ export class LocalScheduler {
     this.#timer = this.#o.clock.setTimeout(() => {
       this.#timer = undefined;
       this.#armedFor = Infinity;
-      this.tick();
+      try {
+        this.tick();
+      } catch (err) {
+        this.#o.background?.failed('scheduler', err);
+        this.#retryLater();
+      }
     }, delay);
   }
 
-  /** Fires everything that is due now, then re-arms. */
+  /** Fires everything that is due now, then re-arms. One entry's failure does not hold up the others. */
   tick(): void {
     const now = this.#o.clock.now();
     for (const [id, e] of this.#entries) {
       if (e.next > now) continue;
       const planned = e.next;
-      e.next = nextFireTime(e.cron, e.timezone, now);
-      this.start(id, planned);
+      try {
+        e.next = nextFireTime(e.cron, e.timezone, now);
+        this.start(id, planned);
+      } catch (err) {
+        // Not due again at once (that would spin): looked at again after TICK_RETRY_MS.
+        e.next = Math.max(e.next, now + TICK_RETRY_MS);
+        this.#o.background?.failed('scheduler', err, { function_id: id });
+      }
     }
     this.#arm();
+  }
+
+  #retryLater(): void {
+    if (this.#stopped || this.#timer !== undefined) return;
+    this.#armedFor = Infinity;
+    this.#timer = this.#o.clock.setTimeout(() => {
+      this.#timer = undefined;
+      try {
+        this.tick();
+      } catch (err) {
+        this.#o.background?.failed('scheduler', err);
+        this.#retryLater();
+      }
+    }, TICK_RETRY_MS);
   }
 
   /** Starts the run planned at `plannedAt` now (a tick, or a late start after an outage), unless the previous one is going. */
@@ -110,7 +141,10 @@ export class LocalScheduler {
     this.fires++;
     this.#running.add(functionId);
     this.#o.fire(functionId, plannedAt)
-      .catch((err: unknown) => this.#o.logger.error('scheduled run failed', { function_id: functionId, error: (err as Error).message }))
+      .catch((err: unknown) => {
+        this.#o.logger.error('scheduled run failed', { function_id: functionId, error: (err as Error).message });
+        this.#o.background?.failed('scheduler', err, { function_id: functionId });
+      })
       .finally(() => this.#running.delete(functionId));
   }
 
