@@ -12,6 +12,8 @@ const recordRequests: OptionSpec = { type: 'string', value: 'on|off', descriptio
 const recordBodyLimit: OptionSpec = { type: 'string', value: '<bytes>', description: 'keep each recorded body up to this many bytes (0-65536, default 65536)' };
 const redactHeader: OptionSpec = { type: 'string', multiple: true, value: '<name>', description: 'mask this header in recorded requests and responses (repeatable; replaces the list)' };
 const redactJson: OptionSpec = { type: 'string', multiple: true, value: '<path>', description: 'mask this JSON path in recorded bodies, e.g. $.card.number or $..iban (repeatable; replaces the list)' };
+const kvMaxBytes: OptionSpec = { type: 'string', value: '<bytes>|default', description: 'KV quota: bytes of keys and values the function may store, e.g. 1048576 or 50Mi (default: the platform\'s, 100Mi unless set)' };
+const kvMaxKeys: OptionSpec = { type: 'string', value: '<n>|default', description: 'KV quota: keys the function may store (default: the platform\'s, 100000 unless set)' };
 const route: OptionSpec = { type: 'string', multiple: true, value: '<pattern>', description: 'route pattern such as /users/:userId that fills req.params (repeatable)' };
 
 export const COMMANDS: CommandSpec[] = [
@@ -33,6 +35,8 @@ export const COMMANDS: CommandSpec[] = [
       'record-body-limit': recordBodyLimit,
       'redact-header': redactHeader,
       'redact-json': redactJson,
+      'kv-max-bytes': kvMaxBytes,
+      'kv-max-keys': kvMaxKeys,
       cron: { type: 'string', value: '<expr>', description: 'run on this 5-field cron schedule as well' },
       timezone: { type: 'string', value: '<zone>', description: 'IANA time zone of --cron (default UTC)' },
     },
@@ -59,6 +63,7 @@ export const COMMANDS: CommandSpec[] = [
       'no-wait': { type: 'boolean', description: 'return once the change is stored, without waiting for the new code to serve (cluster mode)' },
       'wait-timeout': { type: 'string', value: '<seconds>', description: 'how long to wait for the new code to serve (cluster mode; default 180)' },
       'record-requests': recordRequests, 'record-body-limit': recordBodyLimit, 'redact-header': redactHeader, 'redact-json': redactJson,
+      'kv-max-bytes': kvMaxBytes, 'kv-max-keys': kvMaxKeys,
     },
     json: true,
     remote: true,

@@ -5,7 +5,7 @@ import {
   validateTimeoutSeconds, validateTimezone, validateRequestRecording, recordingOf, validateKvQuota,
   type Executor, type KvQuota, type FunctionRecord, type PreparedRuntime, type RetentionPolicy, type Schedule, type Stores,
 } from '@fnhost/core';
-import type { ApiRollout } from '@fnhost/core/api.ts';
+import type { ApiKvUsage, ApiRollout } from '@fnhost/core/api.ts';
 import type { Logger } from '../log.ts';
 
 // Functions as the management API sees them. Every write goes to the store
@@ -81,15 +81,6 @@ export interface ApiFunction extends Omit<FunctionRecord, 'code' | 'schedule' | 
   kv?: ApiKvUsage;
 }
 
-export interface ApiKvUsage {
-  keys: number;
-  bytes: number;
-  max_keys: number;
-  max_bytes: number;
-  /** Cluster mode with a namespace total set: the namespace's KV bytes and its quota. */
-  namespace_bytes?: number;
-  namespace_max_bytes?: number;
-}
 
 export interface FunctionServiceOptions {
   stores: Stores;
