@@ -50,6 +50,14 @@ export type ExchangeLookup =
 export interface ExchangeStore {
   /** The record `logId` of the function as the retention read filter shows it, and its exchange. */
   get(functionId: string, logId: string, retention: RetentionPolicy, now: number): Promise<ExchangeLookup>;
+  /**
+   * The bytes the functions' stored exchanges hold (recordedExchangeBytes of
+   * each), for a namespace's recorded-bytes total. Exchanges a retention hides
+   * may count until its sweep deletes them (MongoDB leaves out those past
+   * their time retention at once). One indexed aggregation: the gateway asks
+   * periodically, never per call.
+   */
+  recordedBytes(functionIds: readonly string[], now: number): Promise<number>;
 }
 
 export interface LogStore {

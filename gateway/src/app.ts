@@ -29,7 +29,8 @@ import { InstanceTracker } from './logs/instance.ts';
 import { LogWriter } from './logs/writer.ts';
 import { Metrics } from './metrics.ts';
 import { KvGuard } from './kv/guard.ts';
-import { quotaFor } from './kv/settings.ts';
+import { quotaFor, recordedLimitFor } from './kv/settings.ts';
+import { RecordedQuota } from './quotas/recorded.ts';
 import type { Clock } from '@fnhost/core/clock.ts';
 import { LocalScheduler, systemClock } from './scheduler/local.ts';
 import { ScheduleLedger } from './scheduler/ledger.ts';
@@ -201,10 +202,18 @@ export async function startPlatform(options: PlatformOptions): Promise<Platform<
   let recorder: ExecutionRecorder = config.benchDisableRecording ? { record() {} } : writer;
   if (cluster !== undefined) {
     const inner = recorder;
+    // Recorded-request bytes per namespace (./quotas/recorded.ts): past the quota, stored without bodies.
+    const recordedQuota = new RecordedQuota({
+      exchanges: stores.exchanges, now, metrics, logger,
+      limitOf: (ns) => recordedLimitFor(ns, config.kv),
+      functionsOf: (ns) => functions.all(ns),
+    });
     recorder = {
       begin: () => inner.begin?.(),
       record(log, retention) {
         cluster.onExecution(log.function_id, log.status_code);
+        const fn = log.exchange === undefined ? undefined : functions.byId(log.function_id);
+        if (fn !== undefined && log.exchange !== undefined) return inner.record({ ...log, exchange: recordedQuota.admit(fn, log.exchange) }, retention);
         return inner.record(log, retention);
       },
     };

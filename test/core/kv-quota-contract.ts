@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { expect } from 'chai';
-import type { KvQuota, Stores } from '@fnhost/core';
+import type { KvQuota, RecordedExchange, Stores, StoredLog } from '@fnhost/core';
 
 // The KV usage counters and quotas of every store (core/src/kv-quota.ts,
 // KvStore.set/usage/groupUsage): part of the store contract suite
@@ -122,6 +122,29 @@ export function describeKvQuotaContract(stores: () => Stores): void {
       expect(await kv.groupUsage(group, T0 + 10_000)).to.deep.equal({ keys: 1, bytes: 51 });
       expect(await kv.set(a, 'k2', v, null, T0 + 10_000, limited)).to.deep.equal({ stored: true });
       expect(await kv.groupUsage(group, T0 + 10_000)).to.deep.equal({ keys: 2, bytes: 103 });
+    });
+  });
+
+  describe('ExchangeStore.recordedBytes (a namespace\'s recorded-request total)', () => {
+    const exchange = (req: number, res: number): RecordedExchange => ({
+      request: { method: 'POST', path: '/', query: '', headers: {}, body: { encoding: 'utf8', data: 'q'.repeat(req), size: req, truncated: false } },
+      response: { status: 200, headers: {}, body: res === 0 ? null : { encoding: 'utf8', data: 'r'.repeat(res), size: res, truncated: false } },
+    });
+    const record = (functionId: string, at: number, ex?: RecordedExchange): StoredLog => ({
+      id: 'log_' + randomUUID().replaceAll('-', '').slice(0, 20), function_id: functionId, status_code: 200, execution_time_ms: 1,
+      error_message: null, executed_at: new Date(at).toISOString(), trigger: 'http', expires_at: null, ...(ex === undefined ? {} : { exchange: ex }),
+    });
+
+    it('sums the bodies of the functions\' stored exchanges plus 1 KiB each, and nothing of others or of records without one', async () => {
+      const s = stores();
+      const a = randomUUID();
+      const c = randomUUID();
+      const other = randomUUID();
+      await s.logs.insert([record(a, T0, exchange(100, 50)), record(a, T0 + 1), record(c, T0 + 2, exchange(7, 0)), record(other, T0 + 3, exchange(999, 999))]);
+      expect(await s.exchanges.recordedBytes([a, c], T0 + 10)).to.equal(150 + 1024 + 7 + 1024);
+      expect(await s.exchanges.recordedBytes([], T0 + 10)).to.equal(0);
+      await s.logs.deleteFunction(a);
+      expect(await s.exchanges.recordedBytes([a, c], T0 + 10)).to.equal(7 + 1024);
     });
   });
 }

@@ -21,6 +21,10 @@ export interface KvSettings {
   namespaceMaxBytes: number;
   /** FNHOST_NAMESPACE_KV_QUOTAS: per-namespace totals overriding the default, JSON {"team-a": bytes}. */
   namespaceOverrides: ReadonlyMap<string, number>;
+  /** FNHOST_NAMESPACE_RECORDED_MAX_BYTES: every namespace's recorded-request bytes (cluster mode; 0: none; ../quotas/recorded.ts). */
+  namespaceRecordedMaxBytes: number;
+  /** FNHOST_NAMESPACE_RECORDED_QUOTAS: per-namespace overrides of it, JSON {"team-a": bytes}. */
+  namespaceRecordedOverrides: ReadonlyMap<string, number>;
 }
 
 export class KvSettingsError extends FnhostError {
@@ -40,21 +44,21 @@ function intVar(env: Record<string, string | undefined>, name: string, fallback:
 
 const NAMESPACE = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
 
-/** FNHOST_NAMESPACE_KV_QUOTAS: `{"team-a": 1073741824, ...}` (bytes per namespace). */
-export function parseNamespaceOverrides(raw: string | undefined): Map<string, number> {
+/** FNHOST_NAMESPACE_KV_QUOTAS (or FNHOST_NAMESPACE_RECORDED_QUOTAS): `{"team-a": 1073741824, ...}` (bytes per namespace). */
+export function parseNamespaceOverrides(raw: string | undefined, name = 'FNHOST_NAMESPACE_KV_QUOTAS'): Map<string, number> {
   const out = new Map<string, number>();
   if (raw === undefined || raw.trim() === '') return out;
   let parsed: unknown;
   try {
     parsed = JSON.parse(raw);
   } catch {
-    throw new KvSettingsError('FNHOST_NAMESPACE_KV_QUOTAS is not JSON: give an object such as {"team-a": 1073741824}');
+    throw new KvSettingsError(`${name} is not JSON: give an object such as {"team-a": 1073741824}`);
   }
-  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new KvSettingsError('FNHOST_NAMESPACE_KV_QUOTAS must be a JSON object of namespace: bytes');
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new KvSettingsError(`${name} must be a JSON object of namespace: bytes`);
   for (const [ns, bytes] of Object.entries(parsed)) {
-    if (!NAMESPACE.test(ns)) throw new KvSettingsError(`FNHOST_NAMESPACE_KV_QUOTAS: "${ns.slice(0, 70)}" is not a namespace name`);
+    if (!NAMESPACE.test(ns)) throw new KvSettingsError(`${name}: "${ns.slice(0, 70)}" is not a namespace name`);
     if (typeof bytes !== 'number' || !Number.isInteger(bytes) || bytes < 0 || bytes > MAX_KV_QUOTA_BYTES) {
-      throw new KvSettingsError(`FNHOST_NAMESPACE_KV_QUOTAS: the quota of "${ns}" must be an integer of bytes from 0 to ${MAX_KV_QUOTA_BYTES}, got ${JSON.stringify(bytes)}`);
+      throw new KvSettingsError(`${name}: the quota of "${ns}" must be an integer of bytes from 0 to ${MAX_KV_QUOTA_BYTES}, got ${JSON.stringify(bytes)}`);
     }
     out.set(ns, bytes);
   }
@@ -69,6 +73,8 @@ export function kvSettingsFrom(env: Record<string, string | undefined>): KvSetti
     writeBytesPerSecond: intVar(env, 'FNHOST_KV_WRITE_BYTES_PER_SECOND', DEFAULT_KV_WRITE_BYTES_PER_SECOND, 0, 1024 * 1024 * 1024),
     namespaceMaxBytes: intVar(env, 'FNHOST_NAMESPACE_KV_MAX_BYTES', 0, 0, MAX_KV_QUOTA_BYTES),
     namespaceOverrides: parseNamespaceOverrides(env.FNHOST_NAMESPACE_KV_QUOTAS),
+    namespaceRecordedMaxBytes: intVar(env, 'FNHOST_NAMESPACE_RECORDED_MAX_BYTES', 0, 0, MAX_KV_QUOTA_BYTES),
+    namespaceRecordedOverrides: parseNamespaceOverrides(env.FNHOST_NAMESPACE_RECORDED_QUOTAS, 'FNHOST_NAMESPACE_RECORDED_QUOTAS'),
   };
 }
 
@@ -87,4 +93,10 @@ export function quotaFor(fn: Pick<FunctionRecord, 'namespace' | 'kv_quota'>, set
     quota.group = nsMax > 0 ? { id: fn.namespace, maxBytes: nsMax } : { id: fn.namespace };
   }
   return quota;
+}
+
+/** A namespace's recorded-request bytes quota (cluster mode), or undefined for none. */
+export function recordedLimitFor(namespace: string, settings: KvSettings): number | undefined {
+  const limit = settings.namespaceRecordedOverrides.get(namespace) ?? settings.namespaceRecordedMaxBytes;
+  return limit > 0 ? limit : undefined;
 }
