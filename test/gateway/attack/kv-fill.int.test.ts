@@ -116,6 +116,7 @@ describe('attack: a function fills KV (issue 27 point 4)', function () {
     const metrics = await (await fetch(`${gw.url}/metrics`)).text();
     expect(Number(/fnhost_refused_total\{reason="kv_bytes"\} (\d+)/.exec(metrics)?.[1])).to.be.greaterThan(0);
 
+    if (process.env.FNHOST_TEST_VERBOSE) process.stderr.write(`kv-fill: stored ${stored}, folder +${grown} bytes, neighbour quiet p95 ${n.quiet!.p95Ms.toFixed(1)} ms, during p50 ${during.p50Ms.toFixed(1)} / p95 ${during.p95Ms.toFixed(1)} ms, ${during.ok}/${during.calls} ok\n`);
     n.expectServed(during, 'kv fill');
     await n.expectRecovered('kv fill');
     n.close();
