@@ -238,7 +238,8 @@ export class MongoKvStore implements KvStore {
         this.#kv.findOneAndUpdate({ ns: namespace, key }, { $set: { value: json, expireAt, bytes } }, { returnDocument: 'before', projection: { bytes: 1 } }));
     }
     const actual = before === null ? { keys: 1, bytes } : { keys: 0, bytes: bytes - (before.bytes ?? 0) };
-    await this.#addUsage(namespace, actual.keys - reserved.keys, actual.bytes - reserved.bytes, quota?.group?.id);
+    // The reservation set the group already; this corrects the count only (nothing when the estimate held).
+    await this.#addUsage(namespace, actual.keys - reserved.keys, actual.bytes - reserved.bytes);
     return { stored: true };
   }
 
