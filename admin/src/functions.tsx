@@ -299,6 +299,12 @@ export function FunctionPage(props: { fnRef: string; navigate: Navigate }) {
           <dd>{fn.routes.length === 0 ? 'any path' : fn.routes.join(', ')}</dd>
           <dt>Total executions</dt>
           <dd>{fn.total_executions}</dd>
+          {fn.kv !== undefined && (
+            <>
+              <dt>KV</dt>
+              <dd data-testid="kv-usage">{kvUsageText(fn.kv)}</dd>
+            </>
+          )}
           <dt>Created / updated</dt>
           <dd>
             {formatTime(fn.created_at)} / {formatTime(fn.updated_at)}
@@ -416,4 +422,22 @@ export function FunctionPage(props: { fnRef: string; navigate: Navigate }) {
       </section>
     </>
   );
+}
+
+/** `12 keys of 100000, 1.2 MiB of 100 MiB (1%)` as `fnhost function:get` says it (docs/kv.md "Usage"). */
+export function kvUsageText(kv: NonNullable<ApiFunction['kv']>): string {
+  const size = (n: number): string => {
+    if (n < 1024) return `${n} B`;
+    const units = ['KiB', 'MiB', 'GiB', 'TiB'];
+    let v = n / 1024;
+    let i = 0;
+    while (v >= 1024 && i < units.length - 1) {
+      v /= 1024;
+      i++;
+    }
+    return `${v >= 100 ? Math.round(v) : v.toFixed(1).replace(/\.0$/, '')} ${units[i]}`;
+  };
+  const pct = kv.max_bytes > 0 ? Math.floor((100 * kv.bytes) / kv.max_bytes) : 0;
+  const ns = kv.namespace_max_bytes === undefined ? '' : `; namespace ${size(kv.namespace_bytes ?? 0)} of ${size(kv.namespace_max_bytes)}`;
+  return `${kv.keys} key${kv.keys === 1 ? '' : 's'} of ${kv.max_keys}, ${size(kv.bytes)} of ${size(kv.max_bytes)} (${pct}%)${ns}`;
 }

@@ -39,6 +39,20 @@ export interface ApiFunction {
   scaling?: FunctionScalingSettings;
   /** Cluster mode: how far the operator has rolled out the current spec (absent on one machine, where a write returns once the new code serves). */
   rollout?: ApiRollout;
+  /** The function's own KV quota fields (absent ones take the platform's default). */
+  kv_quota?: { max_bytes?: number; max_keys?: number };
+  /** Single-function answers: KV usage (expired keys never count) and the quota in force (docs/kv.md "Quotas"). */
+  kv?: ApiKvUsage;
+}
+
+export interface ApiKvUsage {
+  keys: number;
+  bytes: number;
+  max_keys: number;
+  max_bytes: number;
+  /** Cluster mode with a namespace total: the namespace's KV bytes and its quota. */
+  namespace_bytes?: number;
+  namespace_max_bytes?: number;
 }
 
 /** The Function's Ready condition against its generation (cluster mode). */

@@ -103,6 +103,8 @@ export interface FunctionSpec {
   schedule?: FunctionSchedule;
   retention?: FunctionRetention;
   recordRequests?: FunctionRecordRequests;
+  /** This function's KV quota; a field left out takes the platform's default (docs/kv.md "Quotas"). */
+  kvQuota?: { maxBytes?: number; maxKeys?: number };
   replicas?: number;
   /** idleSeconds has a CRD default (300), so the API server always returns it with scaleToZero. */
   scaleToZero?: { idleSeconds: number };

@@ -10,6 +10,7 @@ export * from './schedule-ledger.ts';
 export * as limits from './limits.ts';
 export * from './instances.ts';
 export * from './recording.ts';
+export * from './kv-quota.ts';
 export * from './replay-diff.ts';
 export type * from './stores.ts';
 export type * from './executor.ts';

@@ -88,11 +88,19 @@ export interface FunctionRecord {
   schedule: Schedule | null;
   /** Absent (older records) means off. */
   record_requests?: RequestRecording;
+  /** This function's KV quota; a field absent or null takes the platform's default (core/src/kv-quota.ts). */
+  kv_quota?: FunctionKvQuota;
   /** ISO 8601 UTC with milliseconds and `Z`. */
   created_at: string;
   updated_at: string;
   /** Cluster mode only: pods, autoscaling, scale to zero and CPU (the Function's spec; one machine has none). */
   scaling?: FunctionScalingSettings;
+}
+
+/** A function's own KV quota (docs/kv.md "Quotas"): null or absent takes the platform's default. */
+export interface FunctionKvQuota {
+  max_bytes?: number | null;
+  max_keys?: number | null;
 }
 
 /** One execution log record, exactly the spec's fields plus the trigger. */

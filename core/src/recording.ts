@@ -281,6 +281,15 @@ export function recordedBodyChars(exchange: RecordedExchange): number {
   return (exchange.request.body?.data.length ?? 0) + (exchange.response?.body?.data.length ?? 0);
 }
 
+/**
+ * What a stored exchange counts for a namespace's recorded-bytes quota: its
+ * bodies' characters plus 1 KiB for its method, path, headers and status
+ * (headers are bounded; counting them exactly would cost a serialization per call).
+ */
+export function recordedExchangeBytes(exchange: RecordedExchange): number {
+  return recordedBodyChars(exchange) + 1024;
+}
+
 /** The exchange with its bodies not kept (`omitted` saying why): headers, method, path and status stay. */
 export function withoutBodies(exchange: RecordedExchange, reason: string): RecordedExchange {
   const omit = (body: RecordedBody | null): RecordedBody | null => body === null ? null : { encoding: 'utf8', data: '', size: body.size, truncated: body.truncated, omitted: reason };

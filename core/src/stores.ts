@@ -1,4 +1,5 @@
 import type { ConsoleOutput, FunctionLatency } from './insight.ts';
+import type { KvQuota, KvSetResult, KvUsage } from './kv-quota.ts';
 import type {
   ExecutionLog, FunctionRecord, RecordedExchange, LogPage, LogQuery, NetworkPolicy, NetworkPolicyChange, RetentionPolicy,
 } from './model.ts';
@@ -49,6 +50,14 @@ export type ExchangeLookup =
 export interface ExchangeStore {
   /** The record `logId` of the function as the retention read filter shows it, and its exchange. */
   get(functionId: string, logId: string, retention: RetentionPolicy, now: number): Promise<ExchangeLookup>;
+  /**
+   * The bytes the functions' stored exchanges hold (recordedExchangeBytes of
+   * each), for a namespace's recorded-bytes total. Exchanges a retention hides
+   * may count until its sweep deletes them (MongoDB leaves out those past
+   * their time retention at once). One indexed aggregation: the gateway asks
+   * periodically, never per call.
+   */
+  recordedBytes(functionIds: readonly string[], now: number): Promise<number>;
 }
 
 export interface LogStore {
@@ -191,11 +200,27 @@ export interface CounterStore {
   delete(functionId: string): Promise<void>;
 }
 
-/** One namespace per function. Values are JSON text; the store does not parse them. */
+/**
+ * One namespace per function. Values are JSON text; the store does not parse them.
+ *
+ * Usage (core/src/kv-quota.ts): the store keeps, per namespace, the keys and
+ * bytes (UTF-8 key + JSON value) a reader can see, without a scan per write:
+ * expired keys never count, whether or not they were deleted yet. A namespace
+ * may belong to a group (the function's Kubernetes namespace) whose total a
+ * quota can bound too.
+ */
 export interface KvStore {
   get(namespace: string, key: string, now: number): Promise<string | undefined>;
-  /** ttlSeconds null keeps the key until deleted. */
-  set(namespace: string, key: string, json: string, ttlSeconds: number | null, now: number): Promise<void>;
+  /**
+   * ttlSeconds null keeps the key until deleted. With a quota, the write is
+   * refused (nothing stored) when it would grow the live keys or bytes past
+   * it; a write that grows neither always goes through.
+   */
+  set(namespace: string, key: string, json: string, ttlSeconds: number | null, now: number, quota?: KvQuota): Promise<KvSetResult>;
+  /** The namespace's live keys and bytes at `now`. */
+  usage(namespace: string, now: number): Promise<KvUsage>;
+  /** The live bytes and keys of every namespace written with this group (KvQuota.group), at `now`. */
+  groupUsage(group: string, now: number): Promise<KvUsage>;
   has(namespace: string, key: string, now: number): Promise<boolean>;
   delete(namespace: string, key: string): Promise<boolean>;
   /** Live keys starting with prefix, sorted, at most `limit`. */

@@ -30,6 +30,9 @@ import type { Logger } from './log.ts';
 import { InstanceTracker } from './logs/instance.ts';
 import { LogWriter } from './logs/writer.ts';
 import { Metrics } from './metrics.ts';
+import { KvGuard } from './kv/guard.ts';
+import { quotaFor, recordedLimitFor } from './kv/settings.ts';
+import { RecordedQuota } from './quotas/recorded.ts';
 import type { Clock } from '@fnhost/core/clock.ts';
 import { LocalScheduler, systemClock } from './scheduler/local.ts';
 import { ScheduleLedger } from './scheduler/ledger.ts';
@@ -219,15 +222,24 @@ export async function startPlatform(options: PlatformOptions): Promise<Platform<
     defaultNamespace: cluster?.defaultNamespace,
     multiNamespace: cluster !== undefined,
     newFunctionId: cluster?.newFunctionId,
+    kvQuota: (fn) => quotaFor(fn, config.kv, cluster !== undefined),
   });
   if (config.benchDisableRecording) logger.warn('FNHOST_BENCH_DISABLE_RECORDING=1: executions are NOT recorded (benchmarks only)');
   let recorder: ExecutionRecorder = config.benchDisableRecording ? { record() {} } : writer;
   if (cluster !== undefined) {
     const inner = recorder;
+    // Recorded-request bytes per namespace (./quotas/recorded.ts): past the quota, stored without bodies.
+    const recordedQuota = new RecordedQuota({
+      exchanges: stores.exchanges, now, metrics, logger,
+      limitOf: (ns) => recordedLimitFor(ns, config.kv),
+      functionsOf: (ns) => functions.all(ns),
+    });
     recorder = {
       begin: () => inner.begin?.(),
       record(log, retention) {
         cluster.onExecution(log.function_id, log.status_code);
+        const fn = log.exchange === undefined ? undefined : functions.byId(log.function_id);
+        if (fn !== undefined && log.exchange !== undefined) return inner.record({ ...log, exchange: recordedQuota.admit(fn, log.exchange) }, retention);
         return inner.record(log, retention);
       },
     };
@@ -267,7 +279,8 @@ export async function startPlatform(options: PlatformOptions): Promise<Platform<
     policyRoutes({ policies, functions, now, access }),
     infoRoutes({ mode: cluster === undefined ? 'local' : 'cluster', default_namespace: functions.defaultNamespace, sandbox: sandbox === undefined ? undefined : { enabled: sandbox.enabled, warning: sandbox.warning } }),
   ];
-  const internal = internalRoutes({ tokens: cluster?.runtimeTokens ?? tokens, functions, kv: stores.kv, insight: stores.insight, consoleCapture: config.consoleCapture, flushRecords: () => writer.flush(), policies, platform: config.egressPlatform, now });
+  const kvGuard = new KvGuard({ kv: stores.kv, settings: config.kv, cluster: cluster !== undefined, metrics, logger });
+  const internal = internalRoutes({ tokens: cluster?.runtimeTokens ?? tokens, functions, kv: stores.kv, kvGuard, insight: stores.insight, consoleCapture: config.consoleCapture, flushRecords: () => writer.flush(), policies, platform: config.egressPlatform, now });
   const app = mainApp({ health, api, internal, adminToken: options.adminToken, kubeAccess: cluster?.kubeAccess, trustProxy: config.trustProxy, logger });
   // The admin panel: its page, sign-in and session-authenticated API, on its own listener.
   const admin = adminPanel({ token: options.adminToken, now, sessionStore: stores.sessions, logger, background });

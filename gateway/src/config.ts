@@ -1,6 +1,7 @@
 import { resolve } from 'node:path';
 import { DEFAULT_STARTING_DEADLINE_SECONDS, FnhostError, limits } from '@fnhost/core';
 import { PlatformRanges } from './policy/match.ts';
+import { kvSettingsFrom, type KvSettings } from './kv/settings.ts';
 
 // Everything the gateway reads from its environment, parsed once at start.
 // A bad value stops the start with a message naming the variable.
@@ -69,6 +70,8 @@ export interface GatewayConfig {
    * Kubernetes' CronJob startingDeadlineSeconds, which the operator sets alike.
    */
   scheduleStartingDeadlineSeconds: number;
+  /** KV quotas and the write-rate bound (FNHOST_KV_*, FNHOST_NAMESPACE_KV_*; ./kv/settings.ts, docs/kv.md "Quotas"). */
+  kv: KvSettings;
 }
 
 /** Five minutes: a function called now and then keeps its runtime between calls; one called once a day does not hold memory all day. */
@@ -158,6 +161,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     runtimeIdleSeconds: intVar(env, 'FNHOST_RUNTIME_IDLE_SECONDS', DEFAULT_RUNTIME_IDLE_SECONDS, 0, 604_800),
     consoleCapture: onOff(env, 'FNHOST_CONSOLE_CAPTURE', true),
     scheduleStartingDeadlineSeconds: intVar(env, 'FNHOST_SCHEDULE_STARTING_DEADLINE_SECONDS', DEFAULT_STARTING_DEADLINE_SECONDS, 0, 604_800),
+    kv: kvSettingsFrom(env),
   };
 }
 

@@ -1,4 +1,4 @@
-import { limits } from '@fnhost/core';
+import { limits, MAX_KV_QUOTA_BYTES, MAX_KV_QUOTA_KEYS } from '@fnhost/core';
 import { MAX_CRONJOB_NAME_LENGTH } from './names.ts';
 import * as scale from '@fnhost/core/scaling.ts';
 
@@ -190,6 +190,14 @@ function specSchema() {
               jsonPaths: { type: 'array', maxItems: limits.MAX_REDACT_JSON_PATHS, items: { type: 'string', pattern: '^\\$', maxLength: limits.MAX_REDACT_JSON_PATH_LENGTH }, description: "$.card.number, $.items[*].iban, $..iban (no filters)" },
             },
           },
+        },
+      },
+      kvQuota: {
+        type: 'object',
+        description: "This function's KV quota (docs/kv.md \"Quotas\"); a field left out takes the platform's default (the chart's gateway.kv.maxBytes, gateway.kv.maxKeys).",
+        properties: {
+          maxBytes: { type: 'integer', minimum: 1, maximum: MAX_KV_QUOTA_BYTES, description: 'Bytes of keys (UTF-8) plus values (JSON) the function may store.' },
+          maxKeys: { type: 'integer', minimum: 1, maximum: MAX_KV_QUOTA_KEYS, description: 'Keys the function may store.' },
         },
       },
       retention: {

@@ -67,8 +67,11 @@ describe('MongoDB store', function () {
       await client.close();
     });
 
-    it('creates the TTL indexes (expireAt, expireAfterSeconds 0) on logs, log buckets, console output, latency buckets, KV, admin sessions and the schedule ledger, and the listing indexes', async () => {
-      for (const collection of ['logs', 'log_buckets', 'console_output', 'latency_buckets', 'kv', 'admin_sessions', 'schedule_runs']) {
+    it('creates the TTL indexes (expireAt, expireAfterSeconds 0) on logs, log buckets, console output, latency buckets, admin sessions and the schedule ledger, and the listing indexes; none on KV, whose usage counters a TTL monitor would bypass', async () => {
+      const kvIndexes = await db.collection('kv').indexes();
+      expect(kvIndexes.find((index) => index.expireAfterSeconds !== undefined)).to.equal(undefined);
+      expect(kvIndexes.find((index) => index.name === 'ns_expireAt')).to.deep.include({ key: { ns: 1, expireAt: 1 } });
+      for (const collection of ['logs', 'log_buckets', 'console_output', 'latency_buckets', 'admin_sessions', 'schedule_runs']) {
         const ttl = (await db.collection(collection).indexes()).find((index) => index.name === 'ttl_expireAt');
         expect(ttl, collection).to.deep.include({ key: { expireAt: 1 }, expireAfterSeconds: 0 });
       }
@@ -124,9 +127,10 @@ describe('MongoDB store', function () {
       const old = log(fnId, now - 3 * DAY, { status_code: 500 }, { type: 'time', days: 1 });
       const fresh = log(fnId, now - 1000, {}, { type: 'time', days: 1 });
       await stores.logs.insert([old, fresh]);
-      await stores.kv.set(fnId, 'gone', '1', 1, now - 5000);
+      // (A write deletes its function's expired keys first: 'kept' goes in first.)
       await stores.kv.set(fnId, 'kept', '2', 3600, now);
-      // The stand-in has no TTL monitor; on a real server it may already have removed them.
+      await stores.kv.set(fnId, 'gone', '1', 1, now - 5000);
+      // The stand-in has no TTL monitor; on a real server it may already have removed the log.
       if (server.standIn) {
         expect(await db.collection('logs').countDocuments({ function_id: fnId })).to.equal(2);
         expect(await db.collection('kv').countDocuments({ ns: fnId })).to.equal(2);
@@ -142,6 +146,49 @@ describe('MongoDB store', function () {
       expect(await stores.kv.list(fnId, '', 10, now)).to.deep.equal(['kept']);
       expect(await stores.kv.sweep(now)).to.be.at.least(server.standIn ? 1 : 0);
       expect(await db.collection('kv').countDocuments({ ns: fnId })).to.equal(1);
+    });
+
+    it('brings an older database\'s KV under quotas at open: its TTL index dropped, each key\'s bytes filled in, each function\'s usage counted', async () => {
+      const legacy = 'fnhost_test_' + randomUUID().slice(0, 8);
+      dbNames.push(legacy);
+      const old = client.db(legacy);
+      await old.collection('kv').createIndexes([
+        { key: { ns: 1, key: 1 }, name: 'ns_key', unique: true },
+        { key: { expireAt: 1 }, name: 'ttl_expireAt', expireAfterSeconds: 0 },
+      ]);
+      const fnId = randomUUID();
+      await old.collection('kv').insertMany([
+        { ns: fnId, key: 'a', value: '"é"', expireAt: null },
+        { ns: fnId, key: 'bb', value: '12345', expireAt: null },
+      ]);
+      const opened = await openMongoStores({ url: server.url, dbName: legacy, retry: { log: () => {} } });
+      try {
+        expect((await old.collection('kv').indexes()).map((index) => index.name)).to.not.include('ttl_expireAt');
+        expect((await old.collection('kv').findOne({ key: 'a' }))!['bytes']).to.equal(1 + 4);
+        expect(await opened.kv.usage(fnId, Date.now())).to.deep.equal({ keys: 2, bytes: 5 + 7 });
+        expect(await opened.kv.set(fnId, 'c', '1', null, Date.now(), { maxBytes: 13, maxKeys: 10 })).to.deep.include({ stored: false, quota: 'kv_bytes', used: 12 });
+      } finally {
+        await opened.close();
+      }
+    });
+
+    it('two stores on one database (two gateway replicas) writing for one function at once never pass its quota', async () => {
+      const other = await openMongoStores({ url: server.url, dbName, retry: { log: () => {} } });
+      try {
+        const fnId = randomUUID();
+        const value = JSON.stringify('v'.repeat(1000)); // 1002 bytes + a 3-4 byte key
+        const quota = { maxBytes: 10_500, maxKeys: 1000 };
+        const now = Date.now();
+        const writes = Array.from({ length: 40 }, (_, i) => (i % 2 === 0 ? stores : other).kv.set(fnId, `k${i}`, value, null, now, quota));
+        const results = await Promise.all(writes);
+        const usage = await stores.kv.usage(fnId, now);
+        expect(usage.bytes).to.be.at.most(quota.maxBytes);
+        expect(results.filter((r) => r.stored).length).to.equal(usage.keys);
+        expect(usage.keys).to.equal(await db.collection('kv').countDocuments({ ns: fnId }));
+        expect(usage.keys).to.equal(10); // 10 keys of 1004-1005 bytes fit in 10,500, 11 do not
+      } finally {
+        await other.close();
+      }
     });
 
     it('keeps a session as its id hash with an expireAt Date for the TTL index, and hides it on the real clock once ended', async () => {

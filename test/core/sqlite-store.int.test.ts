@@ -147,7 +147,8 @@ describe('SQLite store (file)', () => {
     const raw = new DatabaseSync(path);
     raw.exec(`DROP TABLE log_buckets; ALTER TABLE logs DROP COLUMN error_stack; ALTER TABLE logs DROP COLUMN manual;
       DROP INDEX logs_by_id; ALTER TABLE logs DROP COLUMN cold_start; ALTER TABLE logs DROP COLUMN wait_ms;
-      DROP TABLE console_output; DROP TABLE latency_buckets; DROP TABLE log_exchanges; DROP TABLE schedule_runs; PRAGMA user_version = 1`);
+      DROP TABLE console_output; DROP TABLE latency_buckets; DROP TABLE log_exchanges; DROP TABLE schedule_runs;
+      DROP INDEX kv_by_expiry; DROP TABLE kv_usage; ALTER TABLE kv DROP COLUMN bytes; PRAGMA user_version = 1`);
     raw.close();
     const second = openSqliteStores({ path });
     try {
@@ -207,7 +208,7 @@ describe('SQLite store (file)', () => {
     await first.logs.insert(records);
     await first.close();
     const raw = new DatabaseSync(path);
-    raw.exec(`DROP TABLE log_exchanges;
+    raw.exec(`DROP INDEX kv_by_expiry; DROP TABLE kv_usage; ALTER TABLE kv DROP COLUMN bytes; DROP TABLE log_exchanges;
       CREATE TABLE log_exchanges (seq INTEGER PRIMARY KEY REFERENCES logs (seq) ON DELETE CASCADE, id TEXT NOT NULL UNIQUE, exchange TEXT NOT NULL);
       INSERT INTO log_exchanges (seq, id, exchange) SELECT seq, id, json_object('request', json_object('method', 'GET', 'path', '/' || id, 'query', '', 'headers', json_object(), 'body', NULL), 'response', NULL) FROM logs;
       PRAGMA user_version = 10`);
@@ -221,6 +222,24 @@ describe('SQLite store (file)', () => {
       }
     } finally {
       await second.close();
+    }
+  });
+
+  it('migrates KV from schema 11: each key\'s bytes filled in and each function\'s usage counted, so quotas hold for keys stored before them', async () => {
+    const path = join(dir, 'kv-11.db');
+    await openSqliteStores({ path }).close();
+    const raw = new DatabaseSync(path);
+    raw.exec(`DROP INDEX kv_by_expiry; DROP TABLE kv_usage; ALTER TABLE kv DROP COLUMN bytes;
+      INSERT INTO kv (namespace, key, value, expires_at) VALUES ('fn-a', 'é', '"✓"', NULL), ('fn-a', 'k2', '12345', NULL), ('fn-b', 'k', '1', NULL);
+      PRAGMA user_version = 11`);
+    raw.close();
+    const stores = openSqliteStores({ path });
+    try {
+      expect(await stores.kv.usage('fn-a', CONTRACT_EPOCH)).to.deep.equal({ keys: 2, bytes: 2 + 5 + 2 + 5 });
+      expect(await stores.kv.usage('fn-b', CONTRACT_EPOCH)).to.deep.equal({ keys: 1, bytes: 2 });
+      expect(await stores.kv.set('fn-a', 'k3', '1', null, CONTRACT_EPOCH, { maxBytes: 15, maxKeys: 10 })).to.deep.equal({ stored: false, quota: 'kv_bytes', used: 14, limit: 15 });
+    } finally {
+      await stores.close();
     }
   });
 

@@ -4,6 +4,7 @@ import { ConflictError, NotFoundError } from '../../core/src/errors.ts';
 import type { ExecutionLog, FunctionRecord, LogPage, LogQuery, NetworkPolicy, RetentionPolicy, StatusFilter } from '../../core/src/model.ts';
 import type { StoredLog, StoredScheduleRun, StoredSession, Stores } from '../../core/src/stores.ts';
 import { describeInsightContract } from './insight-contract.ts';
+import { describeKvQuotaContract } from './kv-quota-contract.ts';
 
 // The one contract every store implements (core/src/stores.ts), registered as
 // mocha tests: `describeStoreContract('SQLite', () => open...)`. It is
@@ -602,6 +603,7 @@ export function describeStoreContract(name: string, open: () => Promise<Stores>,
     });
 
     describeInsightContract(() => stores);
+    describeKvQuotaContract(() => stores);
 
     describe('CounterStore', () => {
       it('starts at 0 and adds batches for several functions at once', async () => {

@@ -139,3 +139,56 @@ describe('gateway internal KV API limits (with a function runtime token)', funct
     expect(shape.status).to.equal(400);
   });
 });
+
+function kvClient(env: Record<string, string>) {
+  const state: { h?: Harness; auth?: Record<string, string> } = {};
+  before(async () => {
+    state.h = await startHarness({ env });
+    const fn = await state.h.createFunction('kv-quota', 'export default (req, res) => res.json({})');
+    state.auth = { authorization: `Bearer ${state.h.platform.runtimeToken(fn.function_id)}`, 'content-type': 'application/json' };
+  });
+  after(async () => {
+    await state.h?.close();
+  });
+  const kv = (path: string, init: RequestInit = {}) => fetch(`${state.h!.url}/internal/v1/kv${path}`, { ...init, headers: { ...state.auth, ...(init.headers as Record<string, string>) } });
+  return { state, kv, put: (key: string, value: unknown) => kv('/' + key, { method: 'PUT', body: JSON.stringify({ value }) }) };
+}
+
+describe('gateway internal KV API quotas (with a function runtime token)', function () {
+  this.timeout(30_000);
+  const { state, put } = kvClient({ FNHOST_KV_MAX_BYTES: '100', FNHOST_KV_MAX_KEYS: '3', FNHOST_KV_WRITES_PER_SECOND: '0', FNHOST_KV_WRITE_BYTES_PER_SECOND: '0' });
+
+  it('answers 413 kv_quota_exceeded naming the quota past the bytes or the keys; the function\'s GET shows the usage; the metric counts each', async () => {
+    expect((await put('a', 'x'.repeat(58))).status).to.equal(204); // 1 + 60 = 61 bytes
+    const bytes = await put('b', 'x'.repeat(40));
+    expect(bytes.status).to.equal(413);
+    expect(await bytes.json()).to.deep.equal({ error: 'kv_quota_exceeded', message: 'KV quota exceeded: function kv-quota stores 61 of 100 bytes (kv_bytes)' });
+    expect((await put('a', 2)).status).to.equal(204);
+    expect((await put('b', 1)).status).to.equal(204);
+    expect((await put('c', 1)).status).to.equal(204);
+    const keys = await put('d', 1);
+    expect(keys.status).to.equal(413);
+    expect((await keys.json()).message).to.equal('KV quota exceeded: function kv-quota stores 3 of 3 keys (kv_keys)');
+    const fn = await state.h!.api('GET', '/api/v1/functions/kv-quota');
+    expect(fn.body.kv).to.deep.equal({ keys: 3, bytes: 6, max_keys: 3, max_bytes: 100 });
+    const metrics = await (await fetch(`${state.h!.url}/metrics`)).text();
+    for (const reason of ['kv_bytes', 'kv_keys']) expect(metrics).to.match(new RegExp(`fnhost_refused_total\\{reason="${reason}"\\} 1\\b`));
+  });
+});
+
+describe('gateway internal KV API write rate (with a function runtime token)', function () {
+  this.timeout(30_000);
+  // One write a second, a bucket of one: the second write at once is refused (real time; nothing here waits a second).
+  const { state, kv, put } = kvClient({ FNHOST_KV_WRITES_PER_SECOND: '1' });
+
+  it('answers 429 kv_rate_limited with Retry-After past the write rate, deletes included, and counts it', async () => {
+    expect((await put('a', 1)).status).to.equal(204);
+    const rate = await put('a', 2);
+    expect(rate.status).to.equal(429);
+    expect(rate.headers.get('retry-after')).to.equal('1');
+    expect(await rate.json()).to.deep.include({ error: 'kv_rate_limited' });
+    expect((await kv('/a', { method: 'DELETE' })).status).to.equal(429);
+    const metrics = await (await fetch(`${state.h!.url}/metrics`)).text();
+    expect(metrics).to.match(/fnhost_refused_total\{reason="kv_write_rate"\} 2\b/);
+  });
+});

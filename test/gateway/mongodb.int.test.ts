@@ -114,6 +114,39 @@ describe('gateway process on MongoDB (MONGODB_URL)', function () {
     }
   });
 
+  it('two gateways on one MongoDB hold a function to its KV quota together: the handler gets an error naming it, usage shows it', async () => {
+    const env = { MONGODB_URL: url, FNHOST_KV_WRITES_PER_SECOND: '0', FNHOST_KV_WRITE_BYTES_PER_SECOND: '0' };
+    const first = await startGateway({ token: TOKEN, env });
+    let second: Awaited<ReturnType<typeof startGateway>> | undefined;
+    try {
+      // 40 writes of 1,000 + ~6 bytes from each gateway, 8 at a time, into a 20,000-byte quota.
+      const code = `export default async (req, res) => {
+        let stored = 0; const errors = new Set();
+        const one = async (w) => { for (let i = w; i < 40; i += 8) {
+          try { await kv.set(req.query.p + i, 'v'.repeat(998)); stored++; } catch (e) { errors.add(e.message.replace(/[0-9]+ of/, 'N of')); }
+        } };
+        await Promise.all([0, 1, 2, 3, 4, 5, 6, 7].map(one));
+        res.json({ stored, errors: [...errors] });
+      }`;
+      const created = await api(first.url, 'POST', '/api/v1/functions', { name: 'kv-quota', code, kv_quota: { max_bytes: 20_000 } });
+      expect(created.status, JSON.stringify(created.body)).to.equal(201);
+      const id = created.body.function_id;
+      second = await startGateway({ token: TOKEN, env });
+      const [a, b] = await Promise.all([first, second].map(async (gw, i) => (await fetch(`${gw.url}/invoke/${id}/?p=g${i}-`)).json() as Promise<{ stored: number; errors: string[] }>));
+      const stored = a!.stored + b!.stored;
+      // Each key is 1,004-1,005 bytes: 19 fit in 20,000, 20 do not.
+      expect(stored, JSON.stringify([a, b])).to.equal(19);
+      expect(a!.errors.length + b!.errors.length, JSON.stringify([a, b])).to.be.greaterThan(0);
+      expect([...a!.errors, ...b!.errors].every((m) => /^kv\.set\("g[01]-\d+"\) failed: KV quota exceeded: function kv-quota stores N of 20000 bytes \(kv_bytes\)$/.test(m)), JSON.stringify([a, b])).to.equal(true);
+      const fn = await api(second.url, 'GET', `/api/v1/functions/${id}`);
+      expect(fn.body.kv).to.deep.include({ keys: 19, max_bytes: 20_000 });
+      expect(fn.body.kv.bytes).to.be.within(19 * 1004, 19 * 1005);
+    } finally {
+      await second?.stop();
+      expect(await first.stop()).to.equal(0);
+    }
+  });
+
   it('refuses a MONGODB_URL that is not a mongodb:// URL, naming the variable and never printing the rest of it', async () => {
     let message = '';
     try {

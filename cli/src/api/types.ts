@@ -15,6 +15,7 @@ export interface CreateFunctionBody {
   memory_mib?: number;
   schedule?: { cron: string; timezone?: string };
   record_requests?: Partial<RequestRecording>;
+  kv_quota?: { max_bytes?: number | null; max_keys?: number | null };
 }
 
 export interface UpdateFunctionBody {
@@ -24,6 +25,7 @@ export interface UpdateFunctionBody {
   timeout_seconds?: number;
   memory_mib?: number;
   record_requests?: Partial<RequestRecording>;
+  kv_quota?: { max_bytes?: number | null; max_keys?: number | null };
 }
 
 export interface TestRequest {

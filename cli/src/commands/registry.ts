@@ -13,6 +13,8 @@ const recordBodyLimit: OptionSpec = { type: 'string', value: '<bytes>', descript
 const redactHeader: OptionSpec = { type: 'string', multiple: true, value: '<name>', description: 'mask this header in recorded requests and responses (repeatable; replaces the list)' };
 const redactJson: OptionSpec = { type: 'string', multiple: true, value: '<path>', description: 'mask this JSON path in recorded bodies, e.g. $.card.number or $..iban (repeatable; replaces the list)' };
 const allowLoadError: OptionSpec = { type: 'boolean', description: 'store the code even though its top level throws while loading (its calls then answer 500 until fixed)' };
+const kvMaxBytes: OptionSpec = { type: 'string', value: '<bytes>|default', description: 'KV quota: bytes of keys and values the function may store, e.g. 1048576 or 50Mi (default: the platform\'s, 100Mi unless set)' };
+const kvMaxKeys: OptionSpec = { type: 'string', value: '<n>|default', description: 'KV quota: keys the function may store (default: the platform\'s, 100000 unless set)' };
 const route: OptionSpec = { type: 'string', multiple: true, value: '<pattern>', description: 'route pattern such as /users/:userId that fills req.params (repeatable)' };
 
 export const COMMANDS: CommandSpec[] = [
@@ -34,6 +36,8 @@ export const COMMANDS: CommandSpec[] = [
       'record-body-limit': recordBodyLimit,
       'redact-header': redactHeader,
       'redact-json': redactJson,
+      'kv-max-bytes': kvMaxBytes,
+      'kv-max-keys': kvMaxKeys,
       cron: { type: 'string', value: '<expr>', description: 'run on this 5-field cron schedule as well' },
       timezone: { type: 'string', value: '<zone>', description: 'IANA time zone of --cron (default UTC)' },
       'allow-load-error': allowLoadError,
@@ -62,6 +66,7 @@ export const COMMANDS: CommandSpec[] = [
       'wait-timeout': { type: 'string', value: '<seconds>', description: 'how long to wait for the new code to serve (cluster mode; default 180)' },
       'record-requests': recordRequests, 'record-body-limit': recordBodyLimit, 'redact-header': redactHeader, 'redact-json': redactJson,
       'allow-load-error': allowLoadError,
+      'kv-max-bytes': kvMaxBytes, 'kv-max-keys': kvMaxKeys,
     },
     json: true,
     remote: true,

@@ -3,7 +3,8 @@ import { resolve } from 'node:path';
 import { MAX_MEMORY_MIB, MAX_TIMEOUT_SECONDS } from '@fnhost/core/limits.ts';
 import { validateCode, validateEnv, validateMemoryMiB, validateRoutes, validateTimeoutSeconds } from '@fnhost/core/validation.ts';
 import { validateRequestRecording } from '@fnhost/core/recording.ts';
-import type { RequestRecording } from '@fnhost/core/model.ts';
+import type { FunctionKvQuota, RequestRecording } from '@fnhost/core/model.ts';
+import { validateKvQuota } from '@fnhost/core/kv-quota.ts';
 import { LocalIoError, UsageError } from '../errors.ts';
 import { asUsage, intOption, listOption, stringOption } from './common.ts';
 import type { CommandContext } from './spec.ts';
@@ -57,6 +58,32 @@ export interface SettingsFlags {
   timeout_seconds?: number;
   memory_mib?: number;
   record_requests?: Partial<RequestRecording>;
+  kv_quota?: { max_bytes?: number | null; max_keys?: number | null };
+}
+
+const UNITS: Record<string, number> = { '': 1, Ki: 1024, Mi: 1024 ** 2, Gi: 1024 ** 3 };
+
+/** `--kv-max-bytes 50Mi` -> 52428800; `default` -> null (the platform's); Ki, Mi, Gi as Kubernetes writes them. */
+export function parseByteSize(raw: string, flag: string): number | null {
+  if (raw === 'default') return null;
+  const match = /^(\d{1,12})(Ki|Mi|Gi)?$/.exec(raw.trim());
+  if (match === null) throw new UsageError(`${flag} must be a number of bytes (optionally with Ki, Mi or Gi, e.g. 50Mi) or "default", got "${raw}"`);
+  return Number(match[1]) * UNITS[match[2] ?? '']!;
+}
+
+/** --kv-max-bytes and --kv-max-keys (docs/kv.md "Quotas"): only those named are sent, so a deploy keeps the other. */
+export function parseKvQuotaFlags(ctx: CommandContext): FunctionKvQuota | undefined {
+  const bytes = stringOption(ctx, 'kv-max-bytes');
+  const keys = stringOption(ctx, 'kv-max-keys');
+  if (bytes === undefined && keys === undefined) return undefined;
+  const out: FunctionKvQuota = {};
+  if (bytes !== undefined) out.max_bytes = parseByteSize(bytes, '--kv-max-bytes');
+  if (keys !== undefined) {
+    if (keys !== 'default' && !/^\d{1,12}$/.test(keys)) throw new UsageError(`--kv-max-keys must be a number of keys or "default", got "${keys}"`);
+    out.max_keys = keys === 'default' ? null : Number(keys);
+  }
+  asUsage(() => validateKvQuota(out), '--kv-max-bytes and --kv-max-keys set kv_quota');
+  return out;
 }
 
 /**
@@ -97,5 +124,7 @@ export function parseSettings(ctx: CommandContext): SettingsFlags {
   if (memory !== undefined) settings.memory_mib = asUsage(() => validateMemoryMiB(memory));
   const recording = parseRecordingFlags(ctx);
   if (recording !== undefined) settings.record_requests = recording;
+  const kvQuota = parseKvQuotaFlags(ctx);
+  if (kvQuota !== undefined) settings.kv_quota = kvQuota;
   return settings;
 }

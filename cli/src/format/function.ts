@@ -50,6 +50,26 @@ export function recordingText(recording: ApiFunction['record_requests']): string
   return oneLine(`on (bodies up to ${recording.max_body_bytes} bytes; ${masked.length === 0 ? 'nothing masked' : `masked: ${masked.join(', ')}`})`);
 }
 
+/** `1.2 MiB`: bytes as people read them (binary units, as the quota flags take them). */
+export function byteSize(n: number): string {
+  if (n < 1024) return `${n} B`;
+  const units = ['KiB', 'MiB', 'GiB', 'TiB'];
+  let v = n / 1024;
+  let i = 0;
+  while (v >= 1024 && i < units.length - 1) {
+    v /= 1024;
+    i++;
+  }
+  return `${v >= 100 ? Math.round(v) : v.toFixed(1).replace(/\.0$/, '')} ${units[i]}`;
+}
+
+/** `12 keys of 100000, 1.2 MiB of 100 MiB (1%)`, and the namespace's total when one is set. */
+export function kvUsageText(kv: NonNullable<ApiFunction['kv']>): string {
+  const pct = kv.max_bytes > 0 ? Math.floor((100 * kv.bytes) / kv.max_bytes) : 0;
+  const ns = kv.namespace_max_bytes === undefined ? '' : `; namespace ${byteSize(kv.namespace_bytes ?? 0)} of ${byteSize(kv.namespace_max_bytes)}`;
+  return `${kv.keys} key${kv.keys === 1 ? '' : 's'} of ${kv.max_keys}, ${byteSize(kv.bytes)} of ${byteSize(kv.max_bytes)} (${pct}%)${ns}`;
+}
+
 /** Pods, autoscaling, scale to zero and CPU in one line (cluster mode). */
 export function scalingText(s: FunctionScalingSettings): string {
   const pods = s.autoscale === null ? `${s.replicas} pod${s.replicas === 1 ? '' : 's'}` : `autoscale ${s.autoscale.min_replicas}-${s.autoscale.max_replicas} pods at ${s.autoscale.target_concurrency} calls in flight each`;
@@ -75,6 +95,7 @@ export function functionDetails(fn: ApiFunction, serverUrl: string, paint: Paint
     ['Env', Object.keys(fn.env).length > 0 ? Object.keys(fn.env).sort().join(', ') : '-'],
     ...(fn.rollout === undefined ? [] : [['Namespace', oneLine(fn.namespace)] as [string, string], ['Rollout', rolloutText(fn.rollout)] as [string, string]]),
     ['Record Requests', recordingText(fn.record_requests)],
+    ...(fn.kv === undefined ? [] : [['KV', kvUsageText(fn.kv)] as [string, string]]),
     ['Created', formatLocalDateTimeWithZone(fn.created_at)],
     ['Updated', formatLocalDateTimeWithZone(fn.updated_at)],
     ...extra,

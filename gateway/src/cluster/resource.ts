@@ -1,6 +1,6 @@
 import { functionIdOf } from '@fnhost/core/function-identity.ts';
 import { API_VERSION, KIND, type FunctionEnvVar, type FunctionResource, type FunctionSpec } from '@fnhost/core/function-resource.ts';
-import { limits, isoTimestamp, validateRequestRecording, type FunctionRecord, type RequestRecording, type RetentionPolicy, type Schedule } from '@fnhost/core';
+import { limits, isoTimestamp, validateRequestRecording, type FunctionKvQuota, type FunctionRecord, type RequestRecording, type RetentionPolicy, type Schedule } from '@fnhost/core';
 import type { ApiRollout } from '@fnhost/core/api.ts';
 import { DEFAULT_IDLE_SECONDS, DEFAULT_MAX_REPLICAS, DEFAULT_MIN_REPLICAS, DEFAULT_TARGET_CONCURRENCY, type FunctionScalingSettings } from '@fnhost/core/scaling.ts';
 
@@ -55,6 +55,20 @@ function recordingOf(spec: FunctionSpec): RequestRecording | undefined {
 
 function specRecording(r: RequestRecording): NonNullable<FunctionSpec['recordRequests']> {
   return { enabled: r.enabled, maxBodyBytes: r.max_body_bytes, redact: { headers: r.redact.headers, jsonPaths: r.redact.json_paths } };
+}
+
+/** spec.kvQuota as the function's kv_quota (the CRD checks the bounds). */
+function kvQuotaOf(spec: FunctionSpec): { kv_quota?: FunctionKvQuota } {
+  const q = spec.kvQuota;
+  if (q === undefined || q === null) return {};
+  const out: FunctionKvQuota = {};
+  if (typeof q.maxBytes === 'number') out.max_bytes = q.maxBytes;
+  if (typeof q.maxKeys === 'number') out.max_keys = q.maxKeys;
+  return Object.keys(out).length === 0 ? {} : { kv_quota: out };
+}
+
+function specKvQuota(q: FunctionKvQuota | undefined): { maxBytes: number | null; maxKeys: number | null } {
+  return { maxBytes: q?.max_bytes ?? null, maxKeys: q?.max_keys ?? null };
 }
 
 function scheduleOf(spec: FunctionSpec): Schedule | null {
@@ -130,6 +144,7 @@ export function recordFromResource(res: FunctionResource): FunctionRecord | null
     created_at: created,
     updated_at: updatedAt(res, created),
     ...(recording === undefined ? {} : { record_requests: recording }),
+    ...kvQuotaOf(spec),
     scaling: scalingOf(spec),
   };
 }
@@ -183,6 +198,9 @@ export function resourceForCreate(fn: FunctionRecord): FunctionResource {
   };
   if (fn.schedule !== null) spec.schedule = specSchedule(fn.schedule);
   if (fn.record_requests !== undefined) spec.recordRequests = specRecording(fn.record_requests);
+  if (fn.kv_quota?.max_bytes != null || fn.kv_quota?.max_keys != null) {
+    spec.kvQuota = { ...(fn.kv_quota.max_bytes == null ? {} : { maxBytes: fn.kv_quota.max_bytes }), ...(fn.kv_quota.max_keys == null ? {} : { maxKeys: fn.kv_quota.max_keys }) };
+  }
   return {
     apiVersion: API_VERSION,
     kind: KIND,
@@ -216,6 +234,8 @@ export function specPatch(before: FunctionRecord, after: FunctionRecord, current
   // A merge patch merges objects: null first clears days/count that the new type must not carry.
   if (!same(before.retention, after.retention)) spec.retention = { days: null, count: null, ...specRetention(after.retention) };
   if (after.record_requests !== undefined && !same(before.record_requests, after.record_requests)) spec.recordRequests = specRecording(after.record_requests);
+  // A merge patch: null removes a field, so the platform's default applies again.
+  if (!same(before.kv_quota ?? {}, after.kv_quota ?? {})) spec.kvQuota = specKvQuota(after.kv_quota);
   if (!same(before.schedule, after.schedule)) spec.schedule = after.schedule === null ? null : specSchedule(after.schedule);
   Object.assign(spec, scalingPatch(before.scaling, after.scaling));
   if (Object.keys(spec).length === 0) return null;

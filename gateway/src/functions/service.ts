@@ -3,10 +3,10 @@ import { CodeRefusedError } from './code-check.ts';
 import {
   ConflictError, NotFoundError, ValidationError, isUuid, isoTimestamp, limits, newFunctionId,
   validateCode, validateCron, validateEnv, validateFunctionName, validateMemoryMiB, validateRetention, validateRoutes,
-  validateTimeoutSeconds, validateTimezone, validateRequestRecording, recordingOf,
-  type Executor, type FunctionRecord, type PreparedRuntime, type RetentionPolicy, type Schedule, type Stores,
+  validateTimeoutSeconds, validateTimezone, validateRequestRecording, recordingOf, validateKvQuota,
+  type Executor, type KvQuota, type FunctionRecord, type PreparedRuntime, type RetentionPolicy, type Schedule, type Stores,
 } from '@fnhost/core';
-import type { ApiRollout } from '@fnhost/core/api.ts';
+import type { ApiKvUsage, ApiRollout } from '@fnhost/core/api.ts';
 import type { Logger } from '../log.ts';
 
 // Functions as the management API sees them. Every write goes to the store
@@ -78,7 +78,10 @@ export interface ApiFunction extends Omit<FunctionRecord, 'code' | 'schedule' | 
   total_executions: number;
   invocation_url: string;
   rollout?: ApiRollout;
+  /** Single-function answers: the function's KV usage and the quota in force (docs/kv.md "Quotas"). */
+  kv?: ApiKvUsage;
 }
+
 
 export interface FunctionServiceOptions {
   stores: Stores;
@@ -98,10 +101,12 @@ export interface FunctionServiceOptions {
   multiNamespace?: boolean;
   /** The id of a new function (one machine: a random UUID; cluster: derived from namespace and name). */
   newFunctionId?: (namespace: string, name: string) => string;
+  /** The KV quota a function's writes are held to (gateway/src/kv/settings.ts quotaFor); without it no usage is shown. */
+  kvQuota?: (fn: FunctionRecord) => KvQuota;
 }
 
-const CREATE_FIELDS = new Set(['name', 'code', 'env', 'routes', 'timeout_seconds', 'memory_mib', 'active', 'retention', 'schedule', 'record_requests']);
-const PATCH_FIELDS = new Set(['code', 'env', 'routes', 'timeout_seconds', 'memory_mib', 'record_requests']);
+const CREATE_FIELDS = new Set(['name', 'code', 'env', 'routes', 'timeout_seconds', 'memory_mib', 'active', 'retention', 'schedule', 'record_requests', 'kv_quota']);
+const PATCH_FIELDS = new Set(['code', 'env', 'routes', 'timeout_seconds', 'memory_mib', 'record_requests', 'kv_quota']);
 
 function checkFields(body: unknown, allowed: Set<string>, what: string): Record<string, unknown> {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new ValidationError(`${what} body must be a JSON object`);
@@ -195,7 +200,21 @@ export class FunctionService {
       total_executions: total,
       invocation_url: `${this.#o.executionUrl()}/invoke/${fn.function_id}`,
       ...this.#rollout(fn.function_id),
+      ...(includeCode ? await this.#kvUsage(fn) : {}),
     };
+  }
+
+  async #kvUsage(fn: FunctionRecord): Promise<{ kv?: ApiKvUsage }> {
+    const quota = this.#o.kvQuota?.(fn);
+    if (quota === undefined) return {};
+    const now = this.#o.now();
+    const usage = await this.#o.stores.kv.usage(fn.function_id, now);
+    const kv: ApiKvUsage = { keys: usage.keys, bytes: usage.bytes, max_keys: quota.maxKeys, max_bytes: quota.maxBytes };
+    if (quota.group?.maxBytes !== undefined) {
+      kv.namespace_bytes = (await this.#o.stores.kv.groupUsage(quota.group.id, now)).bytes;
+      kv.namespace_max_bytes = quota.group.maxBytes;
+    }
+    return { kv };
   }
 
   create(body: unknown, namespace?: string, options: CodeWriteOptions = {}): Promise<FunctionRecord> {
@@ -211,6 +230,7 @@ export class FunctionService {
     const retention: RetentionPolicy = raw.retention === undefined ? { type: 'none' } : validateRetention(raw.retention);
     const schedule: Schedule | null = raw.schedule === undefined || raw.schedule === null ? null : { ...parseScheduleBody(raw.schedule), enabled: true };
     const recording = raw.record_requests === undefined ? undefined : validateRequestRecording(raw.record_requests);
+    const kvQuota = raw.kv_quota === undefined ? undefined : validateKvQuota(raw.kv_quota);
     return this.#serial(async () => {
       if (this.#index.getByName(ns, name) !== undefined) throw new ConflictError(`a function named "${name}" already exists${this.#o.multiNamespace ? ` in namespace "${ns}"` : ''}`);
       const now = isoTimestamp(this.#o.now());
@@ -218,6 +238,7 @@ export class FunctionService {
         function_id: this.#o.newFunctionId?.(ns, name) ?? newFunctionId(), name, namespace: ns, code, env, routes, timeout_seconds: timeout, memory_mib: memory,
         active: raw.active === undefined ? true : (raw.active as boolean), retention, schedule, created_at: now, updated_at: now,
         ...(recording === undefined ? {} : { record_requests: recording }),
+        ...(kvQuota === undefined || Object.keys(kvQuota).length === 0 ? {} : { kv_quota: kvQuota }),
       };
       const prepared = await this.#prepared(fn, !options.allowLoadError);
       try {
@@ -311,9 +332,18 @@ export class FunctionService {
     if (raw.memory_mib !== undefined) patch.memory_mib = validateMemoryMiB(raw.memory_mib);
     // Fields of record_requests not named keep their current values.
     const recording = raw.record_requests;
-    return this.#replace(ref, namespace, (fn) => ({
-      ...fn, ...patch, ...(recording === undefined ? {} : { record_requests: validateRequestRecording(recording, recordingOf(fn)) }),
-    }), true, true, options);
+    if (raw.kv_quota !== undefined) validateKvQuota(raw.kv_quota); // refused before anything is written
+    return this.#replace(ref, namespace, (fn) => {
+      const next: FunctionRecord = {
+        ...fn, ...patch, ...(recording === undefined ? {} : { record_requests: validateRequestRecording(recording, recordingOf(fn)) }),
+      };
+      if (raw.kv_quota !== undefined) {
+        const quota = validateKvQuota(raw.kv_quota, fn.kv_quota);
+        if (Object.keys(quota).length === 0) delete next.kv_quota;
+        else next.kv_quota = quota;
+      }
+      return next;
+    }, true, true, options);
   }
 
   setActive(ref: string, active: boolean, namespace?: string): Promise<FunctionRecord> {

@@ -1,6 +1,7 @@
 import Router from '@koa/router';
 import type { Context, Next } from 'koa';
-import { ValidationError, limits, type InsightStore, type KvStore } from '@fnhost/core';
+import { KvRateError, ValidationError, limits, type InsightStore, type KvStore } from '@fnhost/core';
+import type { KvGuard } from '../kv/guard.ts';
 import { UnauthorizedError, bearerToken } from '../auth.ts';
 import type { FunctionService } from '../functions/service.ts';
 import { PayloadTooLargeError } from '../invoke/errors.ts';
@@ -17,6 +18,8 @@ export interface InternalDeps {
   tokens: RuntimeTokenVerifier;
   functions: FunctionService;
   kv: KvStore;
+  /** KV writes go through the quota and write-rate bounds (../kv/guard.ts). */
+  kvGuard: KvGuard;
   /** Where runtimes' console output goes (./console.ts). */
   insight: InsightStore;
   flushRecords: () => Promise<void>;
@@ -41,6 +44,16 @@ export function kvTtl(raw: unknown): number | null {
     throw new ValidationError(`kv ttlSeconds must be an integer from 1 to ${limits.MAX_KV_TTL_SECONDS}, got ${JSON.stringify(raw)}`);
   }
   return raw;
+}
+
+/** A 429 from the write-rate bound carries Retry-After. */
+async function withRetryAfter<T>(ctx: Context, work: () => Promise<T>): Promise<T> {
+  try {
+    return await work();
+  } catch (err) {
+    if (err instanceof KvRateError) ctx.set('Retry-After', String(err.retryAfterSeconds));
+    throw err;
+  }
 }
 
 export function internalRoutes(deps: InternalDeps): Router {
@@ -88,12 +101,14 @@ export function internalRoutes(deps: InternalDeps): Router {
     const json = JSON.stringify(value);
     const size = Buffer.byteLength(json);
     if (size > limits.MAX_KV_VALUE_BYTES) throw new PayloadTooLargeError(limits.MAX_KV_VALUE_BYTES, `kv value for "${key.slice(0, 100)}" (${size} bytes as JSON)`);
-    await deps.kv.set(ctx.state.functionId, key, json, kvTtl(ttlSeconds), deps.now());
+    const ttl = kvTtl(ttlSeconds);
+    await withRetryAfter(ctx, () => deps.kvGuard.set(deps.functions.byId(ctx.state.functionId)!, key, json, ttl, deps.now()));
     ctx.status = 204;
   });
 
   router.delete('/kv/:key', async (ctx) => {
-    ctx.body = { deleted: await deps.kv.delete(ctx.state.functionId, kvKey(ctx.params.key)) };
+    const key = kvKey(ctx.params.key);
+    ctx.body = { deleted: await withRetryAfter(ctx, () => deps.kvGuard.delete(deps.functions.byId(ctx.state.functionId)!, key, deps.now())) };
   });
 
   addConsoleRoute(router, { insight: deps.insight, functions: deps.functions, now: deps.now, flushRecords: deps.flushRecords, enabled: deps.consoleCapture });

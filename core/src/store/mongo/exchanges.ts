@@ -1,5 +1,6 @@
 import { MongoBulkWriteError, type Collection, type Db } from 'mongodb';
 import type { RecordedExchange, RetentionPolicy } from '../../model.ts';
+import { recordedExchangeBytes } from '../../recording.ts';
 import type { ExchangeLookup, ExchangeStore, StoredLog } from '../../stores.ts';
 import type { MongoContext } from './context.ts';
 import { allDuplicates } from './counts.ts';
@@ -18,6 +19,8 @@ export interface ExchangeDoc {
   executed_at: Date;
   exchange: RecordedExchange;
   expireAt?: Date;
+  /** recordedExchangeBytes (absent on exchanges stored before it: they count 0). */
+  bytes?: number;
 }
 
 export function exchangeCollection(db: Db): Collection<ExchangeDoc> {
@@ -34,7 +37,7 @@ export async function writeExchanges(ctx: MongoContext, exchanges: Collection<Ex
   for (const r of records) {
     if (r.exchange === undefined) continue;
     docs.push({
-      _id: r.id, function_id: r.function_id, executed_at: new Date(r.executed_at), exchange: r.exchange,
+      _id: r.id, function_id: r.function_id, executed_at: new Date(r.executed_at), exchange: r.exchange, bytes: recordedExchangeBytes(r.exchange),
       ...(r.expires_at === null ? {} : { expireAt: new Date(r.expires_at) }),
     });
   }
@@ -64,6 +67,15 @@ export class MongoExchangeStore implements ExchangeStore {
     if (log === null || !(await this.#visible(functionId, log, retention, now))) return { found: false };
     const doc = await this.#ctx.run('exchange read', true, () => this.#exchanges.findOne({ _id: logId, function_id: functionId }));
     return { found: true, executed_at: log.executed_at.toISOString(), trigger: log.trigger, exchange: doc?.exchange ?? null };
+  }
+
+  async recordedBytes(functionIds: readonly string[], now: number): Promise<number> {
+    if (functionIds.length === 0) return 0;
+    const rows = await this.#ctx.run('exchange bytes', true, () => this.#exchanges.aggregate<{ bytes: number }>([
+      { $match: { function_id: { $in: [...functionIds] }, $or: [{ expireAt: { $exists: false } }, { expireAt: { $gt: new Date(now) } }] } },
+      { $group: { _id: null, bytes: { $sum: '$bytes' } } },
+    ]).toArray());
+    return rows[0]?.bytes ?? 0;
   }
 
   /** The retention read filter for one record (the store's reads hide expired records before the TTL monitor runs). */

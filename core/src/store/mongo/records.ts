@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { MongoServerError, type Collection, type Db } from 'mongodb';
-import { ConflictError, NotFoundError } from '../../errors.ts';
+import { ConflictError, NotFoundError, StoreError } from '../../errors.ts';
+import { checkKvQuota, kvEntryBytes, type KvQuota, type KvSetResult, type KvUsage } from '../../kv-quota.ts';
 import type { FunctionRecord, NetworkPolicy, NetworkPolicyChange } from '../../model.ts';
 import type { CounterStore, FunctionStore, KvStore, PolicyScope, PolicyStore } from '../../stores.ts';
 import type { MongoContext } from './context.ts';
@@ -127,8 +128,19 @@ interface KvDoc {
   ns: string;
   key: string;
   value: string;
-  /** null keeps the key; otherwise the TTL index removes it once past (reads hide it at once). */
+  /** null keeps the key; otherwise reads hide it once past, and a write of its function or the sweep deletes it. */
   expireAt: Date | null;
+  /** UTF-8 key + JSON value (kvEntryBytes). */
+  bytes: number;
+}
+
+/** Per function (KV namespace): the stored keys and bytes, expired ones included until deleted. */
+interface KvUsageDoc {
+  _id: string;
+  /** The Kubernetes namespace whose total a quota bounds (KvQuota.group), once a write named one. */
+  grp?: string | null;
+  keys: number;
+  bytes: number;
 }
 
 /** A regular expression matching strings that start with `prefix`, taken literally. */
@@ -140,13 +152,33 @@ function live(now: number) {
   return { $or: [{ expireAt: null }, { expireAt: { $gt: new Date(now) } }] };
 }
 
+function expired(now: number) {
+  return { expireAt: { $ne: null, $lte: new Date(now) } };
+}
+
+/** Expired keys a write deletes before it checks the quota (the rest, if any, are subtracted by an aggregation). */
+const PURGE_PER_WRITE = 100;
+
+// Usage without a scan per write, and exact for what a reader sees: the
+// usage document counts the STORED keys and bytes ($inc with every write,
+// delete and sweep deletion, each an atomic single-document operation), and
+// live usage = stored - the function's expired-but-stored keys, summed over
+// the (ns, expireAt) index range `expireAt <= now` (short: a write deletes
+// up to PURGE_PER_WRITE of them first, the gateway's sweep the rest). No TTL
+// index on kv: the TTL monitor would delete documents without the counter
+// knowing. The quota is reserved before the write by a conditional $inc
+// (`bytes <= limit - growth`), so two gateway replicas writing for the same
+// function cannot both pass a check that only one fits: docs/kv.md "Quotas"
+// gives the bounds.
 export class MongoKvStore implements KvStore {
   readonly #ctx: MongoContext;
   readonly #kv: Collection<KvDoc>;
+  readonly #usage: Collection<KvUsageDoc>;
 
   constructor(db: Db, ctx: MongoContext) {
     this.#ctx = ctx;
     this.#kv = db.collection<KvDoc>('kv');
+    this.#usage = db.collection<KvUsageDoc>('kv_usage');
   }
 
   async get(namespace: string, key: string, now: number): Promise<string | undefined> {
@@ -154,17 +186,79 @@ export class MongoKvStore implements KvStore {
     return doc?.value;
   }
 
-  async set(namespace: string, key: string, json: string, ttlSeconds: number | null, now: number): Promise<void> {
+  async set(namespace: string, key: string, json: string, ttlSeconds: number | null, now: number, quota?: KvQuota): Promise<KvSetResult> {
     const expireAt = ttlSeconds === null ? null : new Date(now + ttlSeconds * 1000);
-    await this.#ctx.run('kv set', true, async () => {
-      try {
-        await this.#kv.updateOne({ ns: namespace, key }, { $set: { value: json, expireAt } }, { upsert: true });
-      } catch (err) {
-        // Two upserts of a new key at once: one inserts, the other hits the unique index; write again.
-        if (!isDuplicateKey(err)) throw err;
-        await this.#kv.updateOne({ ns: namespace, key }, { $set: { value: json, expireAt } });
+    const bytes = kvEntryBytes(key, json);
+    await this.#purgeExpired(namespace, now, PURGE_PER_WRITE);
+    let reserved = { keys: 0, bytes: 0 };
+    if (quota !== undefined) {
+      const old = await this.#ctx.run('kv set', true, () => this.#kv.findOne({ ns: namespace, key }, { projection: { bytes: 1, expireAt: 1 } }));
+      const oldLive = old !== null && (old.expireAt === null || old.expireAt.getTime() > now);
+      const dKeys = oldLive ? 0 : 1;
+      const dBytes = bytes - (oldLive ? old.bytes : 0);
+      const stale = await this.#expiredSum([namespace], now);
+      const stored = await this.#stored(namespace);
+      const refusal = checkKvQuota({ keys: stored.keys - stale.keys, bytes: stored.bytes - stale.bytes }, dKeys, dBytes, quota);
+      if (refusal !== null) return { stored: false, ...refusal };
+      if (quota.group?.maxBytes !== undefined && dBytes > 0) {
+        const total = (await this.groupUsage(quota.group.id, now)).bytes;
+        if (total + dBytes > quota.group.maxBytes) return { stored: false, quota: 'namespace_kv_bytes', used: total, limit: quota.group.maxBytes };
       }
-    });
+      // The reservation: the stored counts change by what this write adds
+      // (an expired old key is still stored), on condition that the live
+      // counts after it stay within the quota.
+      reserved = { keys: old === null ? 1 : 0, bytes: bytes - (old?.bytes ?? 0) };
+      const filter: Record<string, unknown> = { _id: namespace };
+      if (dKeys > 0) filter['keys'] = { $lte: quota.maxKeys + stale.keys - dKeys };
+      if (dBytes > 0) filter['bytes'] = { $lte: quota.maxBytes + stale.bytes - dBytes };
+      const group = quota.group === undefined ? {} : { $set: { grp: quota.group.id } };
+      let took = false;
+      try {
+        const result = await this.#ctx.run('kv quota reserve', false, () =>
+          this.#usage.updateOne(filter, { $inc: { keys: reserved.keys, bytes: reserved.bytes }, ...group }, { upsert: stored.keys === 0 && stored.bytes === 0 }));
+        took = result.matchedCount + result.upsertedCount > 0;
+      } catch (err) {
+        if (!isDuplicateKey(err) && !(err instanceof StoreError && isDuplicateKey(err.cause))) throw err;
+      }
+      if (!took) {
+        // Another replica's write took the room between the check and the reservation.
+        const now2 = await this.usage(namespace, now);
+        const again = checkKvQuota(now2, dKeys, dBytes, quota) ?? { quota: 'kv_bytes' as const, used: now2.bytes, limit: quota.maxBytes };
+        return { stored: false, ...again };
+      }
+    }
+    let before: { bytes?: number } | null;
+    try {
+      before = await this.#ctx.run('kv set', false, () =>
+        this.#kv.findOneAndUpdate({ ns: namespace, key }, { $set: { value: json, expireAt, bytes } }, { upsert: true, returnDocument: 'before', projection: { bytes: 1 } }));
+    } catch (err) {
+      // Two upserts of a new key at once: one inserts, the other hits the unique index; write again.
+      if (!isDuplicateKey(err) && !(err instanceof StoreError && isDuplicateKey(err.cause))) throw err;
+      before = await this.#ctx.run('kv set', false, () =>
+        this.#kv.findOneAndUpdate({ ns: namespace, key }, { $set: { value: json, expireAt, bytes } }, { returnDocument: 'before', projection: { bytes: 1 } }));
+    }
+    const actual = before === null ? { keys: 1, bytes } : { keys: 0, bytes: bytes - (before.bytes ?? 0) };
+    // The reservation set the group already; this corrects the count only (nothing when the estimate held).
+    await this.#addUsage(namespace, actual.keys - reserved.keys, actual.bytes - reserved.bytes);
+    return { stored: true };
+  }
+
+  async usage(namespace: string, now: number): Promise<KvUsage> {
+    const stale = await this.#expiredSum([namespace], now);
+    const stored = await this.#stored(namespace);
+    return { keys: stored.keys - stale.keys, bytes: stored.bytes - stale.bytes };
+  }
+
+  async groupUsage(group: string, now: number): Promise<KvUsage> {
+    const docs = await this.#ctx.run('kv group usage', true, () => this.#usage.find({ grp: group }).toArray());
+    const stale = await this.#expiredSum(docs.map((d) => d._id), now);
+    let keys = 0;
+    let bytes = 0;
+    for (const d of docs) {
+      keys += d.keys;
+      bytes += d.bytes;
+    }
+    return { keys: keys - stale.keys, bytes: bytes - stale.bytes };
   }
 
   async has(namespace: string, key: string, now: number): Promise<boolean> {
@@ -172,7 +266,10 @@ export class MongoKvStore implements KvStore {
   }
 
   async delete(namespace: string, key: string): Promise<boolean> {
-    return this.#ctx.run('kv delete', true, async () => (await this.#kv.deleteOne({ ns: namespace, key })).deletedCount === 1);
+    const doc = await this.#ctx.run('kv delete', true, () => this.#kv.findOneAndDelete({ ns: namespace, key }, { projection: { bytes: 1 } }));
+    if (doc === null) return false;
+    await this.#addUsage(namespace, -1, -(doc.bytes ?? 0));
+    return true;
   }
 
   async list(namespace: string, prefix: string, limit: number, now: number): Promise<string[]> {
@@ -182,12 +279,81 @@ export class MongoKvStore implements KvStore {
   }
 
   async sweep(now: number): Promise<number> {
-    return this.#ctx.run('kv sweep', true, async () => (await this.#kv.deleteMany({ expireAt: { $ne: null, $lte: new Date(now) } })).deletedCount);
+    let deleted = 0;
+    for (;;) {
+      const batch = await this.#ctx.run('kv sweep', true, () => this.#kv.find(expired(now), { projection: { _id: 1, ns: 1 } }).limit(1000).toArray());
+      const freed = new Map<string, KvUsage>();
+      for (const doc of batch) {
+        const gone = await this.#ctx.run('kv sweep', true, () => this.#kv.findOneAndDelete({ _id: doc._id, ...expired(now) }, { projection: { bytes: 1 } }));
+        if (gone === null) continue;
+        deleted++;
+        const f = freed.get(doc.ns) ?? { keys: 0, bytes: 0 };
+        freed.set(doc.ns, { keys: f.keys + 1, bytes: f.bytes + (gone.bytes ?? 0) });
+      }
+      for (const [ns, f] of freed) await this.#addUsage(ns, -f.keys, -f.bytes);
+      if (batch.length < 1000) return deleted;
+    }
   }
 
   async deleteNamespace(namespace: string): Promise<void> {
     await this.#ctx.run('kv delete namespace', true, () => this.#kv.deleteMany({ ns: namespace }));
+    await this.#ctx.run('kv delete namespace', true, () => this.#usage.deleteOne({ _id: namespace }));
   }
+
+  /** Deletes up to `limit` of the namespace's expired keys, each once (findOneAndDelete), and takes them off its usage. */
+  async #purgeExpired(namespace: string, now: number, limit: number): Promise<void> {
+    const docs = await this.#ctx.run('kv purge', true, () => this.#kv.find({ ns: namespace, ...expired(now) }, { projection: { _id: 1 } }).limit(limit).toArray());
+    let keys = 0;
+    let bytes = 0;
+    for (const doc of docs) {
+      const gone = await this.#ctx.run('kv purge', true, () => this.#kv.findOneAndDelete({ _id: doc._id, ...expired(now) }, { projection: { bytes: 1 } }));
+      if (gone === null) continue;
+      keys++;
+      bytes += gone.bytes ?? 0;
+    }
+    await this.#addUsage(namespace, -keys, -bytes);
+  }
+
+  async #expiredSum(namespaces: string[], now: number): Promise<KvUsage> {
+    if (namespaces.length === 0) return { keys: 0, bytes: 0 };
+    const rows = await this.#ctx.run('kv usage', true, () => this.#kv.aggregate<{ keys: number; bytes: number }>([
+      { $match: { ns: namespaces.length === 1 ? namespaces[0] : { $in: namespaces }, ...expired(now) } },
+      { $group: { _id: null, keys: { $sum: 1 }, bytes: { $sum: '$bytes' } } },
+    ]).toArray());
+    return rows[0] === undefined ? { keys: 0, bytes: 0 } : { keys: rows[0].keys, bytes: rows[0].bytes };
+  }
+
+  async #stored(namespace: string): Promise<KvUsage> {
+    const doc = await this.#ctx.run('kv usage', true, () => this.#usage.findOne({ _id: namespace }));
+    return doc === null ? { keys: 0, bytes: 0 } : { keys: doc.keys, bytes: doc.bytes };
+  }
+
+  async #addUsage(namespace: string, keys: number, bytes: number, group?: string): Promise<void> {
+    if (keys === 0 && bytes === 0 && group === undefined) return;
+    const update = group === undefined ? { $inc: { keys, bytes } } : { $inc: { keys, bytes }, $set: { grp: group } };
+    // Not idempotent: retried only when the command never reached a server.
+    await this.#ctx.run('kv usage', false, () => this.#usage.updateOne({ _id: namespace }, update, { upsert: true }));
+  }
+}
+
+/**
+ * Brings KV written before quotas existed under them, once: documents
+ * without `bytes` get it, and then every function's usage is recounted.
+ * Stores no more than the documents' own size; run at open.
+ */
+async function backfillKvUsage(db: Db): Promise<void> {
+  const kv = db.collection<KvDoc>('kv');
+  let changed = false;
+  for (;;) {
+    const batch = await kv.find({ bytes: { $exists: false } }, { projection: { _id: 1, key: 1, value: 1 } }).limit(500).toArray();
+    if (batch.length === 0) break;
+    changed = true;
+    await kv.bulkWrite(batch.map((doc) => ({ updateOne: { filter: { _id: doc._id }, update: { $set: { bytes: kvEntryBytes(doc.key, doc.value) } } } })), { ordered: false });
+  }
+  if (!changed) return;
+  const totals = await kv.aggregate<{ _id: string; keys: number; bytes: number }>([{ $group: { _id: '$ns', keys: { $sum: 1 }, bytes: { $sum: '$bytes' } } }]).toArray();
+  const usage = db.collection<KvUsageDoc>('kv_usage');
+  for (const t of totals) await usage.updateOne({ _id: t._id }, { $set: { keys: t.keys, bytes: t.bytes } }, { upsert: true });
 }
 
 interface PolicyDoc {
@@ -258,9 +424,17 @@ export async function ensureRecordIndexes(db: Db): Promise<void> {
     { key: { namespace: 1, name: 1 }, name: 'namespace_name', unique: true },
     { key: { name: 1, namespace: 1 }, name: 'name_namespace' },
   ]);
+  // The TTL index of earlier releases deleted keys behind the usage
+  // counters' back (MongoKvStore): dropped; the gateway's sweep deletes instead.
+  if ((await db.collection('kv').indexes().catch(() => [])).some((index) => index.name === 'ttl_expireAt')) {
+    await db.collection('kv').dropIndex('ttl_expireAt');
+  }
   await db.collection('kv').createIndexes([
     { key: { ns: 1, key: 1 }, name: 'ns_key', unique: true },
-    { key: { expireAt: 1 }, name: 'ttl_expireAt', expireAfterSeconds: 0 },
+    { key: { ns: 1, expireAt: 1 }, name: 'ns_expireAt' },
+    { key: { expireAt: 1 }, name: 'expireAt' },
   ]);
+  await db.collection('kv_usage').createIndexes([{ key: { grp: 1 }, name: 'grp' }]);
+  await backfillKvUsage(db);
   await db.collection('policy_changes').createIndexes([{ key: { seq: -1 }, name: 'seq_newest' }]);
 }

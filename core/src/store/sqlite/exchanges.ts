@@ -48,6 +48,21 @@ export class SqliteExchangeStore implements ExchangeStore {
     }));
   }
 
+  // One machine has one namespace and no namespace quota; this serves the
+  // contract (stored exchanges, time retention applied by its sweep).
+  recordedBytes(functionIds: readonly string[], _now: number): Promise<number> {
+    return this.#db.guard('exchange bytes', () => {
+      let total = 0;
+      for (const functionId of functionIds) {
+        const row = this.#db.get<{ bodies: number; n: number }>(
+          `SELECT coalesce(sum(coalesce(length(json_extract(e.exchange, '$.request.body.data')), 0) + coalesce(length(json_extract(e.exchange, '$.response.body.data')), 0)), 0) AS bodies, count(*) AS n
+           FROM log_functions f JOIN logs l ON l.fn = f.fn JOIN log_exchanges e ON e.seq = l.seq WHERE f.function_id = ?`, functionId)!;
+        total += row.bodies + 1024 * row.n;
+      }
+      return total;
+    });
+  }
+
   /** The retention read filter for one record: within the days, or among the `count` newest. */
   #visible(row: Found, retention: RetentionPolicy, now: number): boolean {
     if (retention.type === 'none') return true;

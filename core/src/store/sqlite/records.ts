@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { NotFoundError } from '../../errors.ts';
 import type { FunctionRecord, NetworkPolicy, NetworkPolicyChange } from '../../model.ts';
+import { checkKvQuota, kvEntryBytes, type KvQuota, type KvSetResult, type KvUsage } from '../../kv-quota.ts';
 import type { CounterStore, FunctionStore, KvStore, PolicyScope, PolicyStore } from '../../stores.ts';
 import type { SqliteDb } from './db.ts';
 
@@ -126,14 +127,45 @@ export class SqliteKvStore implements KvStore {
       this.db.get<{ value: string }>('SELECT value FROM kv WHERE namespace = ? AND key = ? AND (expires_at IS NULL OR expires_at > ?)', namespace, key, now)?.value);
   }
 
-  set(namespace: string, key: string, json: string, ttlSeconds: number | null, now: number): Promise<void> {
-    return this.db.guard('kv set', () => {
+  // Usage is exact: kv_usage counts the stored rows, and a write first
+  // deletes the function's expired rows (kv_by_expiry: only those, each once)
+  // in the same transaction, so stored equals live when the quota is checked.
+  set(namespace: string, key: string, json: string, ttlSeconds: number | null, now: number, quota?: KvQuota): Promise<KvSetResult> {
+    return this.db.guard('kv set', () => this.db.transaction((): KvSetResult => {
+      this.purgeExpired(namespace, now);
+      const bytes = kvEntryBytes(key, json);
+      const old = this.db.get<{ bytes: number }>('SELECT bytes FROM kv WHERE namespace = ? AND key = ?', namespace, key);
+      const dKeys = old === undefined ? 1 : 0;
+      const dBytes = bytes - (old?.bytes ?? 0);
+      if (quota !== undefined) {
+        const refusal = checkKvQuota(this.stored(namespace), dKeys, dBytes, quota);
+        if (refusal !== null) return { stored: false, ...refusal };
+        if (quota.group?.maxBytes !== undefined && dBytes > 0) {
+          const total = this.groupUsageSync(quota.group.id, now).bytes;
+          if (total + dBytes > quota.group.maxBytes) return { stored: false, quota: 'namespace_kv_bytes', used: total, limit: quota.group.maxBytes };
+        }
+      }
       const expiresAt = ttlSeconds === null ? null : now + ttlSeconds * 1000;
       this.db.run(
-        'INSERT INTO kv (namespace, key, value, expires_at) VALUES (?, ?, ?, ?) ON CONFLICT (namespace, key) DO UPDATE SET value = excluded.value, expires_at = excluded.expires_at',
-        namespace, key, json, expiresAt,
+        'INSERT INTO kv (namespace, key, value, expires_at, bytes) VALUES (?, ?, ?, ?, ?) ON CONFLICT (namespace, key) DO UPDATE SET value = excluded.value, expires_at = excluded.expires_at, bytes = excluded.bytes',
+        namespace, key, json, expiresAt, bytes,
       );
+      this.addUsage(namespace, dKeys, dBytes, quota?.group?.id);
+      return { stored: true };
+    }));
+  }
+
+  usage(namespace: string, now: number): Promise<KvUsage> {
+    return this.db.guard('kv usage', () => {
+      const stored = this.stored(namespace);
+      const expired = this.db.get<{ keys: number; bytes: number }>(
+        'SELECT count(*) AS keys, coalesce(sum(bytes), 0) AS bytes FROM kv WHERE namespace = ? AND expires_at IS NOT NULL AND expires_at <= ?', namespace, now)!;
+      return { keys: stored.keys - expired.keys, bytes: stored.bytes - expired.bytes };
     });
+  }
+
+  groupUsage(group: string, now: number): Promise<KvUsage> {
+    return this.db.guard('kv group usage', () => this.groupUsageSync(group, now));
   }
 
   has(namespace: string, key: string, now: number): Promise<boolean> {
@@ -142,7 +174,13 @@ export class SqliteKvStore implements KvStore {
   }
 
   delete(namespace: string, key: string): Promise<boolean> {
-    return this.db.guard('kv delete', () => Number(this.db.run('DELETE FROM kv WHERE namespace = ? AND key = ?', namespace, key).changes) > 0);
+    return this.db.guard('kv delete', () => this.db.transaction(() => {
+      const old = this.db.get<{ bytes: number }>('SELECT bytes FROM kv WHERE namespace = ? AND key = ?', namespace, key);
+      if (old === undefined) return false;
+      this.db.run('DELETE FROM kv WHERE namespace = ? AND key = ?', namespace, key);
+      this.addUsage(namespace, -1, -old.bytes);
+      return true;
+    }));
   }
 
   list(namespace: string, prefix: string, limit: number, now: number): Promise<string[]> {
@@ -160,13 +198,48 @@ export class SqliteKvStore implements KvStore {
   }
 
   sweep(now: number): Promise<number> {
-    return this.db.guard('kv sweep', () => Number(this.db.run('DELETE FROM kv WHERE expires_at IS NOT NULL AND expires_at <= ?', now).changes));
+    return this.db.guard('kv sweep', () => this.db.transaction(() => {
+      const expired = this.db.all<{ namespace: string; keys: number; bytes: number }>(
+        'SELECT namespace, count(*) AS keys, sum(bytes) AS bytes FROM kv WHERE expires_at IS NOT NULL AND expires_at <= ? GROUP BY namespace', now);
+      for (const e of expired) this.addUsage(e.namespace, -e.keys, -e.bytes);
+      return Number(this.db.run('DELETE FROM kv WHERE expires_at IS NOT NULL AND expires_at <= ?', now).changes);
+    }));
   }
 
   deleteNamespace(namespace: string): Promise<void> {
-    return this.db.guard('kv namespace delete', () => {
+    return this.db.guard('kv namespace delete', () => this.db.transaction(() => {
       this.db.run('DELETE FROM kv WHERE namespace = ?', namespace);
-    });
+      this.db.run('DELETE FROM kv_usage WHERE namespace = ?', namespace);
+    }));
+  }
+
+  /** Deletes the namespace's expired rows and takes them off its usage (inside the caller's transaction). */
+  private purgeExpired(namespace: string, now: number): void {
+    const expired = this.db.get<{ keys: number; bytes: number }>(
+      'SELECT count(*) AS keys, coalesce(sum(bytes), 0) AS bytes FROM kv WHERE namespace = ? AND expires_at IS NOT NULL AND expires_at <= ?', namespace, now)!;
+    if (expired.keys === 0) return;
+    this.db.run('DELETE FROM kv WHERE namespace = ? AND expires_at IS NOT NULL AND expires_at <= ?', namespace, now);
+    this.addUsage(namespace, -expired.keys, -expired.bytes);
+  }
+
+  private stored(namespace: string): KvUsage {
+    return this.db.get<KvUsage>('SELECT keys, bytes FROM kv_usage WHERE namespace = ?', namespace) ?? { keys: 0, bytes: 0 };
+  }
+
+  private addUsage(namespace: string, dKeys: number, dBytes: number, group?: string): void {
+    if (dKeys === 0 && dBytes === 0 && group === undefined) return;
+    this.db.run(
+      'INSERT INTO kv_usage (namespace, grp, keys, bytes) VALUES (?, ?, ?, ?) ON CONFLICT (namespace) DO UPDATE SET keys = keys + excluded.keys, bytes = bytes + excluded.bytes, grp = coalesce(excluded.grp, grp)',
+      namespace, group ?? null, dKeys, dBytes,
+    );
+  }
+
+  private groupUsageSync(group: string, now: number): KvUsage {
+    const stored = this.db.get<KvUsage>('SELECT coalesce(sum(keys), 0) AS keys, coalesce(sum(bytes), 0) AS bytes FROM kv_usage WHERE grp = ?', group)!;
+    const expired = this.db.get<KvUsage>(
+      'SELECT count(*) AS keys, coalesce(sum(k.bytes), 0) AS bytes FROM kv_usage u JOIN kv k ON k.namespace = u.namespace WHERE u.grp = ? AND k.expires_at IS NOT NULL AND k.expires_at <= ?',
+      group, now)!;
+    return { keys: stored.keys - expired.keys, bytes: stored.bytes - expired.bytes };
   }
 }
 

@@ -5,7 +5,7 @@ import { StoreError } from '../../errors.ts';
 // version a database file was last migrated to; MIGRATIONS[i] moves a database
 // from version i to i + 1, so a later release appends, never edits.
 
-export const SCHEMA_VERSION = 11;
+export const SCHEMA_VERSION = 12;
 
 const MIGRATIONS: readonly string[] = [
   // 0 -> 1: the first schema.
@@ -229,6 +229,26 @@ const MIGRATIONS: readonly string[] = [
   INSERT INTO log_exchanges_by_seq (seq, exchange) SELECT seq, exchange FROM log_exchanges;
   DROP TABLE log_exchanges;
   ALTER TABLE log_exchanges_by_seq RENAME TO log_exchanges;
+  `,
+  // 11 -> 12: KV quotas (core/src/kv-quota.ts). kv.bytes is a key's UTF-8
+  // key plus JSON value, so usage never reads values; kv_usage holds each
+  // function's stored keys and bytes, kept in the same transaction as every
+  // KV write, delete and sweep (grp: the Kubernetes namespace whose total a
+  // quota bounds, when one was given); kv_by_expiry finds one function's
+  // expired keys, which usage subtracts and writes delete. Both are filled
+  // from the stored keys once.
+  `
+  ALTER TABLE kv ADD COLUMN bytes INTEGER NOT NULL DEFAULT 0;
+  UPDATE kv SET bytes = length(CAST(key AS BLOB)) + length(CAST(value AS BLOB));
+  CREATE INDEX IF NOT EXISTS kv_by_expiry ON kv (namespace, expires_at) WHERE expires_at IS NOT NULL;
+  CREATE TABLE IF NOT EXISTS kv_usage (
+    namespace TEXT PRIMARY KEY,
+    grp       TEXT,
+    keys      INTEGER NOT NULL,
+    bytes     INTEGER NOT NULL
+  ) WITHOUT ROWID;
+  CREATE INDEX IF NOT EXISTS kv_usage_by_group ON kv_usage (grp) WHERE grp IS NOT NULL;
+  INSERT INTO kv_usage (namespace, grp, keys, bytes) SELECT namespace, NULL, count(*), sum(bytes) FROM kv GROUP BY namespace;
   `,
 ];
 
