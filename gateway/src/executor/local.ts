@@ -14,6 +14,7 @@ import { loadsAsModule, moduleExtension } from './module-file.ts';
 import { WAIT_LOAD_HEADER, loadFailureOf } from './load-check.ts';
 import { WarmPool, warmPoolSize, type GenericRuntime } from './pool.ts';
 import { IdleRuntimes } from './idle.ts';
+import { cpuSettingOf } from '../sandbox/cpu.ts';
 import type { Clock } from '@fnhost/core/clock.ts';
 import { DEFAULT_MEMORY_MIB } from '@fnhost/core/limits.ts';
 import { systemClock } from '../scheduler/local.ts';
@@ -505,6 +506,7 @@ export class LocalExecutor implements Executor {
         // A sandboxed runtime sees the function's code in its own /fn, written there now: the code is bound at specialization.
         // Its memory limit is set meanwhile (both before the specialization: the function's code runs only after it).
         const [file] = await Promise.all([sandbox === undefined ? this.#writeCode(fn, name) : this.#writeSandboxCode(sandbox, fn, name), sandbox?.setMemory(this.#memoryBytes(fn.memory_mib))]);
+        sandbox?.setCpu(cpuSettingOf(fn.scaling?.cpu));
         if (runtime.exitReason !== undefined) throw new RuntimeUnavailableError(`the runtime of function ${fn.name} was stopped while starting`);
         return await this.#specialize(fn, runtime, generic, this.#envFor(fn, file), sandbox === undefined ? join(this.#opts.dataDir, 'functions', fn.function_id) : SANDBOX_CWD);
       } catch (err) {
@@ -539,6 +541,7 @@ export class LocalExecutor implements Executor {
     let file: string;
     try {
       file = sandbox === undefined ? await this.#writeCode(fn, name) : await this.#writeSandboxCode(sandbox, fn, name);
+      sandbox?.setCpu(cpuSettingOf(fn.scaling?.cpu));
     } catch (err) {
       await sandbox?.release();
       throw err;

@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import { delimiter, dirname, join } from 'node:path';
 import { EGRESS_SOCKET } from '../egress/start.ts';
 import { CgroupV1, type RuntimeCgroup } from './cgroup.ts';
+import type { CpuSetting } from './cpu.ts';
 import {
   GATEWAY_SOCKET_NAME,
   RUNTIME_SOCKET_NAME,
@@ -93,6 +94,11 @@ export class SandboxInstance {
   /** The memory the runtime may use: its function's heap plus the headroom (set again at specialization). */
   async setMemory(bytes: number): Promise<void> {
     await this.#cgroup?.setMemory(bytes);
+  }
+
+  /** The function's CPU weight and ceiling (cpu.ts; set again at specialization, like the memory). */
+  setCpu(setting: CpuSetting): void {
+    this.#cgroup?.setCpu(setting);
   }
 
   /** The spawn has the fds now (or failed): the gateway's copies are closed. */
@@ -272,6 +278,11 @@ export class Sandboxes {
 
   get cgroups(): boolean {
     return this.#cgroups !== undefined;
+  }
+
+  /** Whether each runtime has a CPU cgroup (docs/sandbox.md "CPU"). */
+  get cpuCgroups(): boolean {
+    return this.#cgroups?.cpu === true;
   }
 
   get perRuntimeUids(): boolean {
