@@ -64,3 +64,31 @@ async function runtimeCpuGroups(gatewayPid: number): Promise<string[]> {
   }
   return out;
 }
+
+describe('runtimes without a cpu cgroup run below the gateway (nice)', function () {
+  this.timeout(120_000);
+
+  it('an unsandboxed runtime, and the processes it starts, run 10 nice levels below the gateway', async () => {
+    const gw = await startGateway({ env: { FNHOST_SANDBOX: 'off', FNHOST_WARM_POOL: '0' } });
+    try {
+      const code = `import { execFileSync } from 'node:child_process';
+export default (req, res) => res.json({ pid: process.pid, child: execFileSync('sh', ['-c', 'cut -d" " -f19 /proc/$$/stat'], { encoding: 'utf8' }).trim() });`;
+      const created = await fetch(`${gw.url}/api/v1/functions`, { method: 'POST', headers: { authorization: `Bearer ${gw.token}`, 'content-type': 'application/json' }, body: JSON.stringify({ name: 'niced', code }) });
+      expect(created.status).to.equal(201);
+      const { function_id } = (await created.json()) as { function_id: string };
+      const r = await fetch(`${gw.url}/invoke/${function_id}`);
+      expect(r.status).to.equal(200);
+      const { pid, child } = (await r.json()) as { pid: number; child: string };
+      const niceOf = async (p: number) => {
+        const stat = await readFile(`/proc/${p}/stat`, 'utf8');
+        return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16]);
+      };
+      // 10 below the gateway (whatever nice the gateway itself was started at), as \`nice -n 10\` would.
+      const expected = Math.min(19, (await niceOf(gw.pid)) + 10);
+      expect(await niceOf(pid), 'the runtime\'s nice').to.equal(expected);
+      expect(Number(child), 'a process it starts').to.equal(expected);
+    } finally {
+      await gw.stop();
+    }
+  });
+});

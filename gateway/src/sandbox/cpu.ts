@@ -28,6 +28,18 @@ export const MIN_QUOTA_US = 1_000;
  */
 export const SANDBOXES_PARENT_SHARES = 512;
 
+/**
+ * Without a cpu cgroup (an unprivileged gateway; a machine without the cpu controller) the one
+ * cheap bound left: runtimes run at nice 10, so under contention the gateway's threads (nice 0)
+ * weigh about ten times a runtime's (the kernel's nice-to-weight table: 1024 vs 110), and a
+ * sandboxed runtime's session (its autogroup, where the kernel groups sessions) gets the same
+ * nice. A process cannot lower its nice without CAP_SYS_NICE, so function code cannot undo it;
+ * a child that starts a session of its own gets a new autogroup at nice 0, which only the cgroup
+ * bounds (docs/sandbox.md "CPU"). RLIMIT_CPU is not used: it counts a process's whole life, and a
+ * runtime serves many calls.
+ */
+export const RUNTIME_NICE = 10;
+
 /** A function's CPU setting, as the management API takes it: millicores, or null for the default. */
 export interface CpuSetting {
   requestMillicores: number | null;
