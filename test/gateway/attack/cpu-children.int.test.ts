@@ -137,11 +137,11 @@ describe('attack 6: busy child processes a call leaves behind (CPU)', function (
   });
 
   it('leftover children end when the runtime stops after idling', async () => {
-    gw = await startGateway({ env: { FNHOST_RUNTIME_IDLE_SECONDS: '2' } });
+    gw = await startGateway({ env: { FNHOST_RUNTIME_IDLE_SECONDS: '5' } });
     const marker = `fnhost-busy-${Math.random().toString(36).slice(2, 10)}`;
     markers.push(marker);
     await attack(gw, marker);
-    // No call for 2 s: the runtime is stopped, and every process its call left with it.
+    // No call for 5 s: the runtime is stopped, and every process its call left with it.
     await waitFor('the leftover children to end with the idle runtime', async () => ((await busyShells(marker)).length === 0 ? true : undefined), 30_000);
     expect(gw.output()).to.include('runtime stopped after idling');
   });
