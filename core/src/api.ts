@@ -37,6 +37,8 @@ export interface ApiFunction {
   updated_at: string;
   /** Cluster mode only: how the function scales and its CPU (PUT /functions/{ref}/scaling). */
   scaling?: FunctionScalingSettings;
+  /** One machine only: the runtime's CPU request and limit (PUT /functions/{ref}/scaling with only `cpu`; docs/sandbox.md "CPU"). */
+  cpu?: FunctionScalingSettings['cpu'];
   /** Cluster mode: how far the operator has rolled out the current spec (absent on one machine, where a write returns once the new code serves). */
   rollout?: ApiRollout;
   /** The function's own KV quota fields (absent ones take the platform's default). */

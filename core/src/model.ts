@@ -95,6 +95,11 @@ export interface FunctionRecord {
   updated_at: string;
   /** Cluster mode only: pods, autoscaling, scale to zero and CPU (the Function's spec; one machine has none). */
   scaling?: FunctionScalingSettings;
+  /**
+   * One machine only: the runtime's CPU weight and ceiling (its sandbox's cpu cgroup), in the units
+   * of cluster mode's scaling.cpu; set by PUT /functions/{ref}/scaling {"cpu": ...}. Absent: the defaults.
+   */
+  cpu?: FunctionScalingSettings['cpu'];
 }
 
 /** A function's own KV quota (docs/kv.md "Quotas"): null or absent takes the platform's default. */

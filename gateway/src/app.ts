@@ -24,6 +24,7 @@ import { errorMiddleware } from './http/errors.ts';
 import { healthRoutes } from './http/health.ts';
 import { listen } from './http/listen.ts';
 import { mainApp } from './http/main-app.ts';
+import { refusePanelHost } from './admin/panel-host.ts';
 import { EGRESS_SOCKET, startEgress, type Egress } from './egress/start.ts';
 import { Invoker, type Diagnoser, type ExecutionRecorder } from './invoke/proxy.ts';
 import type { Logger } from './log.ts';
@@ -292,6 +293,8 @@ export async function startPlatform(options: PlatformOptions): Promise<Platform<
     // While shutting down, calls still arriving on open keep-alive connections are
     // served (and recorded) with Connection: close, so each connection ends after it.
     if (shuttingDown) res.setHeader('connection', 'close');
+    // Nothing is served on the panel's host name: its cookie jar is the panel's alone (admin/panel-host.ts).
+    if (refusePanelHost(req, res)) return;
     if (req.url!.startsWith('/invoke/')) invoker.handleHttp(req, res);
     else void koa(req, res);
   });

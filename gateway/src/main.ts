@@ -11,6 +11,7 @@ import { loadAdminToken } from './auth.ts';
 import { lockDataDir, type DataDirLock } from './data-dir-lock.ts';
 import { loadConfig } from './config.ts';
 import { startPlatform, type Platform } from './app.ts';
+import { panelUrl } from './admin/panel-host.ts';
 import { isClusterMode, loadClusterSettings } from './cluster/settings.ts';
 import { stdoutLogger as logger } from './log.ts';
 import { installLastResort } from './last-resort.ts';
@@ -62,12 +63,14 @@ async function main(): Promise<void> {
   running = platform;
   await lock.setUrl(platform.url);
   const held = lock;
-  logger.info('gateway listening', { url: platform.url, admin_url: platform.adminUrl, mode: clusterMode ? 'cluster' : 'local', data_dir: config.dataDir, store: description, token_source: adminToken.source, pid: process.pid });
+  // One machine: the panel is opened at a host name of its own (admin/panel-host.ts); a cluster's panel has ingress.adminHost.
+  const panelAddress = clusterMode ? `${platform.adminUrl}/admin/` : panelUrl(platform.adminUrl, config.adminHost);
+  logger.info('gateway listening', { url: platform.url, admin_url: platform.adminUrl, panel_url: panelAddress, mode: clusterMode ? 'cluster' : 'local', data_dir: config.dataDir, store: description, token_source: adminToken.source, pid: process.pid });
   if (!clusterMode && (process.stdout.isTTY || process.env.FNHOST_QUIET !== '1')) {
     const tokenHint = adminToken.source === 'FNHOST_TOKEN' ? 'the token is the FNHOST_TOKEN you set' : `token: cat ${relative(process.cwd(), adminToken.file) || adminToken.file}`;
     process.stdout.write(
       `\nfnhost gateway on ${platform.url} (${tokenHint})\n` +
-        `Admin panel: ${platform.adminUrl}/admin/ (its own port, apart from function pages)\n` +
+        `Admin panel: ${panelAddress} (its own port and host name, apart from function pages)\n` +
         'Quick start:\n' +
         `  export FNHOST_URL=${platform.url} FNHOST_TOKEN=$(cat ${relative(process.cwd(), adminToken.file) || adminToken.file})\n` +
         `  curl -s -H "Authorization: Bearer $FNHOST_TOKEN" -H 'content-type: application/json' $FNHOST_URL/api/v1/functions -d '{"name":"hello","code":"export default (req, res) => res.json({hello: req.query.name ?? \\"world\\"})"}'\n` +

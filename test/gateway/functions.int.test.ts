@@ -45,7 +45,7 @@ describe('gateway management API: functions', function () {
     expect(list.body.functions[0]).to.not.have.property('code');
   });
 
-  it('scaling settings are cluster mode only: one machine shows none and refuses a change with 400', async () => {
+  it('pods and autoscaling are cluster mode only: one machine shows none and refuses a change with 400 (it takes only cpu)', async () => {
     const fn = await h.createFunction('no-scaling', 'export default (req, res) => res.json({})');
     expect(fn).to.not.have.property('scaling');
     const r = await h.api('PUT', '/api/v1/functions/no-scaling/scaling', { autoscale: { max_replicas: 3 } });

@@ -79,6 +79,12 @@ describe('sandbox: the bwrap command line (pure)', () => {
     expect(after(argv, '--info-fd')).to.deep.equal([['3']]);
   });
 
+  it('without a cpu cgroup, everything in the sandbox runs under nice (RUNTIME_NICE), outermost', () => {
+    const argv = sandboxArgv({ ...base, nice: { path: '/usr/bin/nice', value: 10 } });
+    expect(argv.slice(0, 4)).to.deep.equal(['/usr/bin/nice', '-n', '10', '/usr/bin/prlimit']);
+    expect(sandboxArgv(base)[0]).to.equal('/usr/bin/prlimit');
+  });
+
   it('with cgroups, a shell joins each cgroup.procs before anything forks, then execs prlimit', () => {
     const argv = sandboxArgv({ ...base, cgroupProcs: ['/cg/memory/x/cgroup.procs', '/cg/pids/x/cgroup.procs'] });
     expect(argv.slice(0, 2)).to.deep.equal(['/bin/sh', '-c']);

@@ -42,6 +42,8 @@ export interface RunningGateway {
   url: string;
   /** The admin panel's own listener: /admin and /admin/api/v1 (panel session). */
   adminUrl: string;
+  /** Where a browser opens the panel (the log's panel_url; adminUrl's /admin/ from gateways that do not print one). */
+  panelUrl: string;
   token: string;
   dataDir: string;
   pid: number;
@@ -66,7 +68,7 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
     output += chunk;
   });
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  const { url, adminUrl } = await new Promise<{ url: string; adminUrl: string }>((resolve, reject) => {
+  const { url, adminUrl, panelUrl } = await new Promise<{ url: string; adminUrl: string; panelUrl: string }>((resolve, reject) => {
     const timer = setTimeout(() => {
       child.kill('SIGKILL');
       reject(new Error(`the gateway did not start within ${options.startTimeoutMs ?? 20000} ms; output:\n${output}`));
@@ -76,10 +78,10 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
       output += line + '\n';
       if (!line.startsWith('{')) return;
       try {
-        const parsed = JSON.parse(line) as { msg?: string; url?: string; admin_url?: string };
+        const parsed = JSON.parse(line) as { msg?: string; url?: string; admin_url?: string; panel_url?: string };
         if (parsed.msg === 'gateway listening' && typeof parsed.url === 'string' && typeof parsed.admin_url === 'string') {
           clearTimeout(timer);
-          resolve({ url: parsed.url, adminUrl: parsed.admin_url });
+          resolve({ url: parsed.url, adminUrl: parsed.admin_url, panelUrl: parsed.panel_url ?? `${parsed.admin_url}/admin/` });
         }
       } catch {
         // not a log line
@@ -104,6 +106,7 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
   return {
     url,
     adminUrl,
+    panelUrl,
     token,
     dataDir,
     pid: child.pid!,

@@ -8,7 +8,8 @@ import { asUsage, functionRef, printJson, printLines, stringOption } from './com
 import type { CommandContext } from './spec.ts';
 
 // function:scale: pods, autoscaling on concurrency, idle scale to zero and CPU
-// of a function on Kubernetes (PUT /api/v1/functions/{ref}/scaling). Flags not
+// of a function on Kubernetes (PUT /api/v1/functions/{ref}/scaling); on one
+// machine the CPU only (--cpu-request, --cpu-limit: the runtime's cpu cgroup). Flags not
 // given leave their setting as it is; --min/--max/--target adjust the current
 // autoscaling (or start it with the defaults for what is not given).
 
@@ -62,7 +63,16 @@ export async function run(ctx: CommandContext): Promise<number> {
   const ref = functionRef(ctx);
   const client = await ctx.client();
   const current = await client.getFunction(ref);
-  if (current.scaling === undefined) throw new UsageError('scaling settings apply to functions on Kubernetes (cluster mode); this server runs one runtime per function on one machine');
+  if (current.scaling === undefined) {
+    // One machine: one runtime per function; only its CPU (the sandbox's cpu cgroup) can be set.
+    const body = scalingBody(ctx, { replicas: 1, autoscale: null, scale_to_zero: null, cpu: current.cpu ?? { request: null, limit: null } });
+    const other = Object.keys(body).filter((k) => k !== 'cpu');
+    if (other.length > 0) throw new UsageError('this server runs one runtime per function on one machine: function:scale takes only --cpu-request and --cpu-limit here (pods and autoscaling are for Kubernetes)');
+    const fn = await client.setScaling(ref, body);
+    if (ctx.output === 'json') printJson(ctx, fn);
+    else printLines(ctx, [`${createPainter(ctx.color).green('✓')} CPU of ${fn.name}: ${fn.cpu === undefined ? 'default (an equal share, no limit)' : `${fn.cpu.request ?? 'default'}/${fn.cpu.limit ?? 'none'} (request/limit)`}`]);
+    return 0;
+  }
   const fn = await client.setScaling(ref, scalingBody(ctx, current.scaling));
   if (ctx.output === 'json') printJson(ctx, fn);
   else printLines(ctx, [`${createPainter(ctx.color).green('✓')} Scaling of ${fn.name}: ${scalingText(fn.scaling!)}`]);

@@ -15,6 +15,7 @@ import { WAIT_LOAD_HEADER, loadFailureOf } from './load-check.ts';
 import { WarmPool, warmPoolSize, type GenericRuntime } from './pool.ts';
 import { loggingOnly, type BackgroundFailures } from '../background.ts';
 import { IdleRuntimes } from './idle.ts';
+import { cpuSettingOf } from '../sandbox/cpu.ts';
 import type { Clock } from '@fnhost/core/clock.ts';
 import { DEFAULT_MEMORY_MIB } from '@fnhost/core/limits.ts';
 import { systemClock } from '../scheduler/local.ts';
@@ -64,7 +65,7 @@ export function configHash(fn: FunctionRecord): string {
   let hash = hashes.get(fn);
   if (hash === undefined) {
     hash = createHash('sha256')
-      .update(JSON.stringify([fn.code, fn.env, fn.routes, fn.timeout_seconds, fn.memory_mib, fn.name]))
+      .update(JSON.stringify([fn.code, fn.env, fn.routes, fn.timeout_seconds, fn.memory_mib, fn.name, ...(fn.cpu === undefined ? [] : [fn.cpu])]))
       .digest('hex')
       .slice(0, 16);
     hashes.set(fn, hash);
@@ -512,6 +513,7 @@ export class LocalExecutor implements Executor {
         // A sandboxed runtime sees the function's code in its own /fn, written there now: the code is bound at specialization.
         // Its memory limit is set meanwhile (both before the specialization: the function's code runs only after it).
         const [file] = await Promise.all([sandbox === undefined ? this.#writeCode(fn, name) : this.#writeSandboxCode(sandbox, fn, name), sandbox?.setMemory(this.#memoryBytes(fn.memory_mib))]);
+        sandbox?.setCpu(cpuSettingOf(fn.cpu));
         if (runtime.exitReason !== undefined) throw new RuntimeUnavailableError(`the runtime of function ${fn.name} was stopped while starting`);
         return await this.#specialize(fn, runtime, generic, this.#envFor(fn, file), sandbox === undefined ? join(this.#opts.dataDir, 'functions', fn.function_id) : SANDBOX_CWD);
       } catch (err) {
@@ -546,6 +548,7 @@ export class LocalExecutor implements Executor {
     let file: string;
     try {
       file = sandbox === undefined ? await this.#writeCode(fn, name) : await this.#writeSandboxCode(sandbox, fn, name);
+      sandbox?.setCpu(cpuSettingOf(fn.cpu));
     } catch (err) {
       await sandbox?.release();
       throw err;

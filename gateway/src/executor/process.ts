@@ -2,7 +2,9 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
+import { getPriority, setPriority } from 'node:os';
 import { runtimePidOf, type SandboxInstance } from '../sandbox/sandbox.ts';
+import { RUNTIME_NICE } from '../sandbox/cpu.ts';
 import { RuntimeUnavailableError } from './errors.ts';
 
 // One runtime process (runtime-image/src/main.ts) as the local executor sees it: spawned with
@@ -56,6 +58,8 @@ export class RuntimeProcess {
     let child: ChildProcess;
     if (sandbox === undefined) {
       child = spawn(process.execPath, [options.main], { env: options.env, cwd: options.cwd, stdio: ['ignore', 'pipe', 'pipe'] });
+      // No sandbox, so no cgroup: the runtime (just exec'd, before its threads and the function's code) weighs below the gateway.
+      if (child.pid !== undefined) lowerPriority(child.pid);
     } else {
       const s = sandbox.spawn;
       try {
@@ -138,6 +142,13 @@ export class RuntimeProcess {
     });
     // Callers that never wait for the start (a pool that is closed first) must not leave a rejection unhandled.
     this.listening.catch(() => undefined);
+    const initPid = this.#initPid;
+    if (sandbox?.niced === true && initPid !== undefined) {
+      void this.listening.then(async () => {
+        const init = await initPid;
+        if (init !== undefined && this.#running) await lowerAutogroup(init);
+      }, () => undefined);
+    }
   }
 
   get pid(): number | undefined {
@@ -225,4 +236,23 @@ export function lastLine(text: string): string {
   const lines = text.split('\n').map((l) => l.trim()).filter((l) => l !== '' && !/^Node\.js v\d/.test(l));
   const errorLine = [...lines].reverse().find((l) => /error/i.test(l));
   return (errorLine ?? lines[lines.length - 1] ?? '').slice(0, 300);
+}
+
+/** Sets a process RUNTIME_NICE below the gateway (as `nice -n` does; docs/sandbox.md "CPU"); a process gone meanwhile is no error. */
+function lowerPriority(pid: number): void {
+  try {
+    setPriority(pid, Math.min(19, getPriority() + RUNTIME_NICE));
+  } catch {
+    // gone already
+  }
+}
+
+/**
+ * A sandboxed runtime without a cpu cgroup runs at RUNTIME_NICE, but its sandbox is a session of its
+ * own, and where the kernel autogroups sessions the group's nice is what weighs against the gateway:
+ * it is lowered too, through the runtime's /proc/<pid>/autogroup (raising a nice needs no privilege).
+ */
+async function lowerAutogroup(initPid: number): Promise<void> {
+  const runtime = await runtimePidOf(initPid);
+  if (runtime !== undefined) await writeFile(`/proc/${runtime}/autogroup`, String(RUNTIME_NICE)).catch(() => undefined);
 }

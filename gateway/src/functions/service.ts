@@ -363,18 +363,31 @@ export class FunctionService {
     });
   }
 
-  /** Cluster mode: pods, autoscaling, scale to zero and CPU (core/src/scaling.ts); one machine has none of them. */
+  /**
+   * Cluster mode: pods, autoscaling, scale to zero and CPU (core/src/scaling.ts). One machine takes
+   * the CPU only (the runtime's cpu cgroup, docs/sandbox.md "CPU"): one runtime per function, no pods.
+   */
   setScaling(ref: string, body: unknown, namespace?: string): Promise<FunctionRecord> {
     const change = parseScalingChange(body);
+    // One machine: a CPU change is applied by the runtime's restart (its cgroup is set at start).
+    const local = this.resolve(ref, namespace).scaling === undefined;
     return this.#replace(
       ref,
       namespace,
       (fn) => {
-        if (fn.scaling === undefined) throw new ValidationError('scaling settings apply to functions on Kubernetes (cluster mode); this gateway runs one runtime per function on one machine');
+        if (fn.scaling === undefined) {
+          const other = Object.keys(change).filter((k) => k !== 'cpu');
+          if (other.length > 0) throw new ValidationError(`${other.join(', ')}: scaling settings apply to functions on Kubernetes (cluster mode); one machine runs one runtime per function and takes only cpu`);
+          const cpu = change.cpu ?? { request: null, limit: null };
+          const next = cpu.request === null && cpu.limit === null ? undefined : cpu;
+          if (JSON.stringify(next) === JSON.stringify(fn.cpu)) return null;
+          const { cpu: _old, ...rest } = fn;
+          return next === undefined ? rest : { ...rest, cpu: next };
+        }
         const scaling = applyScalingChange(fn.scaling, change);
         return JSON.stringify(scaling) === JSON.stringify(fn.scaling) ? null : { ...fn, scaling };
       },
-      false,
+      local,
     );
   }
 

@@ -53,6 +53,8 @@ export interface SandboxArgv {
   limits: { processes: number | undefined; openFiles: number; fileBytes: number };
   /** cgroup.procs files to join before exec (root on cgroup v1), empty otherwise. */
   cgroupProcs: string[];
+  /** Without a cpu cgroup: run everything in the sandbox at this nice (cpu.ts RUNTIME_NICE), by the `nice` program at this path. */
+  nice?: { path: string; value: number };
   /** The command inside: node and its arguments, paths as the sandbox sees them. */
   command: string[];
   cwd: string;
@@ -76,6 +78,7 @@ export function sandboxArgv(o: SandboxArgv): string[] {
   const prlimit = [o.prlimit, `--nofile=${o.limits.openFiles}`, `--fsize=${o.limits.fileBytes}`, '--core=0'];
   if (o.limits.processes !== undefined) prlimit.push(`--nproc=${o.limits.processes}`);
   prlimit.push('--');
+  if (o.nice !== undefined) prlimit.unshift(o.nice.path, '-n', String(o.nice.value));
 
   if (o.cgroupProcs.length === 0) return [...prlimit, ...bwrap];
   const joins = o.cgroupProcs.map((_, i) => `echo $$ > "$${i + 1}"`).join(' && ');

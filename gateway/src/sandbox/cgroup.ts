@@ -2,30 +2,42 @@ import { chownSync, mkdirSync, writeFileSync } from 'node:fs';
 import { access, constants, mkdir, readdir, readFile, rmdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { isRunning } from '../pid.ts';
+import { cpuCgroupValues, DEFAULT_CPU, SANDBOXES_PARENT_SHARES, writeCpu, type CpuSetting } from './cpu.ts';
 
 // cgroup v1 memory and pids controllers for each sandbox (docs/sandbox.md "Limits"), where the
 // gateway runs as root and they are writable. Memory: bubblewrap sets none, and RLIMIT_AS does
 // not fit V8 (it reserves far more address space than it uses: its pointer cage and every
 // WebAssembly memory), so the cgroup limits what a runtime really uses, /tmp's tmpfs included.
-// pids: a second bound on processes and threads besides RLIMIT_NPROC.
+// pids: a second bound on processes and threads besides RLIMIT_NPROC. cpu (where mounted): each
+// runtime's weight and optional ceiling (cpu.ts), under a parent group weighted below the gateway,
+// so that a busy function, and every process it left running after a call, competes for CPU as one
+// function and cannot starve the gateway or its neighbours.
 
 export const CGROUP_V1_ROOT = '/sys/fs/cgroup';
 const CONTROLLERS = ['memory', 'pids'];
+/** Optional: a v1 machine without the cpu controller mounted still gets memory and pids. */
+const CPU_CONTROLLER = 'cpu';
+const ALL_CONTROLLERS = [...CONTROLLERS, CPU_CONTROLLER];
 
 export interface RuntimeCgroup {
   /** The cgroup.procs files the sandbox's first process writes itself into. */
   procs: string[];
   setMemory(bytes: number): Promise<void>;
+  /** The function's CPU weight and ceiling (cpu.ts); no-op without the cpu controller. */
+  setCpu(setting: CpuSetting): void;
   remove(): Promise<void>;
 }
 
 export class CgroupV1 {
   readonly #root: string;
   readonly #group: string;
+  /** Whether the cpu controller is mounted and writable (every runtime then has a CPU group). */
+  readonly cpu: boolean;
 
-  private constructor(root: string, group: string) {
+  private constructor(root: string, group: string, cpu: boolean) {
     this.#root = root;
     this.#group = group;
+    this.cpu = cpu;
   }
 
   /** The controllers when both are mounted and writable (root), else undefined (the sandbox then runs without them). */
@@ -39,7 +51,16 @@ export class CgroupV1 {
     } catch {
       return undefined;
     }
-    return new CgroupV1(root, group);
+    let cpu = false;
+    try {
+      await access(join(root, CPU_CONTROLLER, 'cgroup.procs'), constants.W_OK);
+      await mkdir(join(root, CPU_CONTROLLER, group), { recursive: true });
+      await writeFile(join(root, CPU_CONTROLLER, group, 'cpu.shares'), String(SANDBOXES_PARENT_SHARES));
+      cpu = true;
+    } catch {
+      // no cpu controller: runtimes compete with the gateway by their sessions (docs/sandbox.md "CPU")
+    }
+    return new CgroupV1(root, group, cpu);
   }
 
   /**
@@ -51,14 +72,14 @@ export class CgroupV1 {
   static async removeStale(root = CGROUP_V1_ROOT, alive: (pid: number) => boolean = isRunning): Promise<number> {
     let removed = 0;
     const groups = new Set<string>();
-    for (const c of CONTROLLERS) {
+    for (const c of ALL_CONTROLLERS) {
       for (const name of await readdir(join(root, c)).catch(() => [] as string[])) {
         const m = /^fnhost-(\d+)$/.exec(name);
         if (m !== null && !alive(Number(m[1]))) groups.add(name);
       }
     }
     for (const group of groups) {
-      for (const c of CONTROLLERS) {
+      for (const c of ALL_CONTROLLERS) {
         const dir = join(root, c, group);
         for (const child of await readdir(dir, { withFileTypes: true }).catch(() => [])) {
           if (child.isDirectory()) await removeGroupDir(join(dir, child.name));
@@ -72,21 +93,31 @@ export class CgroupV1 {
 
   /** The gateway's own group, once every runtime's group is gone (its stop). */
   async removeGroup(): Promise<void> {
-    for (const c of CONTROLLERS) await rmdir(join(this.#root, c, this.#group)).catch(() => undefined);
+    for (const c of this.#controllers()) await rmdir(join(this.#root, c, this.#group)).catch(() => undefined);
+  }
+
+  #controllers(): string[] {
+    return this.cpu ? ALL_CONTROLLERS : CONTROLLERS;
   }
 
   /** Synchronous: a few small writes to cgroupfs, on the warm pool's synchronous spawn path. */
   create(id: string, uid: number | undefined, memoryBytes: number, pids: number): RuntimeCgroup {
     const memory = join(this.#root, 'memory', this.#group, id);
     const pidsDir = join(this.#root, 'pids', this.#group, id);
+    const cpuDir = this.cpu ? join(this.#root, CPU_CONTROLLER, this.#group, id) : undefined;
     mkdirSync(memory, { recursive: true });
     mkdirSync(pidsDir, { recursive: true });
     writeFileSync(join(memory, 'memory.limit_in_bytes'), String(memoryBytes));
     writeFileSync(join(pidsDir, 'pids.max'), String(pids));
-    const procs = [join(memory, 'cgroup.procs'), join(pidsDir, 'cgroup.procs')];
+    // A new group has the default CPU values (1024 shares, no quota): nothing to write until a
+    // function with a CPU setting specializes this runtime (setCpu).
+    if (cpuDir !== undefined) mkdirSync(cpuDir, { recursive: true });
+    const dirs = cpuDir === undefined ? [memory, pidsDir] : [memory, pidsDir, cpuDir];
+    const procs = dirs.map((d) => join(d, 'cgroup.procs'));
     // The sandbox's first process runs under its own uid and joins by writing its pid here.
     if (uid !== undefined) for (const p of procs) chownSync(p, uid, uid);
     let limit = memoryBytes;
+    let cpu = JSON.stringify(DEFAULT_CPU);
     return {
       procs,
       // Most functions keep the default memory, which a warm-pool sandbox starts with: no write then.
@@ -95,8 +126,14 @@ export class CgroupV1 {
         await writeFile(join(memory, 'memory.limit_in_bytes'), String(bytes));
         limit = bytes;
       },
+      setCpu: (setting) => {
+        if (cpuDir === undefined || JSON.stringify(setting) === cpu) return;
+        writeCpu(cpuDir, 1, cpuCgroupValues(setting));
+        cpu = JSON.stringify(setting);
+      },
+      // Every process still in the groups is ended: the runtime's and whatever its calls left running.
       remove: async () => {
-        for (const dir of [memory, pidsDir]) await removeGroupDir(dir);
+        for (const dir of dirs) await removeGroupDir(dir);
       },
     };
   }

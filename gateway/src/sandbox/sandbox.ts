@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import { delimiter, dirname, join } from 'node:path';
 import { EGRESS_SOCKET } from '../egress/start.ts';
 import { CgroupV1, type RuntimeCgroup } from './cgroup.ts';
+import { RUNTIME_NICE, type CpuSetting } from './cpu.ts';
 import {
   GATEWAY_SOCKET_NAME,
   RUNTIME_SOCKET_NAME,
@@ -62,14 +63,17 @@ export class SandboxInstance {
   readonly socketPath: string;
   readonly uid: number | undefined;
   readonly spawn: SandboxSpawn;
+  /** Runs at RUNTIME_NICE (no cpu cgroup): its session's autogroup is lowered once the runtime runs. */
+  readonly niced: boolean;
   readonly #dir: string;
   readonly #cgroup: RuntimeCgroup | undefined;
   readonly #release: () => void;
   #fds: number[];
   #released = false;
 
-  constructor(init: { id: string; dir: string; codeDir: string; socketPath: string; uid: number | undefined; spawn: SandboxSpawn; cgroup: RuntimeCgroup | undefined; fds: number[]; release: () => void }) {
+  constructor(init: { id: string; dir: string; codeDir: string; socketPath: string; uid: number | undefined; spawn: SandboxSpawn; cgroup: RuntimeCgroup | undefined; fds: number[]; release: () => void; niced?: boolean }) {
     this.id = init.id;
+    this.niced = init.niced === true;
     this.#dir = init.dir;
     this.codeDir = init.codeDir;
     this.socketPath = init.socketPath;
@@ -93,6 +97,11 @@ export class SandboxInstance {
   /** The memory the runtime may use: its function's heap plus the headroom (set again at specialization). */
   async setMemory(bytes: number): Promise<void> {
     await this.#cgroup?.setMemory(bytes);
+  }
+
+  /** The function's CPU weight and ceiling (cpu.ts; set again at specialization, like the memory). */
+  setCpu(setting: CpuSetting): void {
+    this.#cgroup?.setCpu(setting);
   }
 
   /** The spawn has the fds now (or failed): the gateway's copies are closed. */
@@ -193,9 +202,17 @@ export class Sandboxes {
     this.#cgroups = cgroups;
     this.#root = root;
     this.gatewaySocketDir = join(root, 'gateway');
+    this.#nice = which('nice');
   }
 
   readonly #root: string;
+  /** The `nice` program (coreutils), for runtimes without a cpu cgroup. */
+  readonly #nice: string | undefined;
+
+  /** Runtimes run at RUNTIME_NICE (no cpu cgroup): their session's autogroup should be lowered too, once the runtime runs. */
+  get niced(): boolean {
+    return !this.cpuCgroups && this.#nice !== undefined;
+  }
 
   /**
    * The host folders of the sandboxes. Not in the data folder: bubblewrap runs under each
@@ -272,6 +289,11 @@ export class Sandboxes {
 
   get cgroups(): boolean {
     return this.#cgroups !== undefined;
+  }
+
+  /** Whether each runtime has a CPU cgroup (docs/sandbox.md "CPU"). */
+  get cpuCgroups(): boolean {
+    return this.#cgroups?.cpu === true;
   }
 
   get perRuntimeUids(): boolean {
@@ -363,6 +385,7 @@ export class Sandboxes {
         // RLIMIT_NPROC counts every process of the real uid: only a uid of the runtime's own makes it a per-runtime bound.
         limits: { processes: uid === undefined ? undefined : s.processes, openFiles: s.openFiles, fileBytes: s.fileBytes },
         cgroupProcs: cgroup?.procs ?? [],
+        nice: this.cpuCgroups || this.#nice === undefined ? undefined : { path: this.#nice, value: RUNTIME_NICE },
         command,
         cwd: SANDBOX_CODE_DIR,
       });
@@ -375,6 +398,7 @@ export class Sandboxes {
         cgroup,
         fds,
         release,
+        niced: this.niced,
         spawn: { argv, uid, gid: uid, extraStdio: ['pipe', ...fds], infoFd, cwd: '/' },
       });
     } catch (err) {
