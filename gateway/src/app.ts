@@ -17,6 +17,7 @@ import { replayRoutes } from './api/replay.ts';
 import { infoRoutes } from './api/info.ts';
 import { policyRoutes } from './api/policy.ts';
 import { PolicyCache } from './policy/cache.ts';
+import { MachineAddresses } from './policy/machine.ts';
 import { internalRoutes } from './internal/routes.ts';
 import type { RuntimeTokenVerifier } from './internal/tokens.ts';
 import { RuntimeTokens } from './internal/tokens.ts';
@@ -242,7 +243,9 @@ export async function startPlatform(options: PlatformOptions): Promise<Platform<
     policyRoutes({ policies, functions, now, access }),
     infoRoutes({ mode: cluster === undefined ? 'local' : 'cluster', default_namespace: functions.defaultNamespace, sandbox: sandbox === undefined ? undefined : { enabled: sandbox.enabled, warning: sandbox.warning } }),
   ];
-  const internal = internalRoutes({ tokens: cluster?.runtimeTokens ?? tokens, functions, kv: stores.kv, insight: stores.insight, consoleCapture: config.consoleCapture, flushRecords: () => writer.flush(), policies, platform: config.egressPlatform, now });
+  // The machine itself (its interfaces, in cluster mode the node) and the platform's ranges: protected (docs/egress.md).
+  const machine = new MachineAddresses({ platform: config.egressPlatform, extra: config.egressNodeAddresses });
+  const internal = internalRoutes({ tokens: cluster?.runtimeTokens ?? tokens, functions, kv: stores.kv, insight: stores.insight, consoleCapture: config.consoleCapture, flushRecords: () => writer.flush(), policies, protection: () => machine.current(), now });
   const app = mainApp({ health, api, internal, adminToken: options.adminToken, kubeAccess: cluster?.kubeAccess, trustProxy: config.trustProxy, logger });
   // The admin panel: its page, sign-in and session-authenticated API, on its own listener.
   const admin = adminPanel({ token: options.adminToken, now, sessionStore: stores.sessions, logger });
@@ -260,7 +263,8 @@ export async function startPlatform(options: PlatformOptions): Promise<Platform<
   server.headersTimeout = 66_000;
 
   egress = await startEgress({
-    config, logger, policies,
+    config, logger, policies, machine,
+    listenerPorts: () => [server, adminServer].flatMap((s) => { const a = s.address(); return a !== null && typeof a === 'object' ? [a.port] : []; }),
     tokens: cluster?.runtimeTokens ?? tokens,
     knows: (id) => functions.byId(id) !== undefined,
     local: local === undefined ? undefined : sandboxes !== undefined

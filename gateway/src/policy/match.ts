@@ -13,17 +13,29 @@ export { validateHostPattern as validatePattern, validateNetworkPolicy as valida
 // example.com, not example.com itself), an IP address, or a CIDR.
 // Precedence, first match wins:
 //   function deny > function allow > global deny > global allow >
-//   protected addresses (link-local, cloud metadata, the platform's ranges: denied) > function default > global default.
+//   protected addresses (the machine itself: the loopback class and the host's own
+//   addresses; link-local and cloud metadata; the platform's ranges: denied) >
+//   function default > global default.
 // A protected address is allowed only by an allow pattern that names it
-// specifically: catch-alls (`*`, `0.0.0.0/0`, `::/0`) do not count.
+// specifically: catch-alls (`*`, `0.0.0.0/0`, `::/0`) do not count, and neither
+// does an allowed name that resolves to it (egress/decision.ts).
 // Hosts and patterns are compared as canonical addresses (address.ts), and a
 // deny rule for any loopback address denies the whole loopback class.
 
 export interface PolicyDecision {
   allowed: boolean;
-  /** The pattern that decided, or `default`, or `protected`. */
+  /** The pattern that decided, or `default`, or a protected class: `host`, `protected`, `platform`. */
   rule: string;
   scope: 'global' | 'function';
+}
+
+/**
+ * Addresses protected beyond the built-in ones (the loopback class, link-local, metadata): the
+ * rule that protects a host, or undefined. PlatformRanges (the platform's CIDRs) and the
+ * machine's own interface addresses (policy/machine.ts) are ones.
+ */
+export interface Protection {
+  ruleFor(host: string): string | undefined;
 }
 
 const CATCH_ALL = new Set(['*', '0.0.0.0/0', '::/0']);
@@ -58,6 +70,16 @@ export class PlatformRanges {
     const ip = canonicalIp(host);
     return ip !== null && this.#list.check(ip.toString(), ip.kind());
   }
+  ruleFor(host: string): string | undefined {
+    return this.has(host) ? 'platform' : undefined;
+  }
+}
+
+/** The rule that protects a host with no configuration at all: `host` for the loopback class, `protected` for link-local and metadata. */
+export function builtInProtection(host: string): string | undefined {
+  const ip = canonicalIp(host);
+  if (ip !== null && isLoopbackClass(ip)) return 'host';
+  return isProtectedHost(host) ? 'protected' : undefined;
 }
 
 export function isProtectedHost(host: string): boolean {
@@ -101,9 +123,9 @@ function firstDeny(patterns: readonly string[], host: string): string | undefine
   return patterns.find((p) => denies(p, host));
 }
 
-export function decide(host: string, global: NetworkPolicy | null, fn: NetworkPolicy | null, platform?: PlatformRanges): PolicyDecision {
-  const platformHost = platform?.has(host) ?? false;
-  const protectedHost = platformHost || isProtectedHost(host);
+export function decide(host: string, global: NetworkPolicy | null, fn: NetworkPolicy | null, protection?: Protection): PolicyDecision {
+  const protectedBy = builtInProtection(host) ?? protection?.ruleFor(host);
+  const protectedHost = protectedBy !== undefined;
   if (fn !== null) {
     const denied = firstDeny(fn.deny, host);
     if (denied !== undefined) return { allowed: false, rule: denied, scope: 'function' };
@@ -116,7 +138,7 @@ export function decide(host: string, global: NetworkPolicy | null, fn: NetworkPo
     const allowed = firstAllow(global.allow, host, protectedHost);
     if (allowed !== undefined) return { allowed: true, rule: allowed, scope: 'global' };
   }
-  if (protectedHost) return { allowed: false, rule: platformHost ? 'platform' : 'protected', scope: 'global' };
+  if (protectedHost) return { allowed: false, rule: protectedBy, scope: 'global' };
   if (fn !== null) return { allowed: fn.default === 'allow', rule: 'default', scope: 'function' };
   return { allowed: (global?.default ?? 'allow') === 'allow', rule: 'default', scope: 'global' };
 }
