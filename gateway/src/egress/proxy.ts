@@ -6,7 +6,7 @@ import type { RuntimeTokenVerifier } from '../internal/tokens.ts';
 import type { Logger } from '../log.ts';
 import { MachineAddresses } from '../policy/machine.ts';
 import type { PlatformRanges } from '../policy/match.ts';
-import { deniedAddress, denialMessage, decisionOf, denialOf, listenerDenial, policiesFor, type Denial, type PolicySource } from './decision.ts';
+import { deniedAddress, denialMessage, decisionOf, denialOf, explain, listenerDenial, policiesFor, type Denial, type Explanation, type PolicySource } from './decision.ts';
 import { DNS_TYPES, systemResolver, type DnsType, type EgressResolver } from './resolver.ts';
 import { TargetError, parseConnectTarget, proxyCredential, validHostName, type ConnectTarget } from './target.ts';
 
@@ -304,6 +304,36 @@ export class EgressProxy {
     if (byAddress !== undefined) throw new EgressRefusal(403, 'policy_denied', denialMessage(what, target.host, byAddress), byAddress);
     for (const address of addresses) this.#checkListener(what, target.host, address, target.port);
     return addresses;
+  }
+
+  /**
+   * The dry run of a connection (`fnhost policy:check`): what the proxy would decide for this
+   * function and target now, with the rule, the scope and the addresses the name resolves to.
+   * As for a connection, a name the policies deny is not resolved.
+   */
+  async explain(functionId: string, rawTarget: string): Promise<Explanation & { target: string; message: string }> {
+    // No port: 443 (what a fetch of https://<host>/ dials); a bare IPv6 address is one host, not host:port.
+    const target = this.#target(isIP(rawTarget) === 6 ? `[${rawTarget}]:443` : rawTarget.includes(':') ? rawTarget : `${rawTarget}:443`);
+    const what = `connection to ${target.host.includes(':') ? `[${target.host}]` : target.host}:${target.port}`;
+    const shown = `${target.host.includes(':') ? `[${target.host}]` : target.host}:${target.port}`;
+    const policies = await policiesFor(this.#o.policies, functionId, this.#o.machine.current());
+    const machine = policies.platform as ReturnType<MachineAddresses['current']>;
+    const listener = { port: target.port, isMachine: (a: string) => machine.isMachine(a), ports: this.#o.listenerPorts() };
+    let addresses: string[] | undefined;
+    if (isIP(target.host) === 0 && decisionOf(target.host, policies).allowed) {
+      try {
+        addresses = (await this.#o.resolver.lookup(target.host)).map((a) => a.address);
+      } catch (err) {
+        const failure = dnsFailure(err, `resolving ${target.host}`);
+        const byName = decisionOf(target.host, policies);
+        return { allowed: false, scope: byName.scope, rule: 'dns', subject: target.host, name: { ...byName }, addresses: [], target: shown, message: `${what} would fail: ${failure.message}` };
+      }
+    }
+    const e = explain(target.host, addresses, policies, listener);
+    const message = e.allowed
+      ? `${what} is allowed (${e.scope} rule ${e.rule})${addresses === undefined ? '' : `: it resolves to ${addresses.join(', ')}`}`
+      : denialMessage(what, target.host, { scope: e.scope, rule: e.rule, subject: e.subject });
+    return { ...e, target: shown, message };
   }
 
   /** Refuses a port of the platform's own listeners on this machine, whatever the policies say. */
