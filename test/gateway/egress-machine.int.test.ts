@@ -6,6 +6,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
+import { startDnsServer, type TestDnsServer } from '../helpers/dns-server.ts';
 import { startGateway, type RunningGateway } from '../helpers/platform.ts';
 
 // Issue 29, through a real gateway process, its sandboxed runtimes and its egress proxy:
@@ -16,6 +17,8 @@ import { startGateway, type RunningGateway } from '../helpers/platform.ts';
 // - a name allowed under default deny connects (the name is in an /etc/hosts of the test's own:
 //   the gateway runs in a mount namespace with that file bound over /etc/hosts, so the
 //   machine's file is untouched), its server in the network namespace;
+//   and a name answered by a DNS server this test starts on loopback (the same mount namespace
+//   binds a resolv.conf naming it); a denied name is never asked of that server;
 // - a name whose addresses include a denied range is refused naming the range.
 // Needs root (ip netns, unshare -m), as the sandbox tests do.
 
@@ -85,6 +88,7 @@ describe('the machine is protected by default; allowing a name allows what it re
   let anyAddr: Counted;
   let nsServer: ChildProcess;
   let nsPort: number;
+  let dns: TestDnsServer;
 
   const api = async (method: string, path: string, body?: unknown) => {
     const r = await fetch(gw.url + path, { method, headers: { authorization: `Bearer ${gw.token}`, 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
@@ -119,7 +123,12 @@ describe('the machine is protected by default; allowing a name allows what it re
     // The test's own /etc/hosts, bound over the machine's in the gateway's mount namespace only.
     const hosts = join(dir, 'hosts');
     await writeFile(hosts, `127.0.0.1 localhost\n::1 localhost\n${NS_ADDR} svc.h29.test\n${NS_ADDR} mixed.h29.test\nfd29::2 mixed.h29.test\n${HOST_ADDR} machine.h29.test\n`);
-    gw = await startGateway({ prefix: ['unshare', '-m', '--', 'sh', '-c', 'mount --bind "$0" /etc/hosts && exec "$@"', hosts], env: { FNHOST_WARM_POOL: '1' } });
+    // And a DNS server of the test's own, named by a resolv.conf bound the same way.
+    const dnsAddress = `127.${29 + (N % 200)}.${(N >> 3) % 250}.53`;
+    dns = await startDnsServer({ 'dns.h29.test': [NS_ADDR], 'secret.h29.test': [NS_ADDR] }, dnsAddress);
+    const resolv = join(dir, 'resolv.conf');
+    await writeFile(resolv, `nameserver ${dnsAddress}\noptions timeout:2 attempts:2\n`);
+    gw = await startGateway({ prefix: ['unshare', '-m', '--', 'sh', '-c', 'mount --bind "$0" /etc/hosts && mount --bind "$1" /etc/resolv.conf && shift && exec "$@"', hosts, resolv], env: { FNHOST_WARM_POOL: '1' } });
     const created = await api('POST', '/api/v1/functions', { name: 'prober', code: HANDLER });
     functionId = created.function_id;
   });
@@ -127,6 +136,7 @@ describe('the machine is protected by default; allowing a name allows what it re
   after(async () => {
     await gw?.stop();
     nsServer?.kill();
+    await dns?.close();
     for (const s of [loop4, loop6, anyAddr]) s?.server.close();
     try {
       sh('ip', ['link', 'del', HOST_IF]);
@@ -183,6 +193,15 @@ describe('the machine is protected by default; allowing a name allows what it re
     expect(await call('net', 'svc.h29.test', nsPort)).to.deep.equal({ value: 'hello from the namespace' });
     const byAddress = await call('fetch', NS_ADDR, nsPort);
     expect([byAddress.scope, byAddress.rule]).to.deep.equal(['global', 'default']);
+  });
+
+  it('a name allowed under default deny connects (answered by the test\'s DNS server); a denied name is never asked', async () => {
+    await api('PUT', '/api/v1/network-policy/global', { default: 'deny', allow: ['dns.h29.test'], deny: [] });
+    expect(await call('fetch', 'dns.h29.test', nsPort)).to.deep.equal({ value: 'hello from the namespace' });
+    expect(dns.asked).to.include('dns.h29.test A');
+    const secret = await call('fetch', 'secret.h29.test', nsPort);
+    expect([secret.scope, secret.rule]).to.deep.equal(['global', 'default']);
+    expect(dns.asked.filter((q) => q.startsWith('secret.'))).to.deep.equal([]);
   });
 
   it('a name whose addresses include a denied range is refused, naming the range', async () => {
