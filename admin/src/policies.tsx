@@ -50,7 +50,7 @@ function PatternList(props: { kind: 'allow' | 'deny'; patterns: string[]; onChan
             id={`${id}-in`}
             value={draft}
             onChange={(e) => setDraft(e.target.value)}
-            placeholder="example.com, *.example.com, 10.0.0.0/8"
+            placeholder="example.com, *.example.com, 10.0.0.0/8, 127.0.0.1:3000"
             spellCheck={false}
             autoCapitalize="off"
             aria-invalid={problem !== null || duplicate}

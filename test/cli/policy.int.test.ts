@@ -62,6 +62,12 @@ describe('fnhost policy: show, default, add, remove, check', function () {
     let t = await terminal(['policy:check', 'hello', '127.0.0.1:3000']);
     expect(t.code, t.screen).to.equal(0);
     expect(t.screen).to.match(/yes\s+connection to 127\.0\.0\.1:3000 is allowed \(global rule 127\.0\.0\.1\)/);
+    // A port narrows an allow: the machine opened on one port only.
+    expect((await terminal(['policy:add', 'allow', '127.0.0.2:3000', '--function', 'hello'])).code).to.equal(0);
+    expect((await terminal(['policy:check', 'hello', '127.0.0.2:3000'])).screen).to.include('is allowed (function rule 127.0.0.2:3000)');
+    t = await terminal(['policy:check', 'hello', '127.0.0.2:3001']);
+    expect(t.code).to.equal(1);
+    expect(t.screen).to.include('(global rule host)');
     t = await terminal(['policy:check', 'hello', '10.1.2.3:5432']);
     expect(t.code).to.equal(1);
     expect(t.screen).to.match(/no\s+connection to 10\.1\.2\.3:5432 blocked by network policy \(function rule 10\.0\.0\.0\/8\)/);

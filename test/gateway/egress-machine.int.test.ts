@@ -187,6 +187,15 @@ describe('the machine is protected by default; allowing a name allows what it re
     }
   });
 
+  it('an allow of an address with a port opens that port only (local development, one rule)', async () => {
+    await api('PUT', '/api/v1/network-policy/global', { default: 'allow', allow: [`127.0.0.1:${loop4.port}`], deny: [] });
+    expect(await call('fetch', '127.0.0.1', loop4.port)).to.deep.equal({ value: 'loopback v4' });
+    const before = anyAddr.connections;
+    const other = await call('net', '127.0.0.1', anyAddr.port);
+    expect([other.scope, other.rule], other.error).to.deep.equal(['global', 'host']);
+    expect(anyAddr.connections).to.equal(before);
+  });
+
   it('a name allowed under default deny connects (a name in /etc/hosts); its address alone is not allowed', async () => {
     await api('PUT', '/api/v1/network-policy/global', { default: 'deny', allow: ['svc.h29.test'], deny: [] });
     expect(await call('fetch', 'svc.h29.test', nsPort)).to.deep.equal({ value: 'hello from the namespace' });

@@ -68,14 +68,15 @@ function decisionsFor(policies: Policies): Map<string, PolicyDecision> {
   return bySubject;
 }
 
-/** The policies' decision about one name or address on its own (remembered, see `decided`). */
-export function decisionOf(subject: string, policies: Policies): PolicyDecision {
+/** The policies' decision about one name or address on its own, at a port when known (remembered, see `decided`). */
+export function decisionOf(subject: string, policies: Policies, port?: number): PolicyDecision {
   const known = decisionsFor(policies);
-  const seen = known.get(subject);
+  const key = port === undefined ? subject : `${subject} ${port}`;
+  const seen = known.get(key);
   if (seen !== undefined) return seen;
-  const d = Object.freeze(decide(subject, policies.global, policies.fn, policies.platform));
+  const d = Object.freeze(decide(subject, policies.global, policies.fn, policies.platform, port));
   if (known.size >= MAX_DECISIONS_PER_POLICY) known.clear();
-  known.set(subject, d);
+  known.set(key, d);
   return d;
 }
 
@@ -83,8 +84,8 @@ export function decisionOf(subject: string, policies: Policies): PolicyDecision 
  * An address reached through a name: the address's own decision, except that an address no rule
  * names (it fell to a default) takes the allow of the name when a rule allowed the name.
  */
-export function addressDecision(address: string, policies: Policies, byName?: PolicyDecision): PolicyDecision {
-  const own = decisionOf(address, policies);
+export function addressDecision(address: string, policies: Policies, byName?: PolicyDecision, port?: number): PolicyDecision {
+  const own = decisionOf(address, policies, port);
   if (own.rule === 'default' && !own.allowed && byName !== undefined && byName.allowed && byName.rule !== 'default') return byName;
   return own;
 }
@@ -92,14 +93,14 @@ export function addressDecision(address: string, policies: Policies, byName?: Po
 const denial = (d: PolicyDecision, subject: string): Denial | undefined => (d.allowed ? undefined : Object.freeze({ scope: d.scope, rule: d.rule, subject }));
 
 /** The denial of one name or address, or undefined when the policies allow it. */
-export function denialOf(subject: string, policies: Policies): Denial | undefined {
-  return denial(decisionOf(subject, policies), subject);
+export function denialOf(subject: string, policies: Policies, port?: number): Denial | undefined {
+  return denial(decisionOf(subject, policies, port), subject);
 }
 
 /** The first denied address among those a name (allowed as `byName` says) resolved to. */
-export function deniedAddress(addresses: readonly string[], policies: Policies, byName?: PolicyDecision): Denial | undefined {
+export function deniedAddress(addresses: readonly string[], policies: Policies, byName?: PolicyDecision, port?: number): Denial | undefined {
   for (const address of new Set(addresses)) {
-    const d = denial(addressDecision(address, policies, byName), address);
+    const d = denial(addressDecision(address, policies, byName, port), address);
     if (d !== undefined) return d;
   }
   return undefined;
@@ -135,12 +136,13 @@ export interface Explanation {
 /** The explanation of a connection to `host` (a name resolved to `addresses`, or an address with `addresses` [host]). */
 export function explain(host: string, addresses: readonly string[] | undefined, policies: Policies, listener?: { port: number; isMachine: (a: string) => boolean; ports: readonly number[] }): Explanation {
   const isName = canonicalIp(host) === null;
-  const byName = decisionOf(host, policies);
+  const port = listener?.port;
+  const byName = decisionOf(host, policies, port);
   if (isName && !byName.allowed) return { allowed: false, scope: byName.scope, rule: byName.rule, subject: host, name: { ...byName }, addresses: [] };
   const list = isName ? [...new Set(addresses ?? [])] : [host];
   const each = list.map((address) => {
     const l = listener === undefined ? undefined : listenerDenial(address, listener.port, listener.isMachine, listener.ports);
-    const d = l !== undefined ? { allowed: false, scope: l.scope, rule: l.rule } : addressDecision(address, policies, isName ? byName : undefined);
+    const d = l !== undefined ? { allowed: false, scope: l.scope, rule: l.rule } : addressDecision(address, policies, isName ? byName : undefined, port);
     return { address, allowed: d.allowed, scope: d.scope, rule: d.rule };
   });
   const denied = each.find((a) => !a.allowed);

@@ -284,7 +284,7 @@ export class EgressProxy {
   async #checkedAddresses(functionId: string, target: ConnectTarget): Promise<string[]> {
     const what = `connection to ${target.host}:${target.port}`;
     const policies = await policiesFor(this.#o.policies, functionId, this.#o.machine.current());
-    const byName = decisionOf(target.host, policies);
+    const byName = decisionOf(target.host, policies, target.port);
     if (!byName.allowed) {
       const denial: Denial = { scope: byName.scope, rule: byName.rule, subject: target.host };
       throw new EgressRefusal(403, 'policy_denied', denialMessage(what, target.host, denial), denial);
@@ -300,7 +300,7 @@ export class EgressProxy {
       throw dnsFailure(err, `resolving ${target.host}`);
     }
     if (addresses.length === 0) throw new EgressRefusal(502, 'ENOTFOUND', `resolving ${target.host} gave no address`);
-    const byAddress = deniedAddress(addresses, policies, byName);
+    const byAddress = deniedAddress(addresses, policies, byName, target.port);
     if (byAddress !== undefined) throw new EgressRefusal(403, 'policy_denied', denialMessage(what, target.host, byAddress), byAddress);
     for (const address of addresses) this.#checkListener(what, target.host, address, target.port);
     return addresses;
@@ -320,12 +320,12 @@ export class EgressProxy {
     const machine = policies.platform as ReturnType<MachineAddresses['current']>;
     const listener = { port: target.port, isMachine: (a: string) => machine.isMachine(a), ports: this.#o.listenerPorts() };
     let addresses: string[] | undefined;
-    if (isIP(target.host) === 0 && decisionOf(target.host, policies).allowed) {
+    if (isIP(target.host) === 0 && decisionOf(target.host, policies, target.port).allowed) {
       try {
         addresses = (await this.#o.resolver.lookup(target.host)).map((a) => a.address);
       } catch (err) {
         const failure = dnsFailure(err, `resolving ${target.host}`);
-        const byName = decisionOf(target.host, policies);
+        const byName = decisionOf(target.host, policies, target.port);
         return { allowed: false, scope: byName.scope, rule: 'dns', subject: target.host, name: { ...byName }, addresses: [], target: shown, message: `${what} would fail: ${failure.message}` };
       }
     }
@@ -430,8 +430,8 @@ export class EgressProxy {
     for (const functionId of functionIds) {
       const policies = await policiesFor(this.#o.policies, functionId, this.#o.machine.current());
       for (const tunnel of [...(this.#established.get(functionId) ?? [])]) {
-        const byName = decisionOf(tunnel.host, policies);
-        const denial = denialOf(tunnel.host, policies) ?? (tunnel.address === tunnel.host ? undefined : deniedAddress([tunnel.address], policies, byName));
+        const byName = decisionOf(tunnel.host, policies, tunnel.port);
+        const denial = denialOf(tunnel.host, policies, tunnel.port) ?? (tunnel.address === tunnel.host ? undefined : deniedAddress([tunnel.address], policies, byName, tunnel.port));
         if (denial === undefined) continue;
         this.#o.logger.info('egress connection closed: the network policy now denies it', { function_id: functionId, target: `${tunnel.host}:${tunnel.port}`, scope: denial.scope, rule: denial.rule, subject: denial.subject });
         this.#counts.closedByPolicy++;

@@ -102,7 +102,9 @@ export function internalRoutes(deps: InternalDeps): Router {
     const host = ctx.query.host;
     if (typeof host !== 'string' || host === '' || host.length > 255) throw new ValidationError('policy check needs host (a host name or IP)');
     const [global, fn] = await Promise.all([deps.policies.get('global'), deps.policies.get(ctx.state.functionId)]);
-    ctx.body = decide(host, global, fn, deps.protection?.());
+    // The port, when the runtime sends it, narrows patterns that name one (`127.0.0.1:3000`).
+    const port = typeof ctx.query.port === 'string' && /^\d{1,5}$/.test(ctx.query.port) && Number(ctx.query.port) >= 1 && Number(ctx.query.port) <= 65535 ? Number(ctx.query.port) : undefined;
+    ctx.body = decide(host, global, fn, deps.protection?.(), port);
   });
 
   return router;
