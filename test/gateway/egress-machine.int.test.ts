@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { startDnsServer, type TestDnsServer } from '../helpers/dns-server.ts';
 import { startGateway, type RunningGateway } from '../helpers/platform.ts';
+import { pollUntil } from '../helpers/wait.ts';
 
 // Issue 29, through a real gateway process, its sandboxed runtimes and its egress proxy:
 // - the machine is protected with no policy at all: servers on 127.0.0.1, on [::1] and on an
@@ -184,6 +185,18 @@ describe('the machine is protected by default; allowing a name allows what it re
         expect(r.rule, `${host}:${port} ${r.error}`).to.equal('listener');
         expect(r.error).to.include("the platform's own listener");
       }
+    }
+  });
+
+  it('an address the host gains while the gateway runs is protected within the refresh (2 s)', async () => {
+    await api('PUT', '/api/v1/network-policy/global', { default: 'allow', allow: [], deny: [] });
+    const added = `${NET}.9`;
+    sh('ip', ['addr', 'add', `${added}/32`, 'dev', HOST_IF]);
+    try {
+      // Read again at the first decision after the refresh: within a few seconds, by a deadline.
+      await pollUntil('the new interface address refused under the rule host', async () => (await call('net', added, anyAddr.port)).rule === 'host', 15_000, 200);
+    } finally {
+      sh('ip', ['addr', 'del', `${added}/32`, 'dev', HOST_IF]);
     }
   });
 
