@@ -297,9 +297,10 @@ export default async function handler(req, res) {
     expect(await attempt('net', OUTSIDE.denied, servers.denied!.port)).to.match(/blocked by network policy \(global rule 192\.0\.2\.20\)/);
     expect(await attempt('fetch', OUTSIDE.denied, servers.denied!.port)).to.match(/blocked by network policy/);
     expect(await attempt('net', OUTSIDE.metadata, servers.metadata!.port)).to.match(/blocked by network policy \(global rule protected\)/);
-    // The node's address is the machine's (FNHOST_EGRESS_NODE_ADDRESSES from status.hostIP): rule host.
-    expect(await attempt('net', node, servers.node!.port)).to.match(/blocked by network policy \(global rule host\)/);
-    expect(await attempt('net', node, relay.port)).to.match(/blocked by network policy \(global rule host\)/);
+    // The node's address is the machine's (FNHOST_EGRESS_NODE_ADDRESSES from status.hostIP: rule host) or in
+    // platformCIDRs (rule platform), whichever the test's address for the node is.
+    expect(await attempt('net', node, servers.node!.port)).to.match(/blocked by network policy \(global rule (host|platform)\)/);
+    expect(await attempt('net', node, relay.port)).to.match(/blocked by network policy \(global rule (host|platform)\)/);
     expect(await attempt('net', '10.96.0.1', 443)).to.match(/blocked by network policy \(global rule platform\)/);
     expect(servers.denied!.peers).to.deep.equal([]);
     expect(servers.metadata!.peers).to.deep.equal([]);
@@ -325,8 +326,8 @@ export default async function handler(req, res) {
     expect(applied.code, applied.stderr).to.equal(0);
     try {
       await setGlobal({ default: 'allow', allow: [], deny: [] });
-      expect(await attempt('net', node, servers.node!.port), 'the node').to.match(/blocked by network policy \(global rule host\)/);
-      expect(await attempt('net', node, relay.port), 'MongoDB').to.match(/blocked by network policy \(global rule host\)/);
+      expect(await attempt('net', node, servers.node!.port), 'the node').to.match(/blocked by network policy \(global rule (host|platform)\)/);
+      expect(await attempt('net', node, relay.port), 'MongoDB').to.match(/blocked by network policy \(global rule (host|platform)\)/);
       expect(await attempt('net', '10.96.0.1', 443), 'the API server').to.match(/blocked by network policy \(global rule platform\)/);
       expect(servers.node!.peers).to.deep.equal([]);
       await setGlobal({ default: 'deny', allow: [name], deny: [] });
