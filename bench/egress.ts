@@ -92,7 +92,8 @@ const dir = await mkdtemp(join(tmpdir(), 'fnhost-bench-egress-'));
 const target = run(['-e', TARGET]);
 const port = (JSON.parse(await target.first) as { port: number }).port;
 const url = `http://127.0.0.1:${port}/`;
-const GLOBAL_POLICY: NetworkPolicy = { default: 'allow', allow: [], deny: ['10.0.0.0/8'] };
+// The local server is on this machine, protected unless a rule names it (issue 29).
+const GLOBAL_POLICY: NetworkPolicy = { default: 'allow', allow: ['127.0.0.1'], deny: ['10.0.0.0/8'] };
 const proxy = new EgressProxy({
   tokens: { verify: (t) => (t === TOKEN ? 'bench-function' : undefined) },
   knows: () => true,

@@ -117,7 +117,20 @@ export const api = {
   runSchedule: (ref: string) => request<ApiScheduleRunResult>('POST', `${fnPath(ref)}/schedule/run`),
   policies: () => request<{ global: NetworkPolicy; functions: Record<string, NetworkPolicy> }>('GET', `${API}/network-policy`),
   putGlobal: (p: NetworkPolicy) => request<NetworkPolicy>('PUT', `${API}/network-policy/global`, p),
+  /** The egress proxy's dry run for a function and host[:port] (as fnhost policy:check). */
+  checkConnection: (functionId: string, target: string) => request<PolicyCheck>('GET', `${API}/network-policy/functions/${encodeURIComponent(functionId)}/check?target=${encodeURIComponent(target)}`),
   putFunction: (ref: string, p: NetworkPolicy) => request<NetworkPolicy>('PUT', `${API}/network-policy/functions/${encodeURIComponent(ref)}`, p),
   deleteFunction: (ref: string) => request<void>('DELETE', `${API}/network-policy/functions/${encodeURIComponent(ref)}`),
   changes: (limit = 50) => request<{ changes: PolicyChange[] }>('GET', `${API}/network-policy/changes?limit=${limit}`).then((r) => r.changes),
 };
+
+/** GET /network-policy/functions/{ref}/check: allowed or denied, the rule, the scope, each address. */
+export interface PolicyCheck {
+  target: string;
+  allowed: boolean;
+  scope: 'global' | 'function';
+  rule: string;
+  subject: string;
+  addresses: Array<{ address: string; allowed: boolean; scope: string; rule: string }>;
+  message: string;
+}

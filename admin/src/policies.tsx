@@ -2,6 +2,7 @@ import { useEffect, useId, useState, type FormEvent } from 'react';
 import { hostPatternProblem, validateHostPattern } from '@fnhost/core/netpattern.ts';
 import type { NetworkPolicy } from '@fnhost/core/model.ts';
 import { api, ApiError, type ApiFunction, type PolicyChange } from './api.ts';
+import { ConnectionCheck } from './policy-check.tsx';
 import { confirmLeave, useUnsavedChanges } from './navigation.ts';
 import { formatTime } from './time.ts';
 import { ClampedText, ConfirmButton } from './widgets.tsx';
@@ -49,7 +50,7 @@ function PatternList(props: { kind: 'allow' | 'deny'; patterns: string[]; onChan
             id={`${id}-in`}
             value={draft}
             onChange={(e) => setDraft(e.target.value)}
-            placeholder="example.com, *.example.com, 10.0.0.0/8"
+            placeholder="example.com, *.example.com, 10.0.0.0/8, 127.0.0.1:3000"
             spellCheck={false}
             autoCapitalize="off"
             aria-invalid={problem !== null || duplicate}
@@ -146,7 +147,7 @@ export function PoliciesPage() {
     <>
       <h1>Network policies</h1>
       <p className="lede">
-        Outbound <code>fetch</code> from functions is checked against these rules before each request. A function's deny and allow patterns come first, then the global ones, then the function's default, then the global default.
+        Every outbound connection of a function is checked against these rules by the egress proxy. A function's deny and allow patterns come first, then the global ones; then this machine, link-local and metadata addresses are refused unless an allow names the address; then the function's default, then the global default. Allowing a name allows the addresses it resolves to, unless a deny rule names one.
       </p>
       {message && (
         <p role={message.kind === 'error' ? 'alert' : 'status'} className={message.kind === 'error' ? 'error-box' : 'ok-box'}>
@@ -206,6 +207,7 @@ export function PoliciesPage() {
           </div>
         </section>
       )}
+      {all !== null && <ConnectionCheck functions={fns} scope={scope} version={version} />}
       <section className="card" aria-labelledby="changes-h">
         <h2 id="changes-h">Recent changes</h2>
         {changes.length === 0 ? (

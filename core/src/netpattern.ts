@@ -8,7 +8,10 @@ import type { NetworkPolicy } from './model.ts';
 // test/admin/netpattern.unit.test.ts checks that it agrees with node:net's
 // isIP and with gateway/src/policy/match.ts validatePattern on a table.
 //
-// Patterns: `example.com`, `*.example.com`, `*`, an IP address, or a CIDR.
+// Patterns: `example.com`, `*.example.com`, `*`, an IP address, or a CIDR; a host, a
+// wildcard or an address may name one port (`127.0.0.1:3000`, `[::1]:3000`,
+// `db.example.com:5432`), which narrows the pattern to that port (issue 29: a dev server on
+// the host is opened port by port). Without a port a pattern covers every port.
 
 const HOST_LABEL = /^(?!-)[a-z0-9-]{1,63}(?<!-)$/;
 const IPV4 = /^(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(\.(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)){3}$/;
@@ -86,8 +89,36 @@ function cidrProblem(raw: string, addr: string, bits: string): string {
   return `not a valid CIDR: the prefix length of an IPv${family} network is a number from 0 to ${max}, got ${JSON.stringify(bits.slice(0, SHOWN))}`;
 }
 
-/** The normalised pattern, or a ValidationError that says what the text is instead (a URL, a path, a port, markup). */
+/** A pattern's host part and port (undefined: every port). `[::1]:3000` → ['::1', 3000]; `::1` → ['::1', undefined]. */
+export function splitPatternPort(pattern: string): [string, number | undefined] {
+  const bracketed = /^\[([^\]]+)\]:(\d{1,5})$/.exec(pattern);
+  if (bracketed !== null) return [bracketed[1]!, Number(bracketed[2])];
+  const plain = /^([^:[\]]+):(\d{1,5})$/.exec(pattern);
+  if (plain !== null) return [plain[1]!, Number(plain[2])];
+  return [pattern, undefined];
+}
+
+/** The normalised pattern, or a ValidationError that says what the text is instead (a URL, a path, markup). */
 export function validateHostPattern(raw: unknown): string {
+  if (typeof raw === 'string') {
+    const text = raw.trim().toLowerCase();
+    const withPort = /^\[([^\]]*)\]:(.*)$/.exec(text) ?? /^([^:[\]/]+):([^:]*)$/.exec(text);
+    if (withPort !== null && raw.length <= MAX_PATTERN_LENGTH && !/^[a-z][a-z0-9+.-]*:\/\//i.test(text)) return withPortPattern(raw, withPort[1]!, withPort[2]!, text.startsWith('['));
+  }
+  return validateHostOnly(raw);
+}
+
+/** `host:port` or `[v6]:port`: a host, wildcard or address with one port, 1-65535. */
+function withPortPattern(raw: string, hostText: string, portText: string, bracketed: boolean): string {
+  if (!/^\d{1,5}$/.test(portText) || Number(portText) < 1 || Number(portText) > 65535) refuse(raw, `the port of a pattern is a number from 1 to 65535, got ${JSON.stringify(portText.slice(0, SHOWN))}; without a port a pattern covers every port`);
+  if (bracketed && ipFamily(hostText) !== 6) refuse(raw, `brackets hold an IPv6 address ([::1]:3000)`);
+  if (!bracketed && ipFamily(hostText) === 6) refuse(raw, `write an IPv6 address with a port in brackets ([::1]:3000)`);
+  if (hostText === '*' || hostText.includes('/')) refuse(raw, `a port goes with a host, a wildcard or an address, not with ${hostText === '*' ? 'the catch-all *' : 'a CIDR'}`);
+  const host = validateHostOnly(hostText);
+  return `${ipFamily(host) === 6 ? `[${host}]` : host}:${Number(portText)}`;
+}
+
+function validateHostOnly(raw: unknown): string {
   if (typeof raw !== 'string' || raw.trim() === '') throw new ValidationError(`network policy pattern ${JSON.stringify(raw)} is invalid: ${FORMS}`);
   if (raw.length > MAX_PATTERN_LENGTH) refuse(raw, `longer than ${MAX_PATTERN_LENGTH} characters (a host name has at most 253); ${FORMS}`);
   if (/^[a-z][a-z0-9+.-]*:\/\//i.test(raw.trim())) refuse(raw, `a URL; ${HOST_OR_CIDR}`);
@@ -104,7 +135,6 @@ export function validateHostPattern(raw: unknown): string {
     return p;
   }
   if (ipFamily(p) !== 0) return p;
-  if (/^[^:]+:\d*$/.test(p)) refuse(raw, `a host with a port; give the host alone (${p.slice(0, p.indexOf(':')).slice(0, SHOWN)}): a pattern covers every port`);
   const name = p.startsWith('*.') ? p.slice(2) : p;
   if (name.includes('*')) refuse(raw, `a wildcard stands only for the first labels (*.example.com)`);
   const odd = [...new Set(name.replace(/[a-z0-9.-]/g, ''))];

@@ -17,6 +17,7 @@ import { replayRoutes } from './api/replay.ts';
 import { infoRoutes } from './api/info.ts';
 import { policyRoutes } from './api/policy.ts';
 import { PolicyCache } from './policy/cache.ts';
+import { MachineAddresses } from './policy/machine.ts';
 import { internalRoutes } from './internal/routes.ts';
 import type { RuntimeTokenVerifier } from './internal/tokens.ts';
 import { RuntimeTokens } from './internal/tokens.ts';
@@ -277,11 +278,13 @@ export async function startPlatform(options: PlatformOptions): Promise<Platform<
     executionRoutes({ functions, writer, stores, now, access }),
     replayRoutes({ functions, invoker, writer, stores, now, access, throwaway: cluster?.throwaway ?? ((fn) => executor.throwaway!(fn)) }),
     scheduleRunRoutes({ functions, invoker, ledger, now, access, startingDeadlineSeconds: cluster === undefined ? config.scheduleStartingDeadlineSeconds : undefined }),
-    policyRoutes({ policies, functions, now, access }),
+    policyRoutes({ policies, functions, now, access, check: () => (egress === undefined ? undefined : (id, target) => egress!.proxy.explain(id, target)) }),
     infoRoutes({ mode: cluster === undefined ? 'local' : 'cluster', default_namespace: functions.defaultNamespace, sandbox: sandbox === undefined ? undefined : { enabled: sandbox.enabled, warning: sandbox.warning } }),
   ];
   const kvGuard = new KvGuard({ kv: stores.kv, settings: config.kv, cluster: cluster !== undefined, metrics, logger });
-  const internal = internalRoutes({ tokens: cluster?.runtimeTokens ?? tokens, functions, kv: stores.kv, kvGuard, insight: stores.insight, consoleCapture: config.consoleCapture, flushRecords: () => writer.flush(), policies, platform: config.egressPlatform, now });
+  // The machine itself (its interfaces, in cluster mode the node) and the platform's ranges: protected (docs/egress.md).
+  const machine = new MachineAddresses({ platform: config.egressPlatform, extra: config.egressNodeAddresses });
+  const internal = internalRoutes({ tokens: cluster?.runtimeTokens ?? tokens, functions, kv: stores.kv, kvGuard, insight: stores.insight, consoleCapture: config.consoleCapture, flushRecords: () => writer.flush(), policies, protection: () => machine.current(), now });
   const app = mainApp({ health, api, internal, adminToken: options.adminToken, kubeAccess: cluster?.kubeAccess, trustProxy: config.trustProxy, logger });
   // The admin panel: its page, sign-in and session-authenticated API, on its own listener.
   const admin = adminPanel({ token: options.adminToken, now, sessionStore: stores.sessions, logger, background });
@@ -303,7 +306,8 @@ export async function startPlatform(options: PlatformOptions): Promise<Platform<
   boundListener(adminServer, bounds.admin, refusals, 'admin');
 
   egress = await startEgress({
-    config, logger, policies,
+    config, logger, policies, machine,
+    listenerPorts: () => [server, adminServer].flatMap((s) => { const a = s.address(); return a !== null && typeof a === 'object' ? [a.port] : []; }),
     tokens: cluster?.runtimeTokens ?? tokens,
     knows: (id) => functions.byId(id) !== undefined,
     local: local === undefined ? undefined : sandboxes !== undefined

@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import { resolve } from 'node:path';
 import { DEFAULT_STARTING_DEADLINE_SECONDS, FnhostError, limits } from '@fnhost/core';
 import { PlatformRanges } from './policy/match.ts';
@@ -55,6 +56,11 @@ export interface GatewayConfig {
    * allow pattern names them specifically (docs/egress.md).
    */
   egressPlatform: PlatformRanges | undefined;
+  /**
+   * The node's own addresses (FNHOST_EGRESS_NODE_ADDRESSES, comma-separated; the chart passes the
+   * pod's status.hostIPs): protected as the machine's own addresses are (docs/egress.md).
+   */
+  egressNodeAddresses: string[];
   /** One machine: a function's runtime with no call for this long is stopped (FNHOST_RUNTIME_IDLE_SECONDS; 0: never). */
   runtimeIdleSeconds: number;
   /**
@@ -90,6 +96,12 @@ export function intVar(env: Record<string, string | undefined>, name: string, fa
   const n = Number(raw.trim());
   if (n < min || n > max) throw new ConfigError(`${name}=${n} is out of range: use ${min} to ${max}`);
   return n;
+}
+
+function nodeAddresses(env: Record<string, string | undefined>): string[] {
+  const list = (env.FNHOST_EGRESS_NODE_ADDRESSES ?? '').split(',').map((a) => a.trim()).filter(Boolean);
+  for (const a of list) if (isIP(a) === 0) throw new ConfigError(`FNHOST_EGRESS_NODE_ADDRESSES: ${JSON.stringify(a.slice(0, 60))} is not an IP address (give addresses separated by commas)`);
+  return list;
 }
 
 function platformRanges(env: Record<string, string | undefined>): PlatformRanges | undefined {
@@ -158,6 +170,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     egressMaxConnections: intVar(env, 'FNHOST_EGRESS_MAX_CONNECTIONS', 64, 1, 10_000),
     egressIdleTimeoutMs: intVar(env, 'FNHOST_EGRESS_IDLE_TIMEOUT_MS', 300_000, 1_000, 86_400_000),
     egressPlatform: platformRanges(env),
+    egressNodeAddresses: nodeAddresses(env),
     runtimeIdleSeconds: intVar(env, 'FNHOST_RUNTIME_IDLE_SECONDS', DEFAULT_RUNTIME_IDLE_SECONDS, 0, 604_800),
     consoleCapture: onOff(env, 'FNHOST_CONSOLE_CAPTURE', true),
     scheduleStartingDeadlineSeconds: intVar(env, 'FNHOST_SCHEDULE_STARTING_DEADLINE_SECONDS', DEFAULT_STARTING_DEADLINE_SECONDS, 0, 604_800),

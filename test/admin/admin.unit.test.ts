@@ -40,6 +40,8 @@ describe('admin: shared network-policy pattern validator (core/src/netpattern.ts
       ['example.com', 'example.com'], ['EXAMPLE.com.', 'example.com'], ['*.example.com', '*.example.com'], ['*', '*'], ['*.', '*'],
       ['a'.repeat(63) + '.com', 'a'.repeat(63) + '.com'], ['10.0.0.0/8', '10.0.0.0/8'], ['fd00::/8', 'fd00::/8'], ['[::1]', '::1'], ['::1', '::1'],
       ['169.254.169.254', '169.254.169.254'], ['::ffff:169.254.169.254', '169.254.169.254'], ['localhost', 'localhost'], ['0.0.0.0/0', '0.0.0.0/0'], ['::/0', '::/0'],
+      // A port narrows a host, a wildcard or an address to it (issue 29).
+      ['127.0.0.1:3000', '127.0.0.1:3000'], ['[::1]:3000', '[::1]:3000'], ['DB.example.com:5432', 'db.example.com:5432'], ['*.example.com:443', '*.example.com:443'], ['[::ffff:127.0.0.1]:80', '127.0.0.1:80'],
     ];
     for (const [raw, normalised] of accepted) expect(validateHostPattern(raw), raw).to.equal(normalised);
   });
@@ -64,7 +66,9 @@ describe('admin: shared network-policy pattern validator (core/src/netpattern.ts
       ['10.0.0.0/x', 'is invalid: not a valid CIDR: the prefix length of an IPv4 network is a number from 0 to 32, got "x"'],
       ['fd00::/129', 'is invalid: not a valid CIDR: the prefix length of an IPv6 network is a number from 0 to 128, got "129"'],
       ['10.0.0.300/8', 'is invalid: not a valid CIDR: "10.0.0.300" is not an IP address'],
-      ['example.com:443', 'is invalid: a host with a port; give the host alone (example.com)'],
+      ['example.com:0', 'is invalid: the port of a pattern is a number from 1 to 65535, got "0"'],
+      ['*:80', 'is invalid: a port goes with a host, a wildcard or an address, not with the catch-all *'],
+      ['[example.com]:3000', 'is invalid: brackets hold an IPv6 address ([::1]:3000)'],
       ['a.*.com', 'is invalid: a wildcard stands only for the first labels (*.example.com)'],
       ['bad host!', `is invalid: a host name has letters, digits, '-' and '.' only, not " ", "!"`],
     ];

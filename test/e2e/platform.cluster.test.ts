@@ -297,13 +297,50 @@ export default async function handler(req, res) {
     expect(await attempt('net', OUTSIDE.denied, servers.denied!.port)).to.match(/blocked by network policy \(global rule 192\.0\.2\.20\)/);
     expect(await attempt('fetch', OUTSIDE.denied, servers.denied!.port)).to.match(/blocked by network policy/);
     expect(await attempt('net', OUTSIDE.metadata, servers.metadata!.port)).to.match(/blocked by network policy \(global rule protected\)/);
-    expect(await attempt('net', node, servers.node!.port)).to.match(/blocked by network policy \(global rule platform\)/);
-    expect(await attempt('net', node, relay.port)).to.match(/blocked by network policy \(global rule platform\)/);
+    // The node's address is the machine's (FNHOST_EGRESS_NODE_ADDRESSES from status.hostIP: rule host) or in
+    // platformCIDRs (rule platform), whichever the test's address for the node is.
+    expect(await attempt('net', node, servers.node!.port)).to.match(/blocked by network policy \(global rule (host|platform)\)/);
+    expect(await attempt('net', node, relay.port)).to.match(/blocked by network policy \(global rule (host|platform)\)/);
     expect(await attempt('net', '10.96.0.1', 443)).to.match(/blocked by network policy \(global rule platform\)/);
     expect(servers.denied!.peers).to.deep.equal([]);
     expect(servers.metadata!.peers).to.deep.equal([]);
     expect(servers.node!.peers).to.deep.equal([]);
     expect(relay.peers).to.not.include(intruderIp);
+  });
+
+  it('egress (issue 29): with no rule the node, the API server and MongoDB stay unreachable; under default deny a function reaches an allowed name by name', async () => {
+    const setGlobal = async (policy: unknown) => {
+      const r = await fetch(`${gatewayUrl}/api/v1/network-policy/global`, { method: 'PUT', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify(policy) });
+      expect(r.status, await r.text()).to.equal(200);
+    };
+    const node = cluster.hostIp ?? '10.244.0.1';
+    // A name the cluster's DNS answers with an outside address: a Service without a selector and its own EndpointSlice.
+    const name = `outside.${nsB}.svc.cluster.local`;
+    const port = servers.allowedHttp!.port;
+    const applied = await kubectl(['apply', '-f', '-'], JSON.stringify({
+      apiVersion: 'v1', kind: 'List', items: [
+        { apiVersion: 'v1', kind: 'Service', metadata: { name: 'outside', namespace: nsB }, spec: { clusterIP: 'None', ports: [{ name: 'http', port, protocol: 'TCP' }] } },
+        { apiVersion: 'discovery.k8s.io/v1', kind: 'EndpointSlice', metadata: { name: 'outside-1', namespace: nsB, labels: { 'kubernetes.io/service-name': 'outside' } }, addressType: 'IPv4', ports: [{ name: 'http', port, protocol: 'TCP' }], endpoints: [{ addresses: [OUTSIDE.allowed] }] },
+      ],
+    }));
+    expect(applied.code, applied.stderr).to.equal(0);
+    try {
+      await setGlobal({ default: 'allow', allow: [], deny: [] });
+      expect(await attempt('net', node, servers.node!.port), 'the node').to.match(/blocked by network policy \(global rule (host|platform)\)/);
+      expect(await attempt('net', node, relay.port), 'MongoDB').to.match(/blocked by network policy \(global rule (host|platform)\)/);
+      expect(await attempt('net', '10.96.0.1', 443), 'the API server').to.match(/blocked by network policy \(global rule platform\)/);
+      expect(servers.node!.peers).to.deep.equal([]);
+      await setGlobal({ default: 'deny', allow: [name], deny: [] });
+      const byName = await waitFor('the allowed name through the proxy', async () => {
+        const r = await attempt('fetch', name, port);
+        return r.startsWith('status 200') ? r : null;
+      }, 60_000, 1000);
+      expect(byName).to.equal('status 200 allowed-http');
+      expect(await attempt('net', OUTSIDE.allowed, servers.allowedNet!.port), 'its address alone is not allowed').to.match(/blocked by network policy \(global rule default\)/);
+    } finally {
+      await setGlobal({ default: 'allow', allow: [], deny: [OUTSIDE.denied] });
+      await kubectl(['delete', 'service,endpointslice', 'outside', 'outside-1', '-n', nsB, '--ignore-not-found']);
+    }
   });
 
   it('egress: a child process (no runtime patch) reaches nothing by itself: not MongoDB, the API server, the node, another function, the metadata address, nor even an allowed host', async () => {

@@ -188,6 +188,19 @@ describe('fnhost on Kubernetes: access through Kubernetes RBAC (issue 22)', func
       expect(refused.stderr).to.contain(`user "system:serviceaccount:${ns}:viewer" may not ${verb} in namespace "${ns}"`);
     }
     expect((await invoke('hello')).body).to.deep.equal({ version: 1 });
+    // The network policies (issue 29): changing the global one needs fnhost-egress-admin, and so
+    // does the dry run, whose answer names the policies' rules.
+    for (const [args, verb] of [
+      // An add reads the policy first: refused at the read.
+      [['policy:add', 'allow', 'api.example.com'], 'get networkpolicies.fnhost.dev (cluster scope)'],
+      [['policy:check', 'hello', 'api.example.com'], 'get networkpolicies.fnhost.dev (cluster scope)'],
+    ] as Array<[string[], string]>) {
+      const refused = await as('viewer', args);
+      expect(refused.code, `${args.join(' ')}: ${refused.stderr}`).to.equal(3);
+      expect(refused.stderr).to.contain(`user "system:serviceaccount:${ns}:viewer" may not ${verb}`);
+    }
+    const check = await admin(['policy:check', 'hello', 'api.example.com:443', '--namespace', ns, '--output', 'json']);
+    expect(JSON.parse(check.stdout)).to.include({ target: 'api.example.com:443' });
   });
 
   it('the editor creates, deploys (returning once the new code serves) and deletes; -A needs a cluster-wide list', async () => {

@@ -44,7 +44,8 @@ describe('egress proxy: a real database driver (mongodb) through it', function (
   before(async () => {
     mongo = await startMongoServer({ useEnv: false });
     dir = await mkdtemp(join(tmpdir(), 'fnhost-egress-driver-'));
-    policies.set('global', { default: 'allow', allow: [], deny: [] });
+    // The stand-in is on this machine, protected unless a rule names it (issue 29): localhost is 127.0.0.1 and ::1.
+    policies.set('global', { default: 'allow', allow: ['127.0.0.1', '::1'], deny: [] });
     proxy = new EgressProxy({
       tokens: { verify: (t) => (t === TOKEN ? FUNCTION_ID : undefined) },
       knows: () => true,
@@ -75,7 +76,7 @@ describe('egress proxy: a real database driver (mongodb) through it', function (
   it('works unchanged against an allowed server, and fails naming the rule once the policy denies it', async () => {
     expect(await call({ url: `mongodb://127.0.0.1:${mongo.port}`, n: 1 })).to.deep.equal({ count: 1 });
     expect(await call({ url: `mongodb://localhost:${mongo.port}`, n: 2 })).to.deep.equal({ count: 2 });
-    policies.set('global', { default: 'allow', allow: [], deny: ['127.0.0.1'] });
+    policies.set('global', { default: 'allow', allow: ['127.0.0.1', '::1'], deny: ['127.0.0.1'] });
     await proxy.recheck('global');
     const denied = await call({ url: `mongodb://localhost:${mongo.port}`, n: 3 });
     expect(denied.name).to.equal('MongoServerSelectionError');

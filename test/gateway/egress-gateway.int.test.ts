@@ -44,7 +44,7 @@ export default async (req, res) => {
   it('node:net reaches an allowed server; one the global policy denies fails naming the rule and sees no connection', async () => {
     const allowed = await echoOn('127.0.0.1');
     const denied = await echoOn('127.0.0.2');
-    expect((await h.api('PUT', '/api/v1/network-policy/global', { default: 'allow', deny: ['127.0.0.2'] })).status).to.equal(200);
+    expect((await h.api('PUT', '/api/v1/network-policy/global', { default: 'allow', allow: ['127.0.0.1'], deny: ['127.0.0.2'] })).status).to.equal(200);
     const fn = await h.createFunction('netcaller', CODE);
     const ok = await h.invoke(fn.function_id, `/?host=127.0.0.1&port=${allowed.port}`);
     expect(ok.status).to.equal(200);

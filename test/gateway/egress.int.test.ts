@@ -156,7 +156,8 @@ describe('egress proxy: a runtime reaches the network only through it, under the
       listen(webServer(), '127.0.0.1'),
       listen(webServer(), '127.0.0.2'),
     ]);
-    policies.set('global', { default: 'allow', allow: [], deny: ['127.0.0.2', '*.denied.test'] });
+    // The servers are on this machine, protected by default: the policy names 127.0.0.1 to open it (issue 29).
+    policies.set('global', { default: 'allow', allow: ['127.0.0.1'], deny: ['127.0.0.2', '*.denied.test'] });
     proxy = new EgressProxy({
       tokens: { verify: (t) => (t === TOKEN ? FUNCTION_ID : t === OTHER_TOKEN ? OTHER_ID : undefined) },
       knows: (id) => id === FUNCTION_ID || id === OTHER_ID,

@@ -77,13 +77,16 @@ describe('egress proxy: what the policies are asked', () => {
     const global = { default: 'allow' as const, allow: [], deny: ['10.0.0.0/8'] };
     const before = { global, fn: null };
     expect(denialOf('10.0.0.7', before)).to.deep.equal({ scope: 'global', rule: '10.0.0.0/8', subject: '10.0.0.7' });
-    expect(denialOf('127.0.0.1', before)).to.equal(undefined);
+    expect(denialOf('127.0.0.1', before), 'the machine is protected with no allow').to.deep.equal({ scope: 'global', rule: 'host', subject: '127.0.0.1' });
+    const opened = { global: { ...global, allow: ['127.0.0.1'] }, fn: null };
+    expect(denialOf('127.0.0.1', opened), 'an allow naming it opens it').to.equal(undefined);
     const loopbackDenied = { global, fn: { default: 'allow' as const, allow: [], deny: ['127.0.0.0/8'] } };
     expect(denialOf('127.0.0.1', loopbackDenied)).to.deep.equal({ scope: 'function', rule: '127.0.0.0/8', subject: '127.0.0.1' });
     expect(denialOf('::1', loopbackDenied), 'the loopback class').to.deep.equal({ scope: 'function', rule: '127.0.0.0/8', subject: '::1' });
     const globalChanged = { global: { default: 'deny' as const, allow: [], deny: [] }, fn: null };
-    expect(denialOf('127.0.0.1', globalChanged)).to.deep.equal({ scope: 'global', rule: 'default', subject: '127.0.0.1' });
-    expect(denialOf('127.0.0.1', before), 'the first policies still decide as they did').to.equal(undefined);
+    expect(denialOf('192.0.2.7', globalChanged)).to.deep.equal({ scope: 'global', rule: 'default', subject: '192.0.2.7' });
+    expect(denialOf('192.0.2.7', before), 'the first policies still decide as they did').to.equal(undefined);
+    expect(denialOf('127.0.0.1', opened), 'and so do the opened ones').to.equal(undefined);
     // Past the bound the remembered decisions start over, and still answer right.
     for (let i = 0; i <= MAX_DECISIONS_PER_POLICY; i++) denialOf(`10.${(i >> 8) & 255}.${i & 255}.1`, before);
     expect(denialOf('10.0.0.7', before)).to.deep.equal({ scope: 'global', rule: '10.0.0.0/8', subject: '10.0.0.7' });

@@ -66,6 +66,8 @@ describe('gateway KV and network policies through real functions', function () {
     }, 15_000, 50);
 
   it('a policy denying a host makes the function fetch fail; removing it makes it succeed', async () => {
+    // The target is on this machine, protected unless a rule names it (issue 29).
+    await h.api('PUT', '/api/v1/network-policy/global', { default: 'allow', allow: ['127.0.0.1'] });
     const fn = await h.createFunction('caller', `export default async (req, res) => { const r = await fetch(${JSON.stringify(targetUrl)}); res.json({ text: await r.text() }); }`);
     expect(await (await h.invoke(fn.function_id)).json()).to.deep.equal({ text: 'target says hi' });
     const put = await h.api('PUT', '/api/v1/network-policy/functions/caller', { default: 'allow', deny: ['127.0.0.1'] });
@@ -79,7 +81,7 @@ describe('gateway KV and network policies through real functions', function () {
     expect(logs.logs[0].error_message).to.match(/connection to 127\.0\.0\.1:\d+ blocked by network policy \(function rule 127\.0\.0\.1\)/);
     const listed = await h.api('GET', '/api/v1/network-policy');
     expect(listed.body.functions[fn.function_id]).to.deep.equal({ default: 'allow', allow: [], deny: ['127.0.0.1'] });
-    expect(listed.body.global).to.deep.equal({ default: 'allow', allow: [], deny: [] });
+    expect(listed.body.global).to.deep.equal({ default: 'allow', allow: ['127.0.0.1'], deny: [] });
     expect((await h.api('DELETE', '/api/v1/network-policy/functions/caller')).status).to.equal(204);
     expect(await (await h.invoke(fn.function_id)).json()).to.deep.equal({ text: 'target says hi' });
     // Global default deny, with the loopback CIDR allowed.
@@ -87,10 +89,10 @@ describe('gateway KV and network policies through real functions', function () {
     expect((await h.invoke(fn.function_id)).status).to.equal(200);
     await h.api('PUT', '/api/v1/network-policy/global', { default: 'deny' });
     await settlesAt(fn.function_id, 500);
-    await h.api('PUT', '/api/v1/network-policy/global', { default: 'allow' });
+    await h.api('PUT', '/api/v1/network-policy/global', { default: 'allow', allow: ['127.0.0.1'] });
     const changes = await h.api('GET', '/api/v1/network-policy/changes?limit=2');
     expect(changes.body.changes).to.have.length(2);
-    expect(changes.body.changes[0].after).to.deep.equal({ default: 'allow', allow: [], deny: [] });
+    expect(changes.body.changes[0].after).to.deep.equal({ default: 'allow', allow: ['127.0.0.1'], deny: [] });
     const bad = await h.api('PUT', '/api/v1/network-policy/global', { default: 'deny', deny: ['10.0.0.0/99'] });
     expect(bad.status).to.equal(400);
     expect(bad.body.message).to.include('10.0.0.0/99');

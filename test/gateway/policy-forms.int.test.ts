@@ -65,7 +65,18 @@ describe('network policy: every spelling of loopback is denied with 127.0.0.0/8 
     target?.close();
   });
 
-  it('without a policy, the IPv4 and IPv4-mapped spellings reach the server (so the denials below are real)', async () => {
+  it('with no policy at all every spelling is refused: the machine is protected by default (rule host, issue 29)', async () => {
+    for (const host of FORMS) {
+      const before = { connections, requests };
+      const result = await tryFetch(host);
+      expect(result, host).to.deep.include({ reached: false, name: 'PolicyBlockedError' });
+      expect(result.message, host).to.match(/blocked by network policy.*global rule host/);
+      expect({ connections, requests }, host).to.deep.equal(before);
+    }
+  });
+
+  it('with the loopback named by an allow, the IPv4 and IPv4-mapped spellings reach the server (so the denials below are real)', async () => {
+    expect((await h.api('PUT', '/api/v1/network-policy/global', { default: 'allow', allow: ['127.0.0.0/8', '0.0.0.0'] })).status).to.equal(200);
     for (const host of ['0.0.0.0', '127.1', '0x7f.1', '2130706433', '[::ffff:127.0.0.1]', '[::ffff:7f00:1]']) {
       const before = requests;
       expect(await tryFetch(host), host).to.deep.include({ reached: true });

@@ -135,6 +135,8 @@ describe('a second gateway on the same data folder', function () {
         name: 'held',
         code: 'export default async (req, res) => { await (await fetch(`http://127.0.0.1:${req.query.port}/`)).text(); res.json({ pid: process.pid }); }',
       });
+      // The gate is on this machine, protected unless a rule names it (issue 29).
+      expect((await api(first.url, token, 'PUT', '/api/v1/network-policy/global', { default: 'allow', allow: [`127.0.0.1:${gatePort}`] })).status).to.equal(200);
       const inflight = fetch(`${created.body.invocation_url}?port=${gatePort}`).then(async (r) => ({ status: r.status, body: await r.json() }));
       await waitFor(() => held.length === 1, 'the call to be in flight in the runtime');
       let refusal: Error | undefined;

@@ -180,6 +180,8 @@ describe('the sandbox of each runtime: attacks by a hostile handler (real gatewa
         socket.once('data', () => socket.end('HTTP/1.1 200 OK\r\ncontent-length: 2\r\nconnection: close\r\n\r\nok'));
       });
       await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+      // The server is on this machine, which is protected unless a rule names it (issue 29).
+      expect((await api('PUT', '/api/v1/network-policy/global', { default: 'allow', allow: ['127.0.0.1'] })).status).to.equal(200);
     });
     after(() => {
       // Tunnels the proxy keeps open would hold close() up: end them.
@@ -193,7 +195,7 @@ describe('the sandbox of each runtime: attacks by a hostile handler (real gatewa
       const result = await invoke(escape.function_id, `?port=${port}`);
       expect(result.curl).to.match(/^failed/);
       expect(result.sh).to.match(/^failed/);
-      // No policy denies the machine's loopback here: the two patched clients get through, by the proxy.
+      // The policy names the machine's 127.0.0.1 here: the two patched clients get through, by the proxy.
       expect(result.net).to.equal('ok');
       expect(result.fetch).to.equal('ok');
       expect(connections).to.equal(2);
@@ -212,7 +214,7 @@ describe('the sandbox of each runtime: attacks by a hostile handler (real gatewa
         expect(result.sh).to.match(/^failed/);
         expect(connections).to.equal(before);
       } finally {
-        await api('PUT', '/api/v1/network-policy/global', { default: 'allow' });
+        await api('PUT', '/api/v1/network-policy/global', { default: 'allow', allow: ['127.0.0.1'] });
       }
     });
   });

@@ -141,6 +141,26 @@ export class ApiClient {
     return this.#json('PUT', fnPath(ref, '/retention'), policy, { ref });
   }
 
+  /** The global network policy and every function's (GET /network-policy). */
+  policies(): Promise<{ global: NetworkPolicyBody; functions: Record<string, NetworkPolicyBody> }> {
+    return this.#json('GET', '/api/v1/network-policy');
+  }
+
+  /** One function's policy (null: none) and the global one. */
+  functionPolicy(ref: string): Promise<{ function_id: string; name: string; namespace: string; policy: NetworkPolicyBody | null; global: NetworkPolicyBody }> {
+    return this.#json('GET', `/api/v1/network-policy/functions/${encodeURIComponent(ref)}`, undefined, { ref });
+  }
+
+  /** Replaces the global policy, or a function's when `ref` is given. */
+  setPolicy(ref: string | undefined, policy: NetworkPolicyBody): Promise<NetworkPolicyBody> {
+    return ref === undefined ? this.#json('PUT', '/api/v1/network-policy/global', policy) : this.#json('PUT', `/api/v1/network-policy/functions/${encodeURIComponent(ref)}`, policy, { ref });
+  }
+
+  /** The egress proxy's dry run for a function and host[:port] (policy:check). */
+  checkPolicy(ref: string, target: string): Promise<PolicyCheckAnswer> {
+    return this.#json('GET', `/api/v1/network-policy/functions/${encodeURIComponent(ref)}/check?target=${encodeURIComponent(target)}`, undefined, { ref });
+  }
+
   /** Cluster mode: pods, autoscaling, scale to zero, CPU (fields not given stay). */
   setScaling(ref: string, change: Record<string, unknown>): Promise<ApiFunction> {
     return this.#json('PUT', fnPath(ref, '/scaling'), change, { ref });
@@ -327,6 +347,24 @@ export class ApiClient {
         return new ApiServerError(`the server at ${this.url} failed: ${said}`, details);
     }
   }
+}
+
+export interface NetworkPolicyBody {
+  default: 'allow' | 'deny';
+  allow: string[];
+  deny: string[];
+}
+
+export interface PolicyCheckAnswer {
+  function_id: string;
+  name: string;
+  target: string;
+  allowed: boolean;
+  scope: 'global' | 'function';
+  rule: string;
+  subject: string;
+  addresses: Array<{ address: string; allowed: boolean; scope: string; rule: string }>;
+  message: string;
 }
 
 function fnPath(ref: string, suffix = ''): string {

@@ -4,8 +4,9 @@ import { connect, isIP, type AddressInfo, type Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { RuntimeTokenVerifier } from '../internal/tokens.ts';
 import type { Logger } from '../log.ts';
+import { MachineAddresses } from '../policy/machine.ts';
 import type { PlatformRanges } from '../policy/match.ts';
-import { deniedAddress, denialMessage, denialOf, policiesFor, type Denial, type PolicySource } from './decision.ts';
+import { deniedAddress, denialMessage, decisionOf, denialOf, explain, listenerDenial, policiesFor, type Denial, type Explanation, type PolicySource } from './decision.ts';
 import { DNS_TYPES, systemResolver, type DnsType, type EgressResolver } from './resolver.ts';
 import { TargetError, parseConnectTarget, proxyCredential, validHostName, type ConnectTarget } from './target.ts';
 
@@ -34,6 +35,10 @@ export interface EgressProxyOptions {
   policies: PolicySource;
   /** The platform's own address ranges, refused unless a policy names them (FNHOST_EGRESS_PLATFORM_CIDRS). */
   platform?: PlatformRanges;
+  /** The machine's own addresses, kept current (default: this machine's interfaces, with `platform`). */
+  machine?: MachineAddresses;
+  /** Ports of the platform's own listeners on this machine, never reachable through the proxy (read at each connection: they may listen after the proxy). */
+  listenerPorts?: () => readonly number[];
   logger: Logger;
   resolver?: EgressResolver;
   maxTunnelsPerFunction?: number;
@@ -122,7 +127,7 @@ function dnsFailure(err: unknown, what: string): EgressRefusal {
 }
 
 export class EgressProxy {
-  readonly #o: Required<Omit<EgressProxyOptions, 'resolver' | 'platform'>> & { resolver: EgressResolver; platform: PlatformRanges | undefined };
+  readonly #o: Required<Omit<EgressProxyOptions, 'resolver' | 'platform' | 'machine' | 'listenerPorts'>> & { resolver: EgressResolver; machine: MachineAddresses; listenerPorts: () => readonly number[] };
   readonly #servers: Server[] = [];
   readonly #unixPaths: string[] = [];
   readonly #tunnelsOf = new Map<string, number>();
@@ -141,7 +146,8 @@ export class EgressProxy {
       connectTimeoutMs: EGRESS_DEFAULTS.connectTimeoutMs,
       ...options,
       resolver: options.resolver ?? systemResolver(),
-      platform: options.platform,
+      machine: options.machine ?? new MachineAddresses({ platform: options.platform }),
+      listenerPorts: options.listenerPorts ?? (() => []),
     };
   }
 
@@ -277,10 +283,16 @@ export class EgressProxy {
   /** The addresses to dial, after the policies allowed the name and every address. */
   async #checkedAddresses(functionId: string, target: ConnectTarget): Promise<string[]> {
     const what = `connection to ${target.host}:${target.port}`;
-    const policies = await policiesFor(this.#o.policies, functionId, this.#o.platform);
-    const byName = denialOf(target.host, policies);
-    if (byName !== undefined) throw new EgressRefusal(403, 'policy_denied', denialMessage(what, target.host, byName), byName);
-    if (isIP(target.host) !== 0) return [target.host];
+    const policies = await policiesFor(this.#o.policies, functionId, this.#o.machine.current());
+    const byName = decisionOf(target.host, policies, target.port);
+    if (!byName.allowed) {
+      const denial: Denial = { scope: byName.scope, rule: byName.rule, subject: target.host };
+      throw new EgressRefusal(403, 'policy_denied', denialMessage(what, target.host, denial), denial);
+    }
+    if (isIP(target.host) !== 0) {
+      this.#checkListener(what, target.host, target.host, target.port);
+      return [target.host];
+    }
     let addresses: string[];
     try {
       addresses = (await this.#o.resolver.lookup(target.host)).map((a) => a.address);
@@ -288,9 +300,47 @@ export class EgressProxy {
       throw dnsFailure(err, `resolving ${target.host}`);
     }
     if (addresses.length === 0) throw new EgressRefusal(502, 'ENOTFOUND', `resolving ${target.host} gave no address`);
-    const byAddress = deniedAddress(addresses, policies);
+    const byAddress = deniedAddress(addresses, policies, byName, target.port);
     if (byAddress !== undefined) throw new EgressRefusal(403, 'policy_denied', denialMessage(what, target.host, byAddress), byAddress);
+    for (const address of addresses) this.#checkListener(what, target.host, address, target.port);
     return addresses;
+  }
+
+  /**
+   * The dry run of a connection (`fnhost policy:check`): what the proxy would decide for this
+   * function and target now, with the rule, the scope and the addresses the name resolves to.
+   * As for a connection, a name the policies deny is not resolved.
+   */
+  async explain(functionId: string, rawTarget: string): Promise<Explanation & { target: string; message: string }> {
+    // No port: 443 (what a fetch of https://<host>/ dials); a bare IPv6 address is one host, not host:port.
+    const target = this.#target(isIP(rawTarget) === 6 ? `[${rawTarget}]:443` : rawTarget.includes(':') ? rawTarget : `${rawTarget}:443`);
+    const what = `connection to ${target.host.includes(':') ? `[${target.host}]` : target.host}:${target.port}`;
+    const shown = `${target.host.includes(':') ? `[${target.host}]` : target.host}:${target.port}`;
+    const policies = await policiesFor(this.#o.policies, functionId, this.#o.machine.current());
+    const machine = policies.platform as ReturnType<MachineAddresses['current']>;
+    const listener = { port: target.port, isMachine: (a: string) => machine.isMachine(a), ports: this.#o.listenerPorts() };
+    let addresses: string[] | undefined;
+    if (isIP(target.host) === 0 && decisionOf(target.host, policies, target.port).allowed) {
+      try {
+        addresses = (await this.#o.resolver.lookup(target.host)).map((a) => a.address);
+      } catch (err) {
+        const failure = dnsFailure(err, `resolving ${target.host}`);
+        const byName = decisionOf(target.host, policies, target.port);
+        return { allowed: false, scope: byName.scope, rule: 'dns', subject: target.host, name: { ...byName }, addresses: [], target: shown, message: `${what} would fail: ${failure.message}` };
+      }
+    }
+    const e = explain(target.host, addresses, policies, listener);
+    const message = e.allowed
+      ? `${what} is allowed (${e.scope} rule ${e.rule})${addresses === undefined ? '' : `: it resolves to ${addresses.join(', ')}`}`
+      : denialMessage(what, target.host, { scope: e.scope, rule: e.rule, subject: e.subject });
+    return { ...e, target: shown, message };
+  }
+
+  /** Refuses a port of the platform's own listeners on this machine, whatever the policies say. */
+  #checkListener(what: string, host: string, address: string, port: number): void {
+    const machine = this.#o.machine.current();
+    const denial = listenerDenial(address, port, (a) => machine.isMachine(a), this.#o.listenerPorts());
+    if (denial !== undefined) throw new EgressRefusal(403, 'policy_denied', denialMessage(what, host, denial), denial);
   }
 
   /** Connects to the checked addresses in order (the next one when one refuses or times out). */
@@ -378,9 +428,10 @@ export class EgressProxy {
   async recheck(scope: string): Promise<void> {
     const functionIds = scope === 'global' ? [...this.#established.keys()] : this.#established.has(scope) ? [scope] : [];
     for (const functionId of functionIds) {
-      const policies = await policiesFor(this.#o.policies, functionId, this.#o.platform);
+      const policies = await policiesFor(this.#o.policies, functionId, this.#o.machine.current());
       for (const tunnel of [...(this.#established.get(functionId) ?? [])]) {
-        const denial = denialOf(tunnel.host, policies) ?? (tunnel.address === tunnel.host ? undefined : denialOf(tunnel.address, policies));
+        const byName = decisionOf(tunnel.host, policies, tunnel.port);
+        const denial = denialOf(tunnel.host, policies, tunnel.port) ?? (tunnel.address === tunnel.host ? undefined : deniedAddress([tunnel.address], policies, byName, tunnel.port));
         if (denial === undefined) continue;
         this.#o.logger.info('egress connection closed: the network policy now denies it', { function_id: functionId, target: `${tunnel.host}:${tunnel.port}`, scope: denial.scope, rule: denial.rule, subject: denial.subject });
         this.#counts.closedByPolicy++;
@@ -419,7 +470,7 @@ export class EgressProxy {
       if (req.method !== 'GET') throw new EgressRefusal(405, 'method_not_allowed', `GET /dns only, got ${req.method}`);
       functionId = this.#authenticate(req);
       const { name, type } = this.#question(url);
-      const policies = await policiesFor(this.#o.policies, functionId, this.#o.platform);
+      const policies = await policiesFor(this.#o.policies, functionId, this.#o.machine.current());
       const denial = denialOf(name, policies);
       if (denial !== undefined) throw new EgressRefusal(403, 'policy_denied', denialMessage(`resolving ${name}`, name, denial), denial);
       let records: unknown[];

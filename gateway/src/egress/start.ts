@@ -1,6 +1,7 @@
 import type { GatewayConfig } from '../config.ts';
 import type { RuntimeTokenVerifier } from '../internal/tokens.ts';
 import type { Logger } from '../log.ts';
+import type { MachineAddresses } from '../policy/machine.ts';
 import type { PolicySource } from './decision.ts';
 import { EgressProxy } from './proxy.ts';
 
@@ -27,6 +28,10 @@ export async function startEgress(options: {
   knows: (functionId: string) => boolean;
   policies: PolicySource;
   logger: Logger;
+  /** The machine's own addresses and the platform's ranges, protected. */
+  machine: MachineAddresses;
+  /** Ports of the platform's listeners on this machine (never reachable through the proxy). */
+  listenerPorts: () => readonly number[];
   /**
    * One machine: the Unix socket local runtimes reach the proxy over (in the
    * sandboxes' gateway folder, or the data folder for unsandboxed runtimes),
@@ -35,11 +40,13 @@ export async function startEgress(options: {
   local?: { socketPath: string; runtimeSetting: string };
 }): Promise<Egress> {
   const { config, logger } = options;
+  let tcpPort: number | undefined;
   const proxy = new EgressProxy({
     tokens: options.tokens,
     knows: options.knows,
     policies: options.policies,
-    platform: config.egressPlatform,
+    machine: options.machine,
+    listenerPorts: () => [...options.listenerPorts(), ...(tcpPort === undefined ? [] : [tcpPort])],
     logger,
     maxTunnelsPerFunction: config.egressMaxConnections,
     idleTimeoutMs: config.egressIdleTimeoutMs,
@@ -53,6 +60,7 @@ export async function startEgress(options: {
   let tcpAddress: string | undefined;
   if (config.egressListen !== undefined) {
     tcpAddress = await proxy.listenTcp(config.egressListen.host, config.egressListen.port);
+    tcpPort = Number(tcpAddress.slice(tcpAddress.lastIndexOf(':') + 1));
     logger.info('egress proxy listening', { address: tcpAddress });
   }
   return { proxy, runtimeSetting, socketPath: options.local?.socketPath, tcpAddress };

@@ -7,7 +7,7 @@ import type { FunctionService } from '../functions/service.ts';
 import { PayloadTooLargeError } from '../invoke/errors.ts';
 import type { PolicyCache } from '../policy/cache.ts';
 import type { RuntimeTokenVerifier } from './tokens.ts';
-import { decide, type PlatformRanges } from '../policy/match.ts';
+import { decide, type Protection } from '../policy/match.ts';
 import { readJson } from '../api/body.ts';
 import { addConsoleRoute } from './console.ts';
 
@@ -26,8 +26,8 @@ export interface InternalDeps {
   /** FNHOST_CONSOLE_CAPTURE: false drops every console post. */
   consoleCapture: boolean;
   policies: PolicyCache;
-  /** The platform's own ranges (FNHOST_EGRESS_PLATFORM_CIDRS), protected in the policy check as in the egress proxy. */
-  platform?: PlatformRanges;
+  /** The machine's addresses and the platform's ranges (FNHOST_EGRESS_PLATFORM_CIDRS), protected in the policy check as in the egress proxy. */
+  protection?: () => Protection;
   now: () => number;
 }
 
@@ -117,7 +117,9 @@ export function internalRoutes(deps: InternalDeps): Router {
     const host = ctx.query.host;
     if (typeof host !== 'string' || host === '' || host.length > 255) throw new ValidationError('policy check needs host (a host name or IP)');
     const [global, fn] = await Promise.all([deps.policies.get('global'), deps.policies.get(ctx.state.functionId)]);
-    ctx.body = decide(host, global, fn, deps.platform);
+    // The port, when the runtime sends it, narrows patterns that name one (`127.0.0.1:3000`).
+    const port = typeof ctx.query.port === 'string' && /^\d{1,5}$/.test(ctx.query.port) && Number(ctx.query.port) >= 1 && Number(ctx.query.port) <= 65535 ? Number(ctx.query.port) : undefined;
+    ctx.body = decide(host, global, fn, deps.protection?.(), port);
   });
 
   return router;
