@@ -34,7 +34,9 @@ import { ScheduleLedger } from './scheduler/ledger.ts';
 import { fireScheduled, missedRunsAtStart } from './scheduler/runs.ts';
 import { scheduleRunRoutes } from './api/schedule-runs.ts';
 import { sandboxStatus } from './sandbox/fallback.ts';
-import { listenInternal, type InternalListener } from './sandbox/internal-listener.ts';
+import { internalServer, type InternalListener } from './sandbox/internal-listener.ts';
+import { SandboxGatewaySockets } from './sandbox/gateway-sockets.ts';
+import { runtimeBounds } from './internal/runtime-bounds.ts';
 import { Sandboxes } from './sandbox/sandbox.ts';
 import { loadSandboxSettings, type SandboxSettings } from './sandbox/settings.ts';
 import { DEFAULT_RUNTIME_MAIN } from './executor/local.ts';
@@ -130,6 +132,8 @@ export async function startPlatform(options: PlatformOptions): Promise<Platform<
   const now = () => clock.now();
   const metrics = new Metrics();
   const tokens = new RuntimeTokens();
+  // One machine runs every execution here; cluster mode's replicas share them.
+  const bounds = runtimeBounds(config, metrics, logger, { allExecutionsHere: cluster === undefined });
   // The writer's progress goes to the store with each batch, so another gateway can count what a kill took.
   const instances = new InstanceTracker({
     store: stores.instances,
@@ -211,6 +215,7 @@ export async function startPlatform(options: PlatformOptions): Promise<Platform<
     scheduleToken: cluster === undefined ? undefined : (id, token) => cluster.scheduleToken(id, token),
     now,
     onScheduleRun: (fn, log, plannedAt) => ledger.ran(fn, log, plannedAt),
+    executions: { began: (f, id) => bounds.executions.began(f, id), ended: (f, id) => bounds.executions.ended(f, id, now()) },
   });
   // Cluster mode: several gateway replicas share the policies in MongoDB, so none may cache them.
   const policies = new PolicyCache(stores.policies, { shared: cluster !== undefined });
@@ -240,7 +245,7 @@ export async function startPlatform(options: PlatformOptions): Promise<Platform<
     policyRoutes({ policies, functions, now, access }),
     infoRoutes({ mode: cluster === undefined ? 'local' : 'cluster', default_namespace: functions.defaultNamespace, sandbox: sandbox === undefined ? undefined : { enabled: sandbox.enabled, warning: sandbox.warning } }),
   ];
-  const internal = internalRoutes({ tokens: cluster?.runtimeTokens ?? tokens, functions, kv: stores.kv, insight: stores.insight, consoleCapture: config.consoleCapture, flushRecords: () => writer.flush(), policies, platform: config.egressPlatform, now });
+  const internal = internalRoutes({ tokens: cluster?.runtimeTokens ?? tokens, functions, kv: stores.kv, insight: stores.insight, consoleCapture: config.consoleCapture, flushRecords: () => writer.flush(), policies, platform: config.egressPlatform, now, connections: bounds.internalConnections, console: bounds.console });
   const app = mainApp({ health, api, internal, adminToken: options.adminToken, kubeAccess: cluster?.kubeAccess, trustProxy: config.trustProxy, logger });
   // The admin panel: its page, sign-in and session-authenticated API, on its own listener.
   const admin = adminPanel({ token: options.adminToken, now, sessionStore: stores.sessions, logger });
@@ -261,11 +266,18 @@ export async function startPlatform(options: PlatformOptions): Promise<Platform<
     config, logger, policies,
     tokens: cluster?.runtimeTokens ?? tokens,
     knows: (id) => functions.byId(id) !== undefined,
-    local: local === undefined ? undefined : sandboxes !== undefined
-      ? { socketPath: sandboxes.egressSocket, runtimeSetting: Sandboxes.egressProxy }
-      : unsandboxedEgress(join(config.dataDir, EGRESS_SOCKET)),
+    local: local === undefined || sandboxes !== undefined ? undefined : unsandboxedEgress(join(config.dataDir, EGRESS_SOCKET)),
+    sandboxed: local !== undefined && sandboxes !== undefined ? { runtimeSetting: Sandboxes.egressProxy } : undefined,
+    guard: bounds.egressConnections,
   });
-  const internalSocket: InternalListener | undefined = sandboxes === undefined ? undefined : await listenInternal(sandboxes.gatewaySocket, internal, errorMiddleware(logger));
+  // Sandboxed runtimes reach the internal API and the egress proxy on sockets of their own sandbox (sandbox/gateway-sockets.ts).
+  const internalSocket: InternalListener | undefined = sandboxes === undefined ? undefined : internalServer(internal, errorMiddleware(logger));
+  if (sandboxes !== undefined) {
+    sandboxes.gatewaySockets = new SandboxGatewaySockets({
+      internal: { server: internalSocket!.server, guard: bounds.internalConnections },
+      egress: { server: egress.sandboxServer!, guard: bounds.egressConnections },
+    });
+  }
   if (local !== undefined) await local.reapStale();
   await functions.load();
   // Registered before the first record; its first look for dead instances runs meanwhile.

@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import { delimiter, dirname, join } from 'node:path';
 import { EGRESS_SOCKET } from '../egress/start.ts';
 import { CgroupV1, type RuntimeCgroup } from './cgroup.ts';
+import type { SandboxGatewaySockets } from './gateway-sockets.ts';
 import {
   GATEWAY_SOCKET_NAME,
   RUNTIME_SOCKET_NAME,
@@ -65,10 +66,11 @@ export class SandboxInstance {
   readonly #dir: string;
   readonly #cgroup: RuntimeCgroup | undefined;
   readonly #release: () => void;
+  readonly #gatewaySockets: SandboxGatewaySockets | undefined;
   #fds: number[];
   #released = false;
 
-  constructor(init: { id: string; dir: string; codeDir: string; socketPath: string; uid: number | undefined; spawn: SandboxSpawn; cgroup: RuntimeCgroup | undefined; fds: number[]; release: () => void }) {
+  constructor(init: { id: string; dir: string; codeDir: string; socketPath: string; uid: number | undefined; spawn: SandboxSpawn; cgroup: RuntimeCgroup | undefined; fds: number[]; release: () => void; gatewaySockets?: SandboxGatewaySockets }) {
     this.id = init.id;
     this.#dir = init.dir;
     this.codeDir = init.codeDir;
@@ -78,6 +80,12 @@ export class SandboxInstance {
     this.#cgroup = init.cgroup;
     this.#fds = init.fds;
     this.#release = init.release;
+    this.#gatewaySockets = init.gatewaySockets;
+  }
+
+  /** The sandbox now runs functionId's code: its gateway sockets count connections for that function. */
+  serve(functionId: string): void {
+    this.#gatewaySockets?.assign(this.id, functionId);
   }
 
   /** The path a file of codeDir has inside the sandbox. */
@@ -106,6 +114,7 @@ export class SandboxInstance {
     if (this.#released) return;
     this.#released = true;
     this.closeFds();
+    this.#gatewaySockets?.close(this.id);
     await this.#cgroup?.remove().catch(() => undefined);
     await rm(this.#dir, { recursive: true, force: true }).catch(() => undefined);
     this.#release();
@@ -181,8 +190,14 @@ export class Sandboxes {
   readonly #system: SystemEntry[];
   readonly #uids: UidAllocator | undefined;
   readonly #cgroups: CgroupV1 | undefined;
-  /** The gateway's internal socket folder (host path), bound read-only into every sandbox. */
+  /** The gateway's internal socket folder (host path), bound read-only into every sandbox that has no sockets of its own. */
   readonly gatewaySocketDir: string;
+  /**
+   * The gateway's sockets per sandbox (gateway-sockets.ts), set by the platform once its internal
+   * API and egress proxy exist (before the first sandbox is made): each sandbox then sees sockets of
+   * its own at /run/fnhost-gateway instead of the shared folder.
+   */
+  gatewaySockets: SandboxGatewaySockets | undefined;
 
   private constructor(o: SandboxesOptions, bwrap: string, prlimit: string, cgroups: CgroupV1 | undefined, root: string) {
     this.#o = o;
@@ -348,7 +363,9 @@ export class Sandboxes {
       bind(shared.runtimePackage, packageDir(this.#o.runtimeMain));
       bind(codeDir, SANDBOX_CODE_DIR);
       bind(runDir, SANDBOX_RUN_DIR, true);
-      bind(this.gatewaySocketDir, SANDBOX_GATEWAY_DIR);
+      const gatewayDir = join(dir, 'gateway');
+      if (this.gatewaySockets !== undefined) this.gatewaySockets.open(id, gatewayDir, uid);
+      bind(this.gatewaySockets === undefined ? this.gatewaySocketDir : gatewayDir, SANDBOX_GATEWAY_DIR);
       mkdirSync(this.compileCache, { recursive: true, mode: 0o755 });
       // Writable only for the gateway's warm-up (LocalExecutor), which runs no function's code.
       if (options.writableCompileCache === true && uid !== undefined) chownSync(this.compileCache, uid, uid);
@@ -375,10 +392,12 @@ export class Sandboxes {
         cgroup,
         fds,
         release,
+        gatewaySockets: this.gatewaySockets,
         spawn: { argv, uid, gid: uid, extraStdio: ['pipe', ...fds], infoFd, cwd: '/' },
       });
     } catch (err) {
       for (const fd of fds) closeSync(fd);
+      this.gatewaySockets?.close(id);
       rmSync(dir, { recursive: true, force: true });
       release();
       throw err;
