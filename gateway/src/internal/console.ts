@@ -16,6 +16,8 @@ import { ConsoleRateError, MAX_CONSOLE_POST_BYTES, type ConsoleRate, type Execut
 /** Executions per post, and the post's size: 32 executions at their bound, with JSON's overhead. */
 export const MAX_CONSOLE_POST_EXECUTIONS = 32;
 export { MAX_CONSOLE_POST_BYTES } from './console-rate.ts';
+/** A refused post up to this size is read and dropped rather than cut off. */
+const DRAIN_REFUSED_BYTES = 64 * 1024;
 const LOG_ID = /^log_[A-Za-z0-9_-]{1,64}$/;
 const DAY_MS = 86_400_000;
 
@@ -73,8 +75,10 @@ export function addConsoleRoute(router: Router, deps: ConsoleRouteDeps): void {
       } catch (err) {
         if (err instanceof ConsoleRateError) {
           deps.onRefused?.(functionId, err);
-          // The body is not read: the connection ends with the answer.
-          ctx.set('connection', 'close');
+          // A large body is not read: the connection ends with the answer (its sender may see the
+          // connection cut before it reads the 429). A small one is read and dropped, so the
+          // connection stays and the sender reads the 429 with its Retry-After.
+          if (bytes > DRAIN_REFUSED_BYTES) ctx.set('connection', 'close');
         }
         throw err;
       }
