@@ -114,6 +114,27 @@ describe('bounds on runtimes\' connections to shared listeners', function () {
     });
   });
 
+  describe('a busy handler stays within the bound', () => {
+    let h: Harness;
+    before(async () => {
+      h = await startHarness();
+    });
+    after(async () => {
+      await h?.close();
+    });
+
+    it('200 kv calls at once from one handler all succeed: the runtime queues past 32 in flight rather than meet the bound of 64 connections', async () => {
+      const fn = await h.createFunction('busy-kv', `export default async (req, res) => {
+        const got = await Promise.allSettled(Array.from({ length: 200 }, (_, i) => kv.get('key-' + i)));
+        res.json({ ok: got.filter((g) => g.status === 'fulfilled').length, errors: [...new Set(got.filter((g) => g.status === 'rejected').map((g) => String(g.reason?.message)))] });
+      };`);
+      const r = await h.invoke(fn.function_id, '/');
+      expect(r.status).to.equal(200);
+      expect(await r.json()).to.deep.equal({ ok: 200, errors: [] });
+      expect(h.platform.metrics.refusedCount('internal_connections_per_function')).to.equal(0);
+    });
+  });
+
   describe('the internal API on the main listener (cluster mode, unsandboxed)', () => {
     let h: Harness;
     before(async () => {
