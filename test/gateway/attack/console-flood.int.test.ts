@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { request } from 'node:http';
 import { startGateway, type RunningGateway } from '../../helpers/platform.ts';
-import { Neighbour, type Target } from './neighbour.ts';
+import { folderBytes, Neighbour, type Target } from './neighbour.ts';
 
 // Attack (issue 27 point 5): a function posts console output to the internal API flat out, with
 // the runtime token its process environment holds, naming execution ids that do not exist (each
@@ -117,6 +117,7 @@ describe('attack: a function floods the console endpoint (issue 27 point 5)', fu
       const poster = await target.createFunction(`console-${mode}`, POSTER, { timeout_seconds: 60 });
       const n = await Neighbour.start(target);
       const refusalsBefore = await consoleRefusals();
+      const dataBefore = await folderBytes(gw.dataDir);
       n.startProbing();
       const result = await attack(poster.function_id, mode);
       const during = await n.stopProbing();
@@ -132,6 +133,10 @@ describe('attack: a function floods the console endpoint (issue 27 point 5)', fu
       expect(Number(r.retryAfter), 'Retry-After on a 429').to.be.at.least(1);
       // What was accepted: the burst, the rate over the attack's seconds, and one post of slack.
       expect(r.acceptedBytes, 'bytes accepted').to.be.at.most(BURST_BYTES + RATE_BYTES * (r.seconds + 1) + r.postBytes);
+      // The data folder: an execution's output is stored once and bounded (64 KiB), unknown ids not at all;
+      // 8 MiB covers the neighbour's records and SQLite's WAL.
+      const grown = (await folderBytes(gw.dataDir)) - dataBefore;
+      expect(grown, 'the data folder\'s growth').to.be.at.most(8 * 1024 * 1024);
 
       expect((await consoleRefusals()) - refusalsBefore, 'console_rate refusals counted').to.be.at.least(r.statuses['429']!).and.at.most(refused);
       expect(gw.output()).to.include('console output refused');
