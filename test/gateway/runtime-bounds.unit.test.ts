@@ -8,6 +8,7 @@ import { ConsoleRate, ConsoleRateError, ExecutionIds, TokenBucket } from '../../
 import { addConsoleRoute } from '../../gateway/src/internal/console.ts';
 import { errorMiddleware } from '../../gateway/src/http/errors.ts';
 import type { Logger } from '../../gateway/src/log.ts';
+import { loadConfig } from '../../gateway/src/config.ts';
 
 // The bounds on what runtimes ask of the gateway (issue 27 points 2 and 5): the pure parts of the
 // connection bound and of the console rate bound, and the console route's cheap refusal of ids
@@ -192,5 +193,19 @@ describe('runtime bounds', () => {
       expect(last!.headers.get('retry-after')).to.match(/^\d+$/);
       expect(((await last!.json()) as { error: string }).error).to.equal('console_rate');
     });
+  });
+});
+
+describe('runtime bounds: settings', () => {
+  it('has the documented defaults, and the egress bound follows a raised tunnel cap', () => {
+    const c = loadConfig({});
+    expect(c.runtimeConnections).to.deep.equal({ internalPerFunction: 64, egressPerFunction: 128, firstRequestTimeoutMs: 10_000 });
+    expect(c.consoleRate).to.deep.equal({ bytesPerSecond: 1024 * 1024, burstBytes: 8 * 1024 * 1024, postsPerSecond: 50, burstPosts: 100 });
+    expect(loadConfig({ FNHOST_EGRESS_MAX_CONNECTIONS: '100' }).runtimeConnections.egressPerFunction).to.equal(200);
+  });
+  it('refuses bad values naming the variable and the rule', () => {
+    expect(() => loadConfig({ FNHOST_EGRESS_CONNECTIONS_PER_FUNCTION: '10' })).to.throw(/FNHOST_EGRESS_CONNECTIONS_PER_FUNCTION=10 is below FNHOST_EGRESS_MAX_CONNECTIONS=64/);
+    expect(() => loadConfig({ FNHOST_CONSOLE_BURST_BYTES: '1000' })).to.throw(/FNHOST_CONSOLE_BURST_BYTES=1000 is out of range: use 4194304/);
+    expect(() => loadConfig({ FNHOST_INTERNAL_CONNECTIONS_PER_FUNCTION: 'many' })).to.throw(/FNHOST_INTERNAL_CONNECTIONS_PER_FUNCTION="many" is not an integer/);
   });
 });
