@@ -36,6 +36,7 @@ import { scheduleRunRoutes } from './api/schedule-runs.ts';
 import { sandboxStatus } from './sandbox/fallback.ts';
 import { internalServer, type InternalListener } from './sandbox/internal-listener.ts';
 import { SandboxGatewaySockets } from './sandbox/gateway-sockets.ts';
+import { GATEWAY_SOCKET_NAME } from './sandbox/argv.ts';
 import { runtimeBounds } from './internal/runtime-bounds.ts';
 import { Sandboxes } from './sandbox/sandbox.ts';
 import { loadSandboxSettings, type SandboxSettings } from './sandbox/settings.ts';
@@ -274,8 +275,8 @@ export async function startPlatform(options: PlatformOptions): Promise<Platform<
   const internalSocket: InternalListener | undefined = sandboxes === undefined ? undefined : internalServer(internal, errorMiddleware(logger));
   if (sandboxes !== undefined) {
     sandboxes.gatewaySockets = new SandboxGatewaySockets({
-      internal: { server: internalSocket!.server, guard: bounds.internalConnections },
-      egress: { server: egress.sandboxServer!, guard: bounds.egressConnections },
+      internal: { name: GATEWAY_SOCKET_NAME, server: internalSocket!.server, guard: bounds.internalConnections },
+      egress: { name: EGRESS_SOCKET, server: egress.sandboxServer!, guard: bounds.egressConnections },
     });
   }
   if (local !== undefined) await local.reapStale();

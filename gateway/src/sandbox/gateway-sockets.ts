@@ -2,9 +2,7 @@ import { chmodSync, chownSync, mkdirSync } from 'node:fs';
 import { createServer, type Server as NetServer, type Socket } from 'node:net';
 import type { IncomingMessage, Server as HttpServer } from 'node:http';
 import { join } from 'node:path';
-import { EGRESS_SOCKET } from '../egress/start.ts';
 import type { ConnectionGuard } from '../internal/connection-bound.ts';
-import { GATEWAY_SOCKET_NAME } from './argv.ts';
 
 // The gateway's two sockets as one sandbox sees them (/run/fnhost-gateway/gateway.sock: the
 // internal API; egress.sock: the egress proxy), made for that sandbox alone. The socket a
@@ -16,9 +14,16 @@ import { GATEWAY_SOCKET_NAME } from './argv.ts';
 // listening descriptors. Every accepted connection is handed to the one HTTP server of its kind
 // (the same routes, the same credential check), so nothing else differs from a shared socket.
 
+/** A kind of socket: its file name in the sandbox's folder, the server its connections go to, and their bound. */
+export interface GatewaySocketTarget {
+  name: string;
+  server: HttpServer;
+  guard: ConnectionGuard;
+}
+
 export interface GatewaySocketTargets {
-  internal: { server: HttpServer; guard: ConnectionGuard };
-  egress: { server: HttpServer; guard: ConnectionGuard };
+  internal: GatewaySocketTarget;
+  egress: GatewaySocketTarget;
 }
 
 interface Opened {
@@ -46,7 +51,8 @@ export class SandboxGatewaySockets {
     const opened: Opened = { servers: [], functionId: undefined };
     this.#open.set(id, opened);
     try {
-      for (const [name, target] of [[GATEWAY_SOCKET_NAME, this.#targets.internal], [EGRESS_SOCKET, this.#targets.egress]] as const) {
+      for (const target of [this.#targets.internal, this.#targets.egress]) {
+        const name = target.name;
         const server = createServer((socket: Socket) => {
           const key = opened.functionId ?? `sandbox:${id}`;
           if (target.guard.admit(socket, key)) target.server.emit('connection', socket);
