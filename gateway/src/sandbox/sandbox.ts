@@ -261,20 +261,6 @@ export class Sandboxes {
     await rm(this.#root, { recursive: true, force: true }).catch(() => undefined);
   }
 
-  /** Host path of the gateway's internal API socket (serving /internal/v1 only). */
-  get gatewaySocket(): string {
-    return join(this.gatewaySocketDir, GATEWAY_SOCKET_NAME);
-  }
-
-  /**
-   * Where the gateway listens for the egress proxy (docs/egress.md): in the
-   * same folder as the internal API's socket, the only folder of the gateway's
-   * that a sandbox sees.
-   */
-  get egressSocket(): string {
-    return join(this.gatewaySocketDir, EGRESS_SOCKET);
-  }
-
   /** Inside every sandbox: FNHOST_EGRESS_PROXY. */
   static readonly egressProxy = `unix:${SANDBOX_GATEWAY_DIR}/${EGRESS_SOCKET}`;
   /** Inside every sandbox: FNHOST_GATEWAY_URL. */
