@@ -435,6 +435,8 @@ export class EgressProxy {
     const body = refusalBody(refusal);
     const headers = { ...refusalHeaders(refusal), 'content-length': String(Buffer.byteLength(body)), connection: 'close' };
     const lines = Object.entries(headers).map(([k, v]) => `${k}: ${v}\r\n`).join('');
+    // Closed once the answer is out, whether or not the client closes its side: a refused connection holds no descriptor.
+    client.once('finish', () => client.destroy());
     client.end(`HTTP/1.1 ${refusal.status} ${REASONS[refusal.status] ?? 'Error'}\r\n${lines}\r\n${body}`);
   }
 
