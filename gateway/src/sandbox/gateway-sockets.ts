@@ -61,6 +61,8 @@ export class SandboxGatewaySockets {
         server.on('error', () => undefined);
         server.listen(join(dir, name));
         opened.servers.push(server);
+        // A Unix socket is bound at once or not at all (EMFILE, ENOSPC: reported on 'error' a tick later).
+        if (!server.listening) throw new Error(`the sandbox's ${name} could not be made in ${dir}`);
         // Only the sandbox's uid (root: its own) may connect; without root the sandbox runs as the gateway's uid.
         const path = join(dir, name);
         if (uid !== undefined) {
