@@ -74,6 +74,8 @@ export interface ClusterParts {
   throwaway(fn: FunctionRecord): Promise<ThrowawayRuntime>;
   /** Extra Prometheus lines (watches, held calls, status writes). */
   metricsText(): string;
+  /** `namespace/fn-<name>` of the function whose pod has this address (from the EndpointSlices), for refusal logs. */
+  serviceOfAddress?(address: string): string | undefined;
   /** Stops watches and flushes status feedback. */
   close(): Promise<void>;
 }
@@ -134,7 +136,7 @@ export async function startPlatform(options: PlatformOptions): Promise<Platform<
   const metrics = new Metrics();
   const tokens = new RuntimeTokens();
   // One machine runs every execution here; cluster mode's replicas share them.
-  const bounds = runtimeBounds(config, metrics, logger, { allExecutionsHere: cluster === undefined });
+  const bounds = runtimeBounds(config, metrics, logger, { allExecutionsHere: cluster === undefined, serviceOfAddress: cluster?.serviceOfAddress });
   // The writer's progress goes to the store with each batch, so another gateway can count what a kill took.
   const instances = new InstanceTracker({
     store: stores.instances,

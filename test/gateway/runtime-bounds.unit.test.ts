@@ -9,6 +9,7 @@ import { addConsoleRoute } from '../../gateway/src/internal/console.ts';
 import { errorMiddleware } from '../../gateway/src/http/errors.ts';
 import type { Logger } from '../../gateway/src/log.ts';
 import { loadConfig } from '../../gateway/src/config.ts';
+import { EndpointIndex } from '../../gateway/src/cluster/endpoints.ts';
 
 // The bounds on what runtimes ask of the gateway (issue 27 points 2 and 5): the pure parts of the
 // connection bound and of the console rate bound, and the console route's cheap refusal of ids
@@ -207,5 +208,22 @@ describe('runtime bounds: settings', () => {
     expect(() => loadConfig({ FNHOST_EGRESS_CONNECTIONS_PER_FUNCTION: '10' })).to.throw(/FNHOST_EGRESS_CONNECTIONS_PER_FUNCTION=10 is below FNHOST_EGRESS_MAX_CONNECTIONS=64/);
     expect(() => loadConfig({ FNHOST_CONSOLE_BURST_BYTES: '1000' })).to.throw(/FNHOST_CONSOLE_BURST_BYTES=1000 is out of range: use 4194304/);
     expect(() => loadConfig({ FNHOST_INTERNAL_CONNECTIONS_PER_FUNCTION: 'many' })).to.throw(/FNHOST_INTERNAL_CONNECTIONS_PER_FUNCTION="many" is not an integer/);
+  });
+});
+
+describe('runtime bounds: which function a pod address is (cluster mode refusal logs)', () => {
+  it('finds the Service of a ready or starting pod\'s address from the EndpointSlices', () => {
+    const idx = new EndpointIndex();
+    const slice = (name: string, service: string, endpoints: Array<{ addresses: string[]; conditions: { ready: boolean } }>) => ({
+      metadata: { name, namespace: 'ns', labels: { 'kubernetes.io/service-name': service } },
+      addressType: 'IPv4',
+      ports: [{ name: 'http', port: 8080 }],
+      endpoints,
+    });
+    idx.apply({ key: 'ns/a', object: slice('a', 'fn-a', [{ addresses: ['10.0.0.7'], conditions: { ready: true } }]) });
+    idx.apply({ key: 'ns/b', object: slice('b', 'fn-b', [{ addresses: ['10.0.0.8'], conditions: { ready: false } }]) });
+    expect(idx.serviceOfAddress('10.0.0.7')).to.equal('ns/fn-a');
+    expect(idx.serviceOfAddress('10.0.0.8')).to.equal('ns/fn-b');
+    expect(idx.serviceOfAddress('10.0.0.9')).to.equal(undefined);
   });
 });

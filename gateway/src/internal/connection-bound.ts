@@ -73,7 +73,8 @@ export class RefusalLog {
     this.#now = options.now ?? Date.now;
   }
 
-  refused(reason: RefusalReason, subject: string, message: string, fields: Record<string, unknown> = {}): void {
+  /** `fields` may be a function: worked out only when a line is written. */
+  refused(reason: RefusalReason, subject: string, message: string, fields: Record<string, unknown> | (() => Record<string, unknown>) = {}): void {
     const key = `${reason} ${subject}`;
     const now = this.#now();
     const last = this.#last.get(key);
@@ -83,7 +84,7 @@ export class RefusalLog {
     }
     // The map stays bounded: entries past their interval are dropped as new ones come.
     if (this.#last.size > 1000) for (const [k, v] of this.#last) if (now - v.at >= this.#intervalMs) this.#last.delete(k);
-    this.#logger.warn(message, { reason, ...fields, ...(last?.suppressed ? { refused_since_last_line: last.suppressed } : {}) });
+    this.#logger.warn(message, { reason, ...(typeof fields === 'function' ? fields() : fields), ...(last?.suppressed ? { refused_since_last_line: last.suppressed } : {}) });
     this.#last.set(key, { at: now, suppressed: 0 });
   }
 }
@@ -103,6 +104,8 @@ export interface ConnectionGuardOptions {
   metrics: Metrics;
   log: RefusalLog;
   firstRequestTimeoutMs: number;
+  /** Cluster mode: the function (its Service, `namespace/fn-<name>`) whose pod has an address, for log lines. */
+  serviceOfAddress?: (address: string) => string | undefined;
 }
 
 const TOO_MANY = (what: string, limit: number) => {
@@ -198,7 +201,11 @@ export class ConnectionGuard {
 
   #note(key: string): void {
     this.#o.metrics.refused(this.#o.reason);
-    const fields = subjectFields(key);
-    this.#o.log.refused(this.#o.reason, key, `connection refused: the ${this.#o.what}'s bound on open connections per function was reached`, { ...fields, limit: this.#o.counts.limit });
+    this.#o.log.refused(this.#o.reason, key, `connection refused: the ${this.#o.what}'s bound on open connections per function was reached`, () => {
+      const fields: Record<string, string | number> = { ...subjectFields(key), limit: this.#o.counts.limit };
+      const service = typeof fields.address === 'string' ? this.#o.serviceOfAddress?.(fields.address) : undefined;
+      if (service !== undefined) fields.function_service = service;
+      return fields;
+    });
   }
 }

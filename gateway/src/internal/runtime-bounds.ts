@@ -15,11 +15,11 @@ export interface RuntimeBounds {
   console: { rate: ConsoleRate; executions: ExecutionIds; allExecutionsHere: boolean; onRefused: (functionId: string, err: ConsoleRateError) => void };
 }
 
-export function runtimeBounds(config: GatewayConfig, metrics: Metrics, logger: Logger, options: { allExecutionsHere: boolean }): RuntimeBounds {
+export function runtimeBounds(config: GatewayConfig, metrics: Metrics, logger: Logger, options: { allExecutionsHere: boolean; serviceOfAddress?: (address: string) => string | undefined }): RuntimeBounds {
   const log = new RefusalLog(logger);
   const c = config.runtimeConnections;
   const guard = (limit: number, reason: 'internal_connections_per_function' | 'egress_connections_per_function', what: string) =>
-    new ConnectionGuard({ counts: new ConnectionCounts(limit), reason, what, metrics, log, firstRequestTimeoutMs: c.firstRequestTimeoutMs });
+    new ConnectionGuard({ counts: new ConnectionCounts(limit), reason, what, metrics, log, firstRequestTimeoutMs: c.firstRequestTimeoutMs, serviceOfAddress: options.serviceOfAddress });
   const executions = new ExecutionIds();
   return {
     internalConnections: guard(c.internalPerFunction, 'internal_connections_per_function', 'internal API'),
