@@ -39,9 +39,9 @@ await Promise.all(Array.from({ length: count }, () => new Promise((resolve) => {
   s.on('error', (e) => note(e.code || 'error'));
   s.on('close', () => { open--; note('closed'); });
 })));
-const openAfterStatuses = open;
 await new Promise((r) => setTimeout(r, holdMs));
-process.stdout.write(JSON.stringify({ connected, statuses, openAfterStatuses }));
+// Still open at the end of the hold (before the gateway's 10 s first-request timeout): the admitted ones.
+process.stdout.write(JSON.stringify({ connected, statuses, openAtEnd: open }));
 process.exit(0);
 `;
 
@@ -70,7 +70,7 @@ export default async (req, res) => {
 
 const NEIGHBOUR = `export default (req, res) => res.send('neighbour ok');`;
 
-interface FloodResult { what: string; connected: number; statuses: Record<string, number>; openAfterStatuses: number; failed?: string }
+interface FloodResult { what: string; connected: number; statuses: Record<string, number>; openAtEnd: number; failed?: string }
 
 describe('cluster: a function pod floods the gateway\'s internal API and egress proxy (issue 27)', function () {
   this.timeout(600_000);
@@ -144,9 +144,13 @@ describe('cluster: a function pod floods the gateway\'s internal API and egress 
     // Internal API: the function's token counts each connection; past 64, 429 and closed.
     expect(of('internal', '429'), 'internal API requests refused').to.be.greaterThan(0);
     expect(of('internal', '404'), 'internal API requests admitted').to.be.at.most(64);
-    // Egress: one pod address holds at most 128 connections before a request; the rest read 429 at once.
+    const openAtEnd = (what: string) => flood.filter((f) => f.what === what).reduce((a, f) => a + f.openAtEnd, 0);
+    expect(openAtEnd('internal'), 'internal API connections still open at the end').to.be.at.most(64);
+    // Egress: one pod address holds at most 128 connections before a request; the rest read 429. (A
+    // connection waiting in the gateway's accept queue looks open to the pod until it is accepted and
+    // refused, so the count that matters is the one at the end of the hold.)
     expect(of('egress', '429'), 'egress connections refused at accept').to.be.greaterThan(0);
-    expect(of('egress', 'idle'), 'egress connections left open').to.be.at.most(128);
+    expect(openAtEnd('egress'), 'egress connections still open at the end').to.be.at.most(128);
 
     expect(results.length).to.be.greaterThan(10);
     expect(results.filter((s) => s === 200).length / results.length, `neighbour statuses: ${JSON.stringify(results)}`).to.be.at.least(0.95);
