@@ -41,7 +41,10 @@ import { ScheduleLedger } from './scheduler/ledger.ts';
 import { fireScheduled, missedRunsAtStart } from './scheduler/runs.ts';
 import { scheduleRunRoutes } from './api/schedule-runs.ts';
 import { sandboxStatus } from './sandbox/fallback.ts';
-import { listenInternal, type InternalListener } from './sandbox/internal-listener.ts';
+import { internalServer, type InternalListener } from './sandbox/internal-listener.ts';
+import { SandboxGatewaySockets } from './sandbox/gateway-sockets.ts';
+import { GATEWAY_SOCKET_NAME } from './sandbox/argv.ts';
+import { runtimeBounds } from './internal/runtime-bounds.ts';
 import { Sandboxes } from './sandbox/sandbox.ts';
 import { loadSandboxSettings, type SandboxSettings } from './sandbox/settings.ts';
 import { DEFAULT_RUNTIME_MAIN } from './executor/local.ts';
@@ -84,6 +87,8 @@ export interface ClusterParts {
   throwaway(fn: FunctionRecord): Promise<ThrowawayRuntime>;
   /** Extra Prometheus lines (watches, held calls, status writes). */
   metricsText(): string;
+  /** `namespace/fn-<name>` of the function whose pod has this address (from the EndpointSlices), for refusal logs. */
+  serviceOfAddress?(address: string): string | undefined;
   /** Stops watches and flushes status feedback. */
   close(): Promise<void>;
 }
@@ -158,6 +163,8 @@ export async function startPlatform(options: PlatformOptions): Promise<Platform<
   for (const warning of bounds.warnings) logger.warn(warning);
   const bodyBudget = new BodyBudget(resources.bodyMemoryBytes);
   const tokens = new RuntimeTokens();
+  // One machine runs every execution here; cluster mode's replicas share them.
+  const perFunction = runtimeBounds(config, metrics, logger, { allExecutionsHere: cluster === undefined, serviceOfAddress: cluster?.serviceOfAddress });
   // The writer's progress goes to the store with each batch, so another gateway can count what a kill took.
   const instances = new InstanceTracker({
     store: stores.instances,
@@ -252,6 +259,7 @@ export async function startPlatform(options: PlatformOptions): Promise<Platform<
     now,
     onScheduleRun: (fn, log, plannedAt) => ledger.ran(fn, log, plannedAt),
     bodies: { budget: bodyBudget, idleTimeoutMs: resources.bodyIdleTimeoutMs, refusals },
+    executions: { began: (f, id) => perFunction.executions.began(f, id), ended: (f, id) => perFunction.executions.ended(f, id, now()) },
   });
   // Cluster mode: several gateway replicas share the policies in MongoDB, so none may cache them.
   const policies = new PolicyCache(stores.policies, { shared: cluster !== undefined });
@@ -284,7 +292,7 @@ export async function startPlatform(options: PlatformOptions): Promise<Platform<
   const kvGuard = new KvGuard({ kv: stores.kv, settings: config.kv, cluster: cluster !== undefined, metrics, logger });
   // The machine itself (its interfaces, in cluster mode the node) and the platform's ranges: protected (docs/egress.md).
   const machine = new MachineAddresses({ platform: config.egressPlatform, extra: config.egressNodeAddresses });
-  const internal = internalRoutes({ tokens: cluster?.runtimeTokens ?? tokens, functions, kv: stores.kv, kvGuard, insight: stores.insight, consoleCapture: config.consoleCapture, flushRecords: () => writer.flush(), policies, protection: () => machine.current(), now });
+  const internal = internalRoutes({ tokens: cluster?.runtimeTokens ?? tokens, functions, kv: stores.kv, kvGuard, insight: stores.insight, consoleCapture: config.consoleCapture, flushRecords: () => writer.flush(), policies, protection: () => machine.current(), now, connections: perFunction.internalConnections, console: perFunction.console });
   const app = mainApp({ health, api, internal, adminToken: options.adminToken, kubeAccess: cluster?.kubeAccess, trustProxy: config.trustProxy, logger });
   // The admin panel: its page, sign-in and session-authenticated API, on its own listener.
   const admin = adminPanel({ token: options.adminToken, now, sessionStore: stores.sessions, logger, background });
@@ -310,11 +318,18 @@ export async function startPlatform(options: PlatformOptions): Promise<Platform<
     listenerPorts: () => [server, adminServer].flatMap((s) => { const a = s.address(); return a !== null && typeof a === 'object' ? [a.port] : []; }),
     tokens: cluster?.runtimeTokens ?? tokens,
     knows: (id) => functions.byId(id) !== undefined,
-    local: local === undefined ? undefined : sandboxes !== undefined
-      ? { socketPath: sandboxes.egressSocket, runtimeSetting: Sandboxes.egressProxy }
-      : unsandboxedEgress(join(config.dataDir, EGRESS_SOCKET)),
+    local: local === undefined || sandboxes !== undefined ? undefined : unsandboxedEgress(join(config.dataDir, EGRESS_SOCKET)),
+    sandboxed: local !== undefined && sandboxes !== undefined ? { runtimeSetting: Sandboxes.egressProxy } : undefined,
+    guard: perFunction.egressConnections,
   });
-  const internalSocket: InternalListener | undefined = sandboxes === undefined ? undefined : await listenInternal(sandboxes.gatewaySocket, internal, errorMiddleware(logger));
+  // Sandboxed runtimes reach the internal API and the egress proxy on sockets of their own sandbox (sandbox/gateway-sockets.ts).
+  const internalSocket: InternalListener | undefined = sandboxes === undefined ? undefined : internalServer(internal, errorMiddleware(logger));
+  if (sandboxes !== undefined) {
+    sandboxes.gatewaySockets = new SandboxGatewaySockets({
+      internal: { name: GATEWAY_SOCKET_NAME, server: internalSocket!.server, guard: perFunction.internalConnections },
+      egress: { name: EGRESS_SOCKET, server: egress.sandboxServer!, guard: perFunction.egressConnections },
+    });
+  }
   if (local !== undefined) await local.reapStale();
   await functions.load();
   // Registered before the first record; its first look for dead instances runs meanwhile.

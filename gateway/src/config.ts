@@ -3,6 +3,8 @@ import { resolve } from 'node:path';
 import { DEFAULT_STARTING_DEADLINE_SECONDS, FnhostError, limits } from '@fnhost/core';
 import { PlatformRanges } from './policy/match.ts';
 import { kvSettingsFrom, type KvSettings } from './kv/settings.ts';
+import { CONNECTION_DEFAULTS } from './internal/connection-bound.ts';
+import { CONSOLE_RATE_DEFAULTS, MAX_CONSOLE_POST_BYTES } from './internal/console-rate.ts';
 
 // Everything the gateway reads from its environment, parsed once at start.
 // A bad value stops the start with a message naming the variable.
@@ -61,6 +63,15 @@ export interface GatewayConfig {
    * pod's status.hostIPs): protected as the machine's own addresses are (docs/egress.md).
    */
   egressNodeAddresses: string[];
+  /**
+   * Open connections one function may hold to the internal API and to the egress proxy, and the time
+   * a runtime's connection may take to send its first request (docs/security.md "Resources",
+   * "Internal API, egress, console"; FNHOST_INTERNAL_CONNECTIONS_PER_FUNCTION, FNHOST_EGRESS_CONNECTIONS_PER_FUNCTION,
+   * FNHOST_RUNTIME_FIRST_REQUEST_TIMEOUT_MS).
+   */
+  runtimeConnections: { internalPerFunction: number; egressPerFunction: number; firstRequestTimeoutMs: number };
+  /** Console posts per function: bytes and posts a second, with their bursts (FNHOST_CONSOLE_*). */
+  consoleRate: { bytesPerSecond: number; burstBytes: number; postsPerSecond: number; burstPosts: number };
   /** One machine: a function's runtime with no call for this long is stopped (FNHOST_RUNTIME_IDLE_SECONDS; 0: never). */
   runtimeIdleSeconds: number;
   /**
@@ -171,10 +182,30 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     egressIdleTimeoutMs: intVar(env, 'FNHOST_EGRESS_IDLE_TIMEOUT_MS', 300_000, 1_000, 86_400_000),
     egressPlatform: platformRanges(env),
     egressNodeAddresses: nodeAddresses(env),
+    runtimeConnections: runtimeConnections(env),
+    consoleRate: {
+      bytesPerSecond: intVar(env, 'FNHOST_CONSOLE_BYTES_PER_SECOND', CONSOLE_RATE_DEFAULTS.bytesPerSecond, 1024, 1024 * 1024 * 1024),
+      // At least one whole post (4 MiB), or a full post could never pass.
+      burstBytes: intVar(env, 'FNHOST_CONSOLE_BURST_BYTES', CONSOLE_RATE_DEFAULTS.burstBytes, MAX_CONSOLE_POST_BYTES, 1024 * 1024 * 1024),
+      postsPerSecond: intVar(env, 'FNHOST_CONSOLE_POSTS_PER_SECOND', CONSOLE_RATE_DEFAULTS.postsPerSecond, 1, 100_000),
+      burstPosts: intVar(env, 'FNHOST_CONSOLE_BURST_POSTS', CONSOLE_RATE_DEFAULTS.burstPosts, 1, 100_000),
+    },
     runtimeIdleSeconds: intVar(env, 'FNHOST_RUNTIME_IDLE_SECONDS', DEFAULT_RUNTIME_IDLE_SECONDS, 0, 604_800),
     consoleCapture: onOff(env, 'FNHOST_CONSOLE_CAPTURE', true),
     scheduleStartingDeadlineSeconds: intVar(env, 'FNHOST_SCHEDULE_STARTING_DEADLINE_SECONDS', DEFAULT_STARTING_DEADLINE_SECONDS, 0, 604_800),
     kv: kvSettingsFrom(env),
+  };
+}
+
+/** The bounds on runtimes' connections; the egress one holds the tunnels FNHOST_EGRESS_MAX_CONNECTIONS allows. */
+function runtimeConnections(env: Record<string, string | undefined>): GatewayConfig['runtimeConnections'] {
+  const tunnels = intVar(env, 'FNHOST_EGRESS_MAX_CONNECTIONS', 64, 1, 10_000);
+  const egressPerFunction = intVar(env, 'FNHOST_EGRESS_CONNECTIONS_PER_FUNCTION', Math.max(CONNECTION_DEFAULTS.egressPerFunction, 2 * tunnels), 1, 100_000);
+  if (egressPerFunction < tunnels) throw new ConfigError(`FNHOST_EGRESS_CONNECTIONS_PER_FUNCTION=${egressPerFunction} is below FNHOST_EGRESS_MAX_CONNECTIONS=${tunnels}: every tunnel is a connection, so it must be at least that`);
+  return {
+    internalPerFunction: intVar(env, 'FNHOST_INTERNAL_CONNECTIONS_PER_FUNCTION', CONNECTION_DEFAULTS.internalPerFunction, 1, 100_000),
+    egressPerFunction,
+    firstRequestTimeoutMs: intVar(env, 'FNHOST_RUNTIME_FIRST_REQUEST_TIMEOUT_MS', CONNECTION_DEFAULTS.firstRequestTimeoutMs, 100, 600_000),
   };
 }
 

@@ -126,14 +126,32 @@ export class ConsoleCapture {
   }
 }
 
-/** POSTs a batch to the gateway's internal API (node:http: this thread loads no fetch). */
-export function consoleSender(gatewayUrl: string, token: string | undefined, onError: (err: Error) => void): (executions: WireExecution[]) => Promise<void> {
+/** The longest pause a Retry-After can ask for (a wrong header must not silence a runtime for long). */
+export const MAX_PAUSE_MS = 60_000;
+
+/**
+ * POSTs a batch to the gateway's internal API (node:http: this thread loads no fetch). A 429 (the
+ * gateway's rate bound on console output) is not retried: that batch is dropped with one log line,
+ * and so is every batch until its Retry-After has passed, counted and noted once sending resumes.
+ */
+export function consoleSender(gatewayUrl: string, token: string | undefined, onError: (err: Error) => void, now: () => number = Date.now): (executions: WireExecution[]) => Promise<void> {
   const { request } = process.getBuiltinModule('node:http');
   const target = gatewayUrl.startsWith('unix:') ? { socketPath: gatewayUrl.slice(5), base: '' } : (() => {
     const url = new URL(gatewayUrl);
     return { host: url.hostname.replace(/^\[|\]$/g, ''), port: Number(url.port || 80), base: url.pathname.replace(/\/+$/, '') };
   })();
+  let pausedUntil = 0;
+  let droppedWhilePaused = 0;
   return (executions) => new Promise<void>((resolve) => {
+    if (now() < pausedUntil) {
+      droppedWhilePaused += executions.length;
+      resolve();
+      return;
+    }
+    if (droppedWhilePaused > 0) {
+      onError(new Error(`the console output of ${droppedWhilePaused} more executions was dropped while the gateway's rate bound held`));
+      droppedWhilePaused = 0;
+    }
     const body = JSON.stringify({ executions });
     const headers: Record<string, string | number> = { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), host: 'gateway' };
     if (token !== undefined) headers.authorization = `Bearer ${token}`;
@@ -141,7 +159,12 @@ export function consoleSender(gatewayUrl: string, token: string | undefined, onE
     const req = request({ ...where, path: `${base}/internal/v1/console`, method: 'POST', headers }, (res) => {
       res.resume();
       res.on('end', () => {
-        if (res.statusCode !== 204) onError(new Error(`the gateway answered HTTP ${res.statusCode} to the console output of ${executions.length} executions`));
+        if (res.statusCode === 429) {
+          const seconds = Number(res.headers['retry-after']);
+          const pauseMs = Math.min(MAX_PAUSE_MS, Number.isFinite(seconds) && seconds > 0 ? seconds * 1000 : 1000);
+          pausedUntil = now() + pauseMs;
+          onError(new Error(`the gateway refused console output at its rate bound (HTTP 429): the output of ${executions.length} executions was dropped, and console output is not sent for ${pauseMs / 1000} s`));
+        } else if (res.statusCode !== 204) onError(new Error(`the gateway answered HTTP ${res.statusCode} to the console output of ${executions.length} executions`));
         resolve();
       });
       res.on('error', () => resolve());

@@ -67,19 +67,50 @@ export interface InternalClient {
   request(method: string, path: string, body?: unknown): Promise<Response>;
 }
 
+/**
+ * Requests to the gateway's internal API in flight at once from this runtime; more wait their turn.
+ * The gateway bounds the connections a function holds open to it (64 by default, docs/security.md
+ * "Resources: internal API, egress, console"), and a pool opens a connection per request in flight:
+ * a handler's Promise.all over many keys must queue here rather than meet that bound.
+ */
+export const MAX_INTERNAL_IN_FLIGHT = 32;
+
 export function internalClient(gatewayUrl: string | undefined, token: string | undefined, rawFetch: typeof fetch, what: () => string): InternalClient {
+  let inFlight = 0;
+  const waiting: Array<() => void> = [];
+  const turn = async (): Promise<void> => {
+    if (inFlight < MAX_INTERNAL_IN_FLIGHT) {
+      inFlight++;
+      return;
+    }
+    // The finishing request hands its place over (inFlight stays as it is).
+    await new Promise<void>((resolve) => waiting.push(resolve));
+  };
+  const done = () => {
+    const next = waiting.shift();
+    if (next !== undefined) next();
+    else inFlight--;
+  };
+  const send = async (method: string, path: string, body?: unknown): Promise<Response> => {
+    if (gatewayUrl === undefined) throw new GatewayUnavailableError(`${what()} is unavailable: FNHOST_GATEWAY_URL is not set for this runtime`);
+    const headers: Record<string, string> = {};
+    if (token !== undefined) headers.authorization = `Bearer ${token}`;
+    if (body !== undefined) headers['content-type'] = 'application/json';
+    try {
+      const text = body === undefined ? undefined : JSON.stringify(body);
+      if (gatewayUrl.startsWith(UNIX_PREFIX)) return await unixFetch(gatewayUrl.slice(UNIX_PREFIX.length), path, { method, headers, body: text });
+      return await rawFetch(gatewayUrl + path, { method, headers, body: text });
+    } catch (err) {
+      throw new GatewayUnavailableError(`${what()} failed: the gateway at ${gatewayUrl} did not answer (${(err as Error).message})`, { cause: err });
+    }
+  };
   return {
     async request(method, path, body) {
-      if (gatewayUrl === undefined) throw new GatewayUnavailableError(`${what()} is unavailable: FNHOST_GATEWAY_URL is not set for this runtime`);
-      const headers: Record<string, string> = {};
-      if (token !== undefined) headers.authorization = `Bearer ${token}`;
-      if (body !== undefined) headers['content-type'] = 'application/json';
+      await turn();
       try {
-        const text = body === undefined ? undefined : JSON.stringify(body);
-        if (gatewayUrl.startsWith(UNIX_PREFIX)) return await unixFetch(gatewayUrl.slice(UNIX_PREFIX.length), path, { method, headers, body: text });
-        return await rawFetch(gatewayUrl + path, { method, headers, body: text });
-      } catch (err) {
-        throw new GatewayUnavailableError(`${what()} failed: the gateway at ${gatewayUrl} did not answer (${(err as Error).message})`, { cause: err });
+        return await send(method, path, body);
+      } finally {
+        done();
       }
     },
   };

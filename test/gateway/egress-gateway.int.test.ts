@@ -2,8 +2,8 @@ import { expect } from 'chai';
 import { createServer, type AddressInfo, type Server, type Socket } from 'node:net';
 import { startHarness, type Harness } from './harness.ts';
 
-// The egress path as one machine wires it: the gateway starts the proxy on its data folder's
-// socket and gives FNHOST_EGRESS_PROXY to the runtimes it starts (the warm pool's too, at
+// The egress path as one machine wires it: the gateway starts the proxy on each sandbox's own
+// socket (or its data folder's, unsandboxed) and gives FNHOST_EGRESS_PROXY to the runtimes it starts (the warm pool's too, at
 // specialization). A handler's node:net connection follows the network policy set through
 // the management API.
 
@@ -22,7 +22,8 @@ describe('gateway egress: functions connect through the gateway\'s proxy', funct
   };
 
   before(async () => {
-    h = await startHarness();
+    // The proxy's credential check, reached from the test: sandboxed runtimes have sockets of their own, so the test uses a TCP listener.
+    h = await startHarness({ env: { FNHOST_EGRESS_LISTEN: '127.0.0.1:0' } });
   });
   after(async () => {
     await h?.close();
@@ -68,7 +69,8 @@ export default async (req, res) => {
   const connectStatus = async (credential: string, target: string) => {
     const { request } = await import('node:http');
     return await new Promise<number>((resolve, reject) => {
-      const req = request({ socketPath: h.platform.egress.socketPath!, method: 'CONNECT', path: target, headers: { 'proxy-authorization': `Bearer ${credential}` } });
+      const [host, port] = [h.platform.egress.tcpAddress!.split(':')[0], Number(h.platform.egress.tcpAddress!.split(':')[1])];
+      const req = request({ host, port, method: 'CONNECT', path: target, headers: { 'proxy-authorization': `Bearer ${credential}` } });
       req.on('connect', (res, socket) => {
         socket.destroy();
         resolve(res.statusCode!);

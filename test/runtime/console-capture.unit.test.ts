@@ -1,5 +1,9 @@
 import { expect } from 'chai';
-import { ConsoleCapture, MAX_OPEN, MAX_PER_POST, type WireExecution } from '../../runtime-image/src/console-capture.ts';
+import { createServer } from 'node:http';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ConsoleCapture, MAX_OPEN, MAX_PER_POST, consoleSender, type WireExecution } from '../../runtime-image/src/console-capture.ts';
 
 // The runtime's per-execution console buffer (runtime-image/src/console-capture.ts), on a clock
 // the test moves; flushAll stands in for the interval that ships what is due.
@@ -78,5 +82,41 @@ describe('runtime console capture', () => {
     c.answered('log_silent');
     await c.flushAll();
     expect(sent.flat().map((e) => e.id)).to.deep.equal(['log_loud']);
+  });
+});
+
+describe('runtime console sender and the gateway\'s rate bound', () => {
+  it('drops a batch answered 429 with one note, sends nothing until Retry-After has passed, then notes what it dropped', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'fnhost-console-'));
+    const socketPath = join(dir, 'gw.sock');
+    let posts = 0;
+    const server = createServer((req, res) => {
+      posts++;
+      req.resume();
+      req.on('end', () => res.writeHead(posts === 1 ? 429 : 204, posts === 1 ? { 'retry-after': '2' } : {}).end());
+    });
+    await new Promise<void>((resolve) => server.listen(socketPath, resolve));
+    try {
+      let t = 0;
+      const errors: string[] = [];
+      const send = consoleSender(`unix:${socketPath}`, 'tok', (err) => errors.push(err.message), () => t);
+      const batch = [{ id: 'log_a', lines: [[0, 'o', 'hi']] as Array<[number, 'o' | 'e', string]>, dropped_lines: 0, dropped_bytes: 0 }];
+      await send(batch);
+      expect(posts).to.equal(1);
+      expect(errors).to.have.length(1);
+      expect(errors[0]).to.match(/HTTP 429.*not sent for 2 s/);
+      t = 1999;
+      await send(batch);
+      await send(batch);
+      expect(posts, 'nothing is sent while the pause lasts').to.equal(1);
+      t = 2000;
+      await send(batch);
+      expect(posts).to.equal(2);
+      expect(errors).to.have.length(2);
+      expect(errors[1]).to.match(/2 more executions was dropped/);
+    } finally {
+      server.close();
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });

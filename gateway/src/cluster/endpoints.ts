@@ -135,6 +135,19 @@ export class EndpointIndex {
     return this.#origins.get(service) ?? [];
   }
 
+  /**
+   * `namespace/service` of the Service whose ready or starting pod has this address, or undefined:
+   * which function a pod's connection comes from (the refusal log of the bound on runtimes'
+   * connections, internal/connection-bound.ts). A scan: called only for a rate-limited log line.
+   */
+  serviceOfAddress(address: string): string | undefined {
+    const host = (origin: string) => new URL(origin).hostname.replace(/^\[|\]$/g, '');
+    for (const map of [this.#origins, this.#starting]) {
+      for (const [service, origins] of map) if (origins.some((o) => host(o) === address)) return service;
+    }
+    return undefined;
+  }
+
   /** Origins of the Service's starting pods (an address, not ready, not terminating). */
   starting(service: string): readonly string[] {
     return this.#starting.get(service) ?? [];

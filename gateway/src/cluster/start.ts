@@ -181,6 +181,7 @@ export async function startCluster(options: ClusterStartOptions): Promise<Starte
     kubeAccess,
     namespaceGate,
     onExecution: (functionId, statusCode) => feedback.record(functionId, statusCode),
+    serviceOfAddress: (address) => endpoints.serviceOfAddress(address),
     metricsText(): string {
       const lines: Array<[string, string, string, number]> = [
         ['fnhost_cluster_functions', 'gauge', 'Functions in the watch cache (throwaway versions not counted).', cache.all().length],

@@ -1,7 +1,8 @@
 import { chmod, rm } from 'node:fs/promises';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import { connect, isIP, type AddressInfo, type Socket } from 'node:net';
+import { connect, createServer as createNetServer, isIP, type AddressInfo, type Server as NetServer, type Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
+import type { ConnectionGuard } from '../internal/connection-bound.ts';
 import type { RuntimeTokenVerifier } from '../internal/tokens.ts';
 import type { Logger } from '../log.ts';
 import { MachineAddresses } from '../policy/machine.ts';
@@ -44,6 +45,12 @@ export interface EgressProxyOptions {
   maxTunnelsPerFunction?: number;
   idleTimeoutMs?: number;
   connectTimeoutMs?: number;
+  /**
+   * The bound on open connections per function (internal/connection-bound.ts): TCP connections
+   * are admitted per source address at accept, and every connection counts for the function its
+   * credential names from its first request. Unset: no bound (tests of the proxy alone).
+   */
+  guard?: ConnectionGuard;
 }
 
 interface Tunnel {
@@ -127,8 +134,8 @@ function dnsFailure(err: unknown, what: string): EgressRefusal {
 }
 
 export class EgressProxy {
-  readonly #o: Required<Omit<EgressProxyOptions, 'resolver' | 'platform' | 'machine' | 'listenerPorts'>> & { resolver: EgressResolver; machine: MachineAddresses; listenerPorts: () => readonly number[] };
-  readonly #servers: Server[] = [];
+  readonly #o: Required<Omit<EgressProxyOptions, 'resolver' | 'platform' | 'machine' | 'listenerPorts' | 'guard'>> & { resolver: EgressResolver; machine: MachineAddresses; listenerPorts: () => readonly number[]; guard: ConnectionGuard | undefined };
+  readonly #servers: Array<Server | NetServer> = [];
   readonly #unixPaths: string[] = [];
   readonly #tunnelsOf = new Map<string, number>();
   readonly #open = new Set<Duplex>();
@@ -148,6 +155,7 @@ export class EgressProxy {
       resolver: options.resolver ?? systemResolver(),
       machine: options.machine ?? new MachineAddresses({ platform: options.platform }),
       listenerPorts: options.listenerPorts ?? (() => []),
+      guard: options.guard,
     };
   }
 
@@ -182,8 +190,22 @@ export class EgressProxy {
       const status = err.code === 'HPE_HEADER_OVERFLOW' ? 431 : 400;
       socket.end(`HTTP/1.1 ${status} ${status === 431 ? 'Request Header Fields Too Large' : 'Bad Request'}\r\nconnection: close\r\ncontent-length: 0\r\n\r\n`);
     });
+    // A first request stops the guard's first-request timer, whatever its credential.
+    const guard = this.#o.guard;
+    if (guard !== undefined) {
+      server.on('request', (req: IncomingMessage) => guard.spoke(req.socket));
+      server.on('connect', (req: IncomingMessage) => guard.spoke(req.socket));
+    }
     this.#servers.push(server);
     return server;
+  }
+
+  /**
+   * The HTTP server that sandboxes' own egress sockets hand their connections to
+   * (sandbox/gateway-sockets.ts): it listens on no address itself.
+   */
+  serverForSandboxes(): Server {
+    return this.#server();
   }
 
   /** Listens on a Unix socket (a stale one at the path is replaced). */
@@ -207,7 +229,17 @@ export class EgressProxy {
 
   /** Listens on TCP (cluster mode's pods); resolves with `host:port`. */
   async listenTcp(host: string, port: number): Promise<string> {
-    const server = this.#server();
+    const http = this.#server();
+    const guard = this.#o.guard;
+    // Admitted per source address before a byte is read (a pod's address names its function's pod),
+    // then handed to the HTTP server.
+    const server = guard === undefined ? http : createNetServer((socket) => {
+      if (guard.admit(socket, `address:${socket.remoteAddress ?? 'unknown'}`)) http.emit('connection', socket);
+    });
+    if (server !== http) {
+      server.on('error', () => undefined);
+      this.#servers.push(server);
+    }
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
       server.listen(port, host, () => {
@@ -223,6 +255,7 @@ export class EgressProxy {
     clearInterval(this.#sweeper);
     this.#sweeper = undefined;
     for (const stream of this.#open) stream.destroy();
+    // A server that never listened (the sandboxes') answers close() with an error: it is closed all the same.
     await Promise.all(this.#servers.map((s) => new Promise<void>((resolve) => s.close(() => resolve()))));
     await Promise.all(this.#unixPaths.map((p) => rm(p, { force: true })));
   }
@@ -231,6 +264,9 @@ export class EgressProxy {
     const functionId = this.#o.tokens.verify(proxyCredential(req.headers['proxy-authorization']));
     if (functionId === undefined || !this.#o.knows(functionId)) {
       throw new EgressRefusal(407, 'proxy_authentication_required', 'the egress proxy needs Proxy-Authorization with the runtime credential of a function');
+    }
+    if (this.#o.guard !== undefined && !this.#o.guard.served(req.socket, functionId)) {
+      throw new EgressRefusal(429, 'too_many_connections', `the function holds ${this.#o.guard.limit} connections to the egress proxy already; close some`);
     }
     return functionId;
   }
@@ -450,6 +486,8 @@ export class EgressProxy {
     const body = refusalBody(refusal);
     const headers = { ...refusalHeaders(refusal), 'content-length': String(Buffer.byteLength(body)), connection: 'close' };
     const lines = Object.entries(headers).map(([k, v]) => `${k}: ${v}\r\n`).join('');
+    // Closed once the answer is out, whether or not the client closes its side: a refused connection holds no descriptor.
+    client.once('finish', () => client.destroy());
     client.end(`HTTP/1.1 ${refusal.status} ${REASONS[refusal.status] ?? 'Error'}\r\n${lines}\r\n${body}`);
   }
 
@@ -486,7 +524,9 @@ export class EgressProxy {
       const refusal = err instanceof EgressRefusal ? err : new EgressRefusal(502, 'egress_failed', `the egress proxy failed: ${(err as Error).message}`);
       this.#logRefusal(refusal, functionId, req.url, err);
       const body = refusalBody(refusal);
-      res.writeHead(refusal.status, { ...refusalHeaders(refusal), 'content-length': Buffer.byteLength(body) }).end(body);
+      // A connection over the bound is not kept.
+      const close = refusal.code === 'too_many_connections' ? { connection: 'close', 'retry-after': '1' } : {};
+      res.writeHead(refusal.status, { ...refusalHeaders(refusal), ...close, 'content-length': Buffer.byteLength(body) }).end(body);
     }
   }
 

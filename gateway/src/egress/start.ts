@@ -1,4 +1,6 @@
+import type { Server } from 'node:http';
 import type { GatewayConfig } from '../config.ts';
+import type { ConnectionGuard } from '../internal/connection-bound.ts';
 import type { RuntimeTokenVerifier } from '../internal/tokens.ts';
 import type { Logger } from '../log.ts';
 import type { MachineAddresses } from '../policy/machine.ts';
@@ -20,6 +22,8 @@ export interface Egress {
   socketPath: string | undefined;
   /** `host:port` of the TCP listener, when there is one. */
   tcpAddress: string | undefined;
+  /** Sandboxed runtimes: the server their own egress sockets hand connections to (sandbox/gateway-sockets.ts). */
+  sandboxServer: Server | undefined;
 }
 
 export async function startEgress(options: {
@@ -38,6 +42,10 @@ export async function startEgress(options: {
    * and FNHOST_EGRESS_PROXY as they see it.
    */
   local?: { socketPath: string; runtimeSetting: string };
+  /** One machine, sandboxed: every sandbox has an egress socket of its own; FNHOST_EGRESS_PROXY as they see it. */
+  sandboxed?: { runtimeSetting: string };
+  /** The bound on open connections per function (internal/connection-bound.ts). */
+  guard?: ConnectionGuard;
 }): Promise<Egress> {
   const { config, logger } = options;
   let tcpPort: number | undefined;
@@ -50,6 +58,7 @@ export async function startEgress(options: {
     logger,
     maxTunnelsPerFunction: config.egressMaxConnections,
     idleTimeoutMs: config.egressIdleTimeoutMs,
+    guard: options.guard,
   });
   options.policies.onChange?.((scope) => proxy.recheck(scope));
   let runtimeSetting: string | undefined;
@@ -57,11 +66,16 @@ export async function startEgress(options: {
     await proxy.listenUnix(options.local.socketPath);
     runtimeSetting = options.local.runtimeSetting;
   }
+  let sandboxServer: Server | undefined;
+  if (options.sandboxed !== undefined) {
+    sandboxServer = proxy.serverForSandboxes();
+    runtimeSetting = options.sandboxed.runtimeSetting;
+  }
   let tcpAddress: string | undefined;
   if (config.egressListen !== undefined) {
     tcpAddress = await proxy.listenTcp(config.egressListen.host, config.egressListen.port);
     tcpPort = Number(tcpAddress.slice(tcpAddress.lastIndexOf(':') + 1));
     logger.info('egress proxy listening', { address: tcpAddress });
   }
-  return { proxy, runtimeSetting, socketPath: options.local?.socketPath, tcpAddress };
+  return { proxy, runtimeSetting, socketPath: options.local?.socketPath, tcpAddress, sandboxServer };
 }

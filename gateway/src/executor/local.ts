@@ -510,6 +510,8 @@ export class LocalExecutor implements Executor {
     if (generic !== undefined) {
       try {
         const sandbox = generic.proc.sandbox;
+        // Before the function's code runs: its connections to the gateway count for it from the first one.
+        sandbox?.serve(fn.function_id);
         // A sandboxed runtime sees the function's code in its own /fn, written there now: the code is bound at specialization.
         // Its memory limit is set meanwhile (both before the specialization: the function's code runs only after it).
         const [file] = await Promise.all([sandbox === undefined ? this.#writeCode(fn, name) : this.#writeSandboxCode(sandbox, fn, name), sandbox?.setMemory(this.#memoryBytes(fn.memory_mib))]);
@@ -545,6 +547,8 @@ export class LocalExecutor implements Executor {
 
   async #launch(fn: FunctionRecord, runtime: Runtime, name: string): Promise<Upstream> {
     const sandbox = this.#sandbox(fn.memory_mib);
+    // Before the function's code runs: its connections to the gateway count for it from the first one.
+    sandbox?.serve(fn.function_id);
     let file: string;
     try {
       file = sandbox === undefined ? await this.#writeCode(fn, name) : await this.#writeSandboxCode(sandbox, fn, name);

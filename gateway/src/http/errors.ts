@@ -16,6 +16,9 @@ export function errorMiddleware(logger: Logger) {
       ctx.type = 'application/json';
       ctx.body = body;
       if (status === 401) ctx.set('www-authenticate', 'Bearer realm="fnhost"');
+      // A refusal at a bound says when to try again (RFC 9110 §10.2.3).
+      const retryAfter = (err as { retryAfterSeconds?: unknown }).retryAfterSeconds;
+      if (typeof retryAfter === 'number') ctx.set('retry-after', String(retryAfter));
     }
   };
 }

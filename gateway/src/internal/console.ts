@@ -4,6 +4,7 @@ import {
   type ConsoleLine, type ConsoleOutput, type FunctionRecord, type InsightStore,
 } from '@fnhost/core';
 import { readJson } from '../api/body.ts';
+import { ConsoleRateError, MAX_CONSOLE_POST_BYTES, type ConsoleRate, type ExecutionIds } from './console-rate.ts';
 
 // POST /internal/v1/console: a runtime hands over the console output of its
 // executions (docs/internal-protocol.md "Console output"), once each
@@ -14,7 +15,9 @@ import { readJson } from '../api/body.ts';
 
 /** Executions per post, and the post's size: 32 executions at their bound, with JSON's overhead. */
 export const MAX_CONSOLE_POST_EXECUTIONS = 32;
-export const MAX_CONSOLE_POST_BYTES = 4 * 1024 * 1024;
+export { MAX_CONSOLE_POST_BYTES } from './console-rate.ts';
+/** A refused post up to this size is read and dropped rather than cut off. */
+const DRAIN_REFUSED_BYTES = 64 * 1024;
 const LOG_ID = /^log_[A-Za-z0-9_-]{1,64}$/;
 const DAY_MS = 86_400_000;
 
@@ -26,6 +29,18 @@ export interface ConsoleRouteDeps {
   flushRecords: () => Promise<void>;
   /** false (FNHOST_CONSOLE_CAPTURE=off): posts are read and dropped. */
   enabled: boolean;
+  /** Bytes and posts per second per function (./console-rate.ts); unset: unbounded (unit tests). */
+  rate?: ConsoleRate;
+  /** The executions each function's output may name now (running, just ended); unset: any. */
+  executions?: ExecutionIds;
+  /**
+   * Whether every execution of a function runs through this gateway (one machine): an id it does not
+   * know then names no execution of the function, and the output is dropped with no store work. In
+   * cluster mode another replica may have run it: stored with one write, never a flush.
+   */
+  allExecutionsHere?: boolean;
+  /** A post refused at the rate bound (the metric and a rate-limited log line). */
+  onRefused?: (functionId: string, err: ConsoleRateError) => void;
 }
 
 /** One execution as the runtime sends it: lines as [at_ms, "o"|"e", text]. */
@@ -51,6 +66,23 @@ export function parseConsolePost(raw: unknown): Array<{ id: string; output: Cons
 export function addConsoleRoute(router: Router, deps: ConsoleRouteDeps): void {
   router.post('/console', async (ctx) => {
     const functionId = ctx.state.functionId as string;
+    if (deps.rate !== undefined) {
+      // Charged on the declared length before a byte of the body is read: a refusal costs no parsing.
+      const declared = Number(ctx.get('content-length'));
+      const bytes = Number.isSafeInteger(declared) && declared >= 0 ? Math.min(declared, MAX_CONSOLE_POST_BYTES) : MAX_CONSOLE_POST_BYTES;
+      try {
+        deps.rate.charge(functionId, bytes, deps.now());
+      } catch (err) {
+        if (err instanceof ConsoleRateError) {
+          deps.onRefused?.(functionId, err);
+          // A large body is not read: the connection ends with the answer (its sender may see the
+          // connection cut before it reads the 429). A small one is read and dropped, so the
+          // connection stays and the sender reads the 429 with its Retry-After.
+          if (bytes > DRAIN_REFUSED_BYTES) ctx.set('connection', 'close');
+        }
+        throw err;
+      }
+    }
     const executions = parseConsolePost(await readJson(ctx, MAX_CONSOLE_POST_BYTES));
     if (!deps.enabled) {
       ctx.status = 204;
@@ -61,13 +93,20 @@ export function addConsoleRoute(router: Router, deps: ConsoleRouteDeps): void {
     // Time retention as on the record (MongoDB's TTL index); other policies remove it with its record.
     const expiresAt = fn?.retention.type === 'time' ? now + fn.retention.days * DAY_MS : null;
     const outputs = executions.map(({ id, output }) => ({ logId: id, output }));
-    const stored = await deps.insight.putConsole(functionId, outputs, expiresAt, now);
-    const missing = outputs.filter((_, i) => !stored[i]);
-    if (missing.length > 0) {
-      // No record yet: it may still be in this gateway's queue. Past that, the output is dropped
-      // (an id of no record of this function: a record another replica had not written yet, or none at all).
-      await deps.flushRecords();
-      await deps.insight.putConsole(functionId, missing, expiresAt, now);
+    const known = deps.executions === undefined ? outputs : outputs.filter((o) => deps.executions!.knows(functionId, o.logId, now));
+    if (known.length > 0) {
+      const stored = await deps.insight.putConsole(functionId, known, expiresAt, now);
+      const missing = known.filter((_, i) => !stored[i]);
+      if (missing.length > 0) {
+        // No record yet: it is still in this gateway's queue (an execution this gateway ran).
+        await deps.flushRecords();
+        await deps.insight.putConsole(functionId, missing, expiresAt, now);
+      }
+    }
+    if (known.length < outputs.length && deps.allExecutionsHere !== true) {
+      // Cluster mode: another replica may have run these; one write, stored only beside a record of
+      // this function (dropped otherwise), and never a flush of this gateway's queue for them.
+      await deps.insight.putConsole(functionId, outputs.filter((o) => !known.includes(o)), expiresAt, now);
     }
     ctx.status = 204;
   });

@@ -1,6 +1,6 @@
 import Router from '@koa/router';
 import type { Context, Next } from 'koa';
-import { KvRateError, ValidationError, limits, type InsightStore, type KvStore } from '@fnhost/core';
+import { FnhostError, KvRateError, ValidationError, limits, type InsightStore, type KvStore } from '@fnhost/core';
 import type { KvGuard } from '../kv/guard.ts';
 import { UnauthorizedError, bearerToken } from '../auth.ts';
 import type { FunctionService } from '../functions/service.ts';
@@ -10,6 +10,8 @@ import type { RuntimeTokenVerifier } from './tokens.ts';
 import { decide, type Protection } from '../policy/match.ts';
 import { readJson } from '../api/body.ts';
 import { addConsoleRoute } from './console.ts';
+import type { ConnectionGuard } from './connection-bound.ts';
+import type { ConsoleRate, ConsoleRateError, ExecutionIds } from './console-rate.ts';
 
 // /internal/v1: what a runtime calls back (docs/internal-protocol.md), with
 // its per-function bearer token. The function's id is its KV namespace.
@@ -29,6 +31,18 @@ export interface InternalDeps {
   /** The machine's addresses and the platform's ranges (FNHOST_EGRESS_PLATFORM_CIDRS), protected in the policy check as in the egress proxy. */
   protection?: () => Protection;
   now: () => number;
+  /** The bound on open connections per function (./connection-bound.ts): a connection counts for the function its token names. */
+  connections?: ConnectionGuard;
+  /** Console posts: the rate bound and the executions they may name (./console-rate.ts). */
+  console?: { rate: ConsoleRate; executions: ExecutionIds; allExecutionsHere: boolean; onRefused: (functionId: string, err: ConsoleRateError) => void };
+}
+
+/** A connection over the bound on open connections per function, found at its first request: 429, and it is closed. */
+export class TooManyConnectionsError extends FnhostError {
+  readonly retryAfterSeconds = 1;
+  constructor(limit: number) {
+    super('too_many_connections', 429, `this function holds ${limit} connections to the gateway's internal API already; close some`);
+  }
 }
 
 export function kvKey(raw: string | undefined): string {
@@ -63,6 +77,10 @@ export function internalRoutes(deps: InternalDeps): Router {
     const functionId = deps.tokens.verify(bearerToken(ctx.get('authorization') || undefined));
     if (functionId === undefined || deps.functions.byId(functionId) === undefined) throw new UnauthorizedError('missing or wrong runtime token');
     ctx.state.functionId = functionId;
+    if (deps.connections !== undefined && !deps.connections.served(ctx.req.socket, functionId)) {
+      ctx.set('connection', 'close');
+      throw new TooManyConnectionsError(deps.connections.limit);
+    }
     await next();
   });
 
@@ -111,7 +129,7 @@ export function internalRoutes(deps: InternalDeps): Router {
     ctx.body = { deleted: await withRetryAfter(ctx, () => deps.kvGuard.delete(deps.functions.byId(ctx.state.functionId)!, key, deps.now())) };
   });
 
-  addConsoleRoute(router, { insight: deps.insight, functions: deps.functions, now: deps.now, flushRecords: deps.flushRecords, enabled: deps.consoleCapture });
+  addConsoleRoute(router, { insight: deps.insight, functions: deps.functions, now: deps.now, flushRecords: deps.flushRecords, enabled: deps.consoleCapture, ...deps.console });
 
   router.get('/policy/check', async (ctx) => {
     const host = ctx.query.host;

@@ -88,6 +88,8 @@ export interface InvokerOptions {
   now?: () => number;
   /** Every recorded schedule run (the ledger, gateway/src/scheduler/ledger.ts); plannedAt null: fired by hand. */
   onScheduleRun?: (fn: FunctionRecord, log: ExecutionLog, plannedAt: number | null) => void;
+  /** Told of every execution's begin and end (the console route's set of executions a post may name). */
+  executions?: { began(functionId: string, logId: string): void; ended(functionId: string, logId: string): void };
 }
 
 export { SCHEDULE_TOKEN_HEADER } from './schedule-trigger.ts';
@@ -225,8 +227,10 @@ export class Invoker {
   #begin(fn: FunctionRecord, trigger: Trigger, startedAt: number, executedAt: number): Exchange {
     this.#inflight++;
     this.#o.executor.callStarted?.(fn.function_id);
+    const logId = fastLogId();
+    this.#o.executions?.began(fn.function_id, logId);
     return {
-      fn, trigger, logId: fastLogId(), startedAt, executedAt, deadline: 0, timedOut: false, origin: undefined, logged: false, errorStack: undefined, coldStart: false, waitMs: 0,
+      fn, trigger, logId, startedAt, executedAt, deadline: 0, timedOut: false, origin: undefined, logged: false, errorStack: undefined, coldStart: false, waitMs: 0,
       recording: startRecording(fn), pinned: undefined, scheduled: undefined,
     };
   }
@@ -457,6 +461,7 @@ export class Invoker {
       if (ex.scheduled !== undefined) this.#o.onScheduleRun?.(ex.fn, log, ex.scheduled.plannedAt);
     }
     this.#o.executor.callEnded?.(ex.fn.function_id);
+    this.#o.executions?.ended(ex.fn.function_id, ex.logId);
     if (--this.#inflight === 0 && this.#idleWaiters.length > 0) {
       const waiters = this.#idleWaiters;
       this.#idleWaiters = [];

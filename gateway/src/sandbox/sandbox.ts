@@ -8,6 +8,7 @@ import { delimiter, dirname, join } from 'node:path';
 import { EGRESS_SOCKET } from '../egress/start.ts';
 import { CgroupV1, type RuntimeCgroup } from './cgroup.ts';
 import { RUNTIME_NICE, type CpuSetting } from './cpu.ts';
+import type { SandboxGatewaySockets } from './gateway-sockets.ts';
 import {
   GATEWAY_SOCKET_NAME,
   RUNTIME_SOCKET_NAME,
@@ -68,10 +69,11 @@ export class SandboxInstance {
   readonly #dir: string;
   readonly #cgroup: RuntimeCgroup | undefined;
   readonly #release: () => void;
+  readonly #gatewaySockets: SandboxGatewaySockets | undefined;
   #fds: number[];
   #released = false;
 
-  constructor(init: { id: string; dir: string; codeDir: string; socketPath: string; uid: number | undefined; spawn: SandboxSpawn; cgroup: RuntimeCgroup | undefined; fds: number[]; release: () => void; niced?: boolean }) {
+  constructor(init: { id: string; dir: string; codeDir: string; socketPath: string; uid: number | undefined; spawn: SandboxSpawn; cgroup: RuntimeCgroup | undefined; fds: number[]; release: () => void; niced?: boolean; gatewaySockets?: SandboxGatewaySockets }) {
     this.id = init.id;
     this.niced = init.niced === true;
     this.#dir = init.dir;
@@ -82,6 +84,12 @@ export class SandboxInstance {
     this.#cgroup = init.cgroup;
     this.#fds = init.fds;
     this.#release = init.release;
+    this.#gatewaySockets = init.gatewaySockets;
+  }
+
+  /** The sandbox now runs functionId's code: its gateway sockets count connections for that function. */
+  serve(functionId: string): void {
+    this.#gatewaySockets?.assign(this.id, functionId);
   }
 
   /** The path a file of codeDir has inside the sandbox. */
@@ -115,6 +123,7 @@ export class SandboxInstance {
     if (this.#released) return;
     this.#released = true;
     this.closeFds();
+    this.#gatewaySockets?.close(this.id);
     await this.#cgroup?.remove().catch(() => undefined);
     await rm(this.#dir, { recursive: true, force: true }).catch(() => undefined);
     this.#release();
@@ -190,8 +199,14 @@ export class Sandboxes {
   readonly #system: SystemEntry[];
   readonly #uids: UidAllocator | undefined;
   readonly #cgroups: CgroupV1 | undefined;
-  /** The gateway's internal socket folder (host path), bound read-only into every sandbox. */
+  /** The gateway's internal socket folder (host path), bound read-only into every sandbox that has no sockets of its own. */
   readonly gatewaySocketDir: string;
+  /**
+   * The gateway's sockets per sandbox (gateway-sockets.ts), set by the platform once its internal
+   * API and egress proxy exist (before the first sandbox is made): each sandbox then sees sockets of
+   * its own at /run/fnhost-gateway instead of the shared folder.
+   */
+  gatewaySockets: SandboxGatewaySockets | undefined;
 
   private constructor(o: SandboxesOptions, bwrap: string, prlimit: string, cgroups: CgroupV1 | undefined, root: string) {
     this.#o = o;
@@ -261,20 +276,6 @@ export class Sandboxes {
   async removeRoot(): Promise<void> {
     await this.#cgroups?.removeGroup();
     await rm(this.#root, { recursive: true, force: true }).catch(() => undefined);
-  }
-
-  /** Host path of the gateway's internal API socket (serving /internal/v1 only). */
-  get gatewaySocket(): string {
-    return join(this.gatewaySocketDir, GATEWAY_SOCKET_NAME);
-  }
-
-  /**
-   * Where the gateway listens for the egress proxy (docs/egress.md): in the
-   * same folder as the internal API's socket, the only folder of the gateway's
-   * that a sandbox sees.
-   */
-  get egressSocket(): string {
-    return join(this.gatewaySocketDir, EGRESS_SOCKET);
   }
 
   /** Inside every sandbox: FNHOST_EGRESS_PROXY. */
@@ -370,7 +371,9 @@ export class Sandboxes {
       bind(shared.runtimePackage, packageDir(this.#o.runtimeMain));
       bind(codeDir, SANDBOX_CODE_DIR);
       bind(runDir, SANDBOX_RUN_DIR, true);
-      bind(this.gatewaySocketDir, SANDBOX_GATEWAY_DIR);
+      const gatewayDir = join(dir, 'gateway');
+      if (this.gatewaySockets !== undefined) this.gatewaySockets.open(id, gatewayDir, uid);
+      bind(this.gatewaySockets === undefined ? this.gatewaySocketDir : gatewayDir, SANDBOX_GATEWAY_DIR);
       mkdirSync(this.compileCache, { recursive: true, mode: 0o755 });
       // Writable only for the gateway's warm-up (LocalExecutor), which runs no function's code.
       if (options.writableCompileCache === true && uid !== undefined) chownSync(this.compileCache, uid, uid);
@@ -399,10 +402,12 @@ export class Sandboxes {
         fds,
         release,
         niced: this.niced,
+        gatewaySockets: this.gatewaySockets,
         spawn: { argv, uid, gid: uid, extraStdio: ['pipe', ...fds], infoFd, cwd: '/' },
       });
     } catch (err) {
       for (const fd of fds) closeSync(fd);
+      this.gatewaySockets?.close(id);
       rmSync(dir, { recursive: true, force: true });
       release();
       throw err;

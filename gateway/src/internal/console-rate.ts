@@ -1,0 +1,168 @@
+import { FnhostError } from '@fnhost/core';
+
+// Console posts (POST /internal/v1/console) bounded per function (docs/security.md "Resources:
+// internal API, egress, console"): a token bucket of bytes and one of posts per function, checked
+// on the declared length before the body is read; and the executions a post may name, kept per
+// function (running and just ended), so a post naming none of them costs no store work. Without
+// both, one function posting flat out wrote 1.2 GB in 20 s and slowed its neighbours (issue 27).
+
+/** A post's body at most (./console.ts): 32 executions at their bound, with JSON's overhead. */
+export const MAX_CONSOLE_POST_BYTES = 4 * 1024 * 1024;
+
+export const CONSOLE_RATE_DEFAULTS = {
+  /**
+   * Sustained bytes per second per function: 1 MiB/s, CloudWatch Logs' PutLogEvents batch per call
+   * and far above what a function's console writes at a thousand calls a second with a line each.
+   */
+  bytesPerSecond: 1024 * 1024,
+  /** Burst: two full posts (4 MiB each), so a runtime catching up after a busy second is not refused. */
+  burstBytes: 8 * 1024 * 1024,
+  /** Posts per second: a runtime sends one per 32 executions, every 250 ms at most per batch due. */
+  postsPerSecond: 50,
+  burstPosts: 100,
+};
+
+/** How long an ended execution may still receive its output: FNHOST_CONSOLE_GRACE_MS is at most 10 s, plus the post's way. */
+export const ENDED_KEPT_MS = 60_000;
+/** Executions kept per function (running and ended): a function with more running at once has its oldest forgotten first. */
+export const MAX_KEPT_PER_FUNCTION = 4096;
+/** Functions whose buckets are kept: beyond, the fullest (idlest) are dropped, which only forgives. */
+const MAX_BUCKETS = 10_000;
+
+/** A post refused at the rate bound: 429 with Retry-After. */
+export class ConsoleRateError extends FnhostError {
+  readonly retryAfterSeconds: number;
+  constructor(what: string, retryAfterSeconds: number) {
+    super('console_rate', 429, `console output is over this function's rate bound (${what}); dropped: retry after ${retryAfterSeconds} s`);
+    this.retryAfterSeconds = retryAfterSeconds;
+  }
+}
+
+/** A token bucket: `rate` tokens a second up to `burst`, the clock given on each call. */
+export class TokenBucket {
+  readonly rate: number;
+  readonly burst: number;
+  #tokens: number;
+  #at: number;
+
+  constructor(rate: number, burst: number, now: number) {
+    if (!(rate > 0) || !(burst > 0)) throw new RangeError(`a token bucket needs a positive rate and burst, got ${rate} and ${burst}`);
+    this.rate = rate;
+    this.burst = burst;
+    this.#tokens = burst;
+    this.#at = now;
+  }
+
+  #refill(now: number): void {
+    if (now > this.#at) {
+      this.#tokens = Math.min(this.burst, this.#tokens + ((now - this.#at) / 1000) * this.rate);
+      this.#at = now;
+    }
+  }
+
+  /** Whether `n` tokens are there now (nothing taken). */
+  has(n: number, now: number): boolean {
+    this.#refill(now);
+    return this.#tokens >= Math.min(n, this.burst);
+  }
+
+  /** Takes `n` tokens (the caller checked has()); more than the burst empties the bucket. */
+  take(n: number, now: number): void {
+    this.#refill(now);
+    this.#tokens = Math.max(0, this.#tokens - n);
+  }
+
+  /** Whole seconds until `n` tokens are there (at least 1). */
+  secondsUntil(n: number, now: number): number {
+    this.#refill(now);
+    const missing = Math.min(n, this.burst) - this.#tokens;
+    return Math.max(1, Math.ceil(missing / this.rate));
+  }
+
+  get full(): boolean {
+    return this.#tokens >= this.burst;
+  }
+}
+
+export interface ConsoleRateOptions {
+  bytesPerSecond: number;
+  burstBytes: number;
+  postsPerSecond: number;
+  burstPosts: number;
+}
+
+/** Per function: a bytes bucket and a posts bucket. */
+export class ConsoleRate {
+  readonly #o: ConsoleRateOptions;
+  readonly #buckets = new Map<string, { bytes: TokenBucket; posts: TokenBucket }>();
+
+  constructor(options: ConsoleRateOptions) {
+    this.#o = options;
+  }
+
+  /** Charges one post of `bytes` to functionId, or throws ConsoleRateError (nothing charged). */
+  charge(functionId: string, bytes: number, now: number): void {
+    let b = this.#buckets.get(functionId);
+    if (b === undefined) {
+      if (this.#buckets.size >= MAX_BUCKETS) for (const [id, old] of this.#buckets) if (old.bytes.full && old.posts.full) this.#buckets.delete(id);
+      b = { bytes: new TokenBucket(this.#o.bytesPerSecond, this.#o.burstBytes, now), posts: new TokenBucket(this.#o.postsPerSecond, this.#o.burstPosts, now) };
+      this.#buckets.set(functionId, b);
+    }
+    if (!b.posts.has(1, now)) throw new ConsoleRateError(`${this.#o.postsPerSecond} posts a second`, b.posts.secondsUntil(1, now));
+    if (!b.bytes.has(bytes, now)) throw new ConsoleRateError(`${this.#o.bytesPerSecond} bytes a second`, b.bytes.secondsUntil(bytes, now));
+    b.posts.take(1, now);
+    b.bytes.take(bytes, now);
+  }
+}
+
+/**
+ * The executions of each function that console output may still name: running ones, and ended ones
+ * for ENDED_KEPT_MS. Bounded per function (oldest first out) and dropped with the function's last entry.
+ */
+export class ExecutionIds {
+  /** function → execution id → when it ended (undefined: running); Maps keep insertion order, oldest first. */
+  readonly #ids = new Map<string, Map<string, number | undefined>>();
+  readonly #keptMs: number;
+  readonly #max: number;
+
+  constructor(options: { keptMs?: number; maxPerFunction?: number } = {}) {
+    this.#keptMs = options.keptMs ?? ENDED_KEPT_MS;
+    this.#max = options.maxPerFunction ?? MAX_KEPT_PER_FUNCTION;
+  }
+
+  began(functionId: string, id: string): void {
+    let mine = this.#ids.get(functionId);
+    if (mine === undefined) this.#ids.set(functionId, (mine = new Map()));
+    if (mine.size >= this.#max) mine.delete(mine.keys().next().value!);
+    mine.set(id, undefined);
+  }
+
+  ended(functionId: string, id: string, now: number): void {
+    const mine = this.#ids.get(functionId);
+    if (mine === undefined || !mine.has(id)) return;
+    mine.set(id, now);
+    this.#expire(functionId, mine, now);
+  }
+
+  /** Whether functionId's output may name id now. */
+  knows(functionId: string, id: string, now: number): boolean {
+    const mine = this.#ids.get(functionId);
+    if (mine === undefined || !mine.has(id)) return false;
+    const endedAt = mine.get(id);
+    return endedAt === undefined || now - endedAt <= this.#keptMs;
+  }
+
+  /** Drops ended ids past their time from the oldest end, stopping at the first one still kept or running. */
+  #expire(functionId: string, mine: Map<string, number | undefined>, now: number): void {
+    for (const [id, endedAt] of mine) {
+      if (endedAt === undefined || now - endedAt <= this.#keptMs) break;
+      mine.delete(id);
+    }
+    if (mine.size === 0) this.#ids.delete(functionId);
+  }
+
+  /** Ids kept for a function (tests). */
+  size(functionId: string): number {
+    return this.#ids.get(functionId)?.size ?? 0;
+  }
+}

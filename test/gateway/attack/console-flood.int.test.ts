@@ -1,0 +1,154 @@
+import { expect } from 'chai';
+import { request } from 'node:http';
+import { startGateway, type RunningGateway } from '../../helpers/platform.ts';
+import { folderBytes, Neighbour, type Target } from './neighbour.ts';
+
+// Attack (issue 27 point 5): a function posts console output to the internal API flat out, with
+// the runtime token its process environment holds, naming execution ids that do not exist (each
+// forced a flush of the record queue and a second store write) or its own call's id. Shown at
+// 021272b: 1.2 GB in 20 s, every post 204, a neighbour's p95 from 21 to 313 ms. With the rate bound
+// per function (1 MiB/s, burst 8 MiB; 50 posts/s, burst 100) posts past it get 429 with
+// Retry-After before their body is read, and posts naming no execution of the function cost no
+// store work; the neighbour is served.
+//
+// Bounded: per mode one attack call of ATTACK_MS, 8 posts in flight, at most MAX_POSTS posts of
+// ~1 MiB each; Unix socket and loopback only. Needs root and bubblewrap (the sandbox).
+
+const ATTACK_MS = 4_000;
+const MAX_POSTS = 3_000;
+const RATE_BYTES = 1024 * 1024;
+const BURST_BYTES = 8 * 1024 * 1024;
+
+const POSTER = `
+import { request } from 'node:http';
+import { readFileSync } from 'node:fs';
+export default async (req, res) => {
+  const token = readFileSync('/proc/self/environ', 'latin1').split('\\0').find((e) => e.startsWith('FNHOST_RUNTIME_TOKEN='))?.slice(21);
+  if (token === undefined) return res.status(500).json({ error: 'no token in the environment' });
+  const own = req.headers['x-fnhost-execution-id'];
+  const mode = req.query.mode;
+  const line = 'x'.repeat(8000);
+  const body = () => JSON.stringify({ executions: Array.from({ length: 32 }, (_, i) => ({
+    id: mode === 'own' ? own : 'log_nosuch' + i + '_' + Math.random().toString(36).slice(2, 12),
+    lines: Array.from({ length: 4 }, (_, j) => [j, 'o', line]), dropped_lines: 0, dropped_bytes: 0,
+  })) });
+  const post = (text) => new Promise((resolve) => {
+    const r = request({ socketPath: '/run/fnhost-gateway/gateway.sock', path: '/internal/v1/console', method: 'POST',
+      headers: { authorization: 'Bearer ' + token, 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) } }, (answer) => {
+      answer.resume();
+      answer.on('end', () => resolve({ status: answer.statusCode, retryAfter: answer.headers['retry-after'] }));
+    });
+    r.on('error', (e) => resolve({ status: e.code }));
+    r.end(text);
+  });
+  const until = Date.now() + ${ATTACK_MS};
+  const started = Date.now();
+  let sent = 0, acceptedBytes = 0;
+  const statuses = {};
+  let retryAfter;
+  const one = async () => {
+    while (Date.now() < until && sent < ${MAX_POSTS}) {
+      sent++;
+      const text = body();
+      const r = await post(text);
+      statuses[r.status] = (statuses[r.status] || 0) + 1;
+      if (r.status === 204) acceptedBytes += Buffer.byteLength(text);
+      if (r.status === 429) retryAfter ??= r.retryAfter;
+    }
+  };
+  await Promise.all(Array.from({ length: 8 }, one));
+  res.json({ own, sent, statuses, acceptedBytes, retryAfter, seconds: (Date.now() - started) / 1000, postBytes: Buffer.byteLength(body()) });
+};`;
+
+interface PostResult { own: string; sent: number; statuses: Record<string, number>; acceptedBytes: number; retryAfter?: string; seconds: number; postBytes: number }
+
+describe('attack: a function floods the console endpoint (issue 27 point 5)', function () {
+  this.timeout(180_000);
+  let gw: RunningGateway;
+  let target: Target;
+
+  const api = async (method: string, path: string, body?: unknown): Promise<{ status: number; body: any }> => {
+    const r = await fetch(gw.url + path, {
+      method,
+      headers: { authorization: `Bearer ${gw.token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    const text = await r.text();
+    return { status: r.status, body: text === '' ? undefined : JSON.parse(text) };
+  };
+
+  const attack = (functionId: string, mode: string) => new Promise<{ status: number; body: string }>((resolve) => {
+    const req = request(`${gw.url}/invoke/${functionId}/?mode=${mode}`, { localAddress: '127.0.0.1', timeout: 90_000 }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (c: string) => (body += c));
+      res.on('end', () => resolve({ status: res.statusCode!, body }));
+    });
+    req.on('error', (err) => resolve({ status: 0, body: err.message }));
+    req.end();
+  });
+
+  const consoleRefusals = async () => Number(/fnhost_refused_total\{reason="console_rate"\} (\d+)/.exec(await (await fetch(`${gw.url}/metrics`)).text())?.[1]);
+
+  before(async function () {
+    if (process.getuid?.() !== 0) throw new Error('this attack test needs root (sandboxed runtimes under uids of their own)');
+    gw = await startGateway({
+      prefix: ['prlimit', '--nofile=1024:1024', '--'],
+      // No warm pool: a runtime spawned for its function holds its token in its environment, as the attacker found it.
+      env: { FNHOST_WARM_POOL: '0', FNHOST_SANDBOX_MAX_OPEN_FILES: '1024' },
+      startTimeoutMs: 60_000,
+    });
+    target = {
+      url: gw.url,
+      pid: gw.pid,
+      async createFunction(name, code, extra = {}) {
+        const r = await api('POST', '/api/v1/functions', { name, code, ...extra });
+        if (r.status !== 201) throw new Error(`create ${name}: ${r.status} ${JSON.stringify(r.body)}`);
+        return r.body;
+      },
+    };
+  });
+  after(async () => {
+    await gw?.stop();
+  });
+
+  for (const mode of ['unknown', 'own'] as const) {
+    it(`posts naming ${mode === 'own' ? 'its own call' : 'executions that do not exist'}: refused past the rate bound with 429 and Retry-After; the neighbour is served`, async () => {
+      const poster = await target.createFunction(`console-${mode}`, POSTER, { timeout_seconds: 60 });
+      const n = await Neighbour.start(target);
+      const refusalsBefore = await consoleRefusals();
+      const dataBefore = await folderBytes(gw.dataDir);
+      n.startProbing();
+      const result = await attack(poster.function_id, mode);
+      const during = await n.stopProbing();
+      expect(result.status, result.body.slice(0, 500)).to.equal(200);
+      const r = JSON.parse(result.body) as PostResult;
+      console.log(`      ${mode}: ${JSON.stringify({ ...r, own: undefined })}; neighbour quiet p95 ${n.quiet!.p95Ms.toFixed(1)} ms, during ${JSON.stringify(during)}`);
+      n.expectServed(during, `console flood (${mode})`);
+
+      const refused = (r.statuses['429'] ?? 0) + (r.statuses.EPIPE ?? 0) + (r.statuses.ECONNRESET ?? 0);
+      expect(r.statuses['429'] ?? 0, `refused posts: ${JSON.stringify(r.statuses)}`).to.be.greaterThan(0);
+      // A refused post larger than 64 KiB is not read: its sender may see the connection cut (EPIPE, ECONNRESET) before the 429.
+      expect(Object.keys(r.statuses).every((s) => ['204', '429', 'EPIPE', 'ECONNRESET'].includes(s)), `only 204 and refusals: ${JSON.stringify(r.statuses)}`).to.equal(true);
+      expect(Number(r.retryAfter), 'Retry-After on a 429').to.be.at.least(1);
+      // What was accepted: the burst, the rate over the attack's seconds, and one post of slack.
+      expect(r.acceptedBytes, 'bytes accepted').to.be.at.most(BURST_BYTES + RATE_BYTES * (r.seconds + 1) + r.postBytes);
+      // The data folder: an execution's output is stored once and bounded (64 KiB), unknown ids not at all;
+      // 8 MiB covers the neighbour's records and SQLite's WAL.
+      const grown = (await folderBytes(gw.dataDir)) - dataBefore;
+      expect(grown, 'the data folder\'s growth').to.be.at.most(8 * 1024 * 1024);
+
+      expect((await consoleRefusals()) - refusalsBefore, 'console_rate refusals counted').to.be.at.least(r.statuses['429']!).and.at.most(refused);
+      expect(gw.output()).to.include('console output refused');
+      expect(gw.output()).to.include(poster.function_id);
+
+      if (mode === 'own') {
+        // Its own output was stored (the first post of its id), bounded as any execution's.
+        const logs = await api('GET', `/api/v1/functions/${poster.function_id}/logs?limit=5`);
+        expect(logs.status).to.equal(200);
+      }
+      await n.expectRecovered(`console flood (${mode})`);
+      n.close();
+    });
+  }
+});
