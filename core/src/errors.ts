@@ -48,3 +48,16 @@ export class StoreError extends FnhostError {
     super('store_unavailable', 503, message, { ...options, expose: false });
   }
 }
+
+/**
+ * A function that exists but is served as nothing (cluster mode: a Function refused
+ * FunctionIdTaken has no id of its own to be called by): apart from not_found, so a
+ * call by name says why instead of that it does not exist.
+ */
+export class FunctionRefusedError extends FnhostError {
+  readonly reason: string;
+  constructor(reason: string, message: string) {
+    super('function_refused', 409, message);
+    this.reason = reason;
+  }
+}

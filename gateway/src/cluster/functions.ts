@@ -1,4 +1,4 @@
-import { ConflictError, FnhostError, NotFoundError, ValidationError, type FunctionRecord, type FunctionStore } from '@fnhost/core';
+import { ConflictError, FnhostError, FunctionRefusedError, NotFoundError, ValidationError, type FunctionRecord, type FunctionStore } from '@fnhost/core';
 import type { FunctionIndex } from '../functions/service.ts';
 import { KubeApiError, paths, type KubeClient } from './kube.ts';
 import type { Change } from './reflector.ts';
@@ -132,6 +132,21 @@ export class FunctionCache implements FunctionIndex {
     const record = this.#byKey.get(key)?.record ?? undefined;
     // A Function refused another's id is served as nothing: its record would carry that id's logs and runtime.
     return record !== undefined && this.#idToKey.get(record.function_id) === key ? record : undefined;
+  }
+
+  /**
+   * Why a Function that exists is served as nothing: a claimant of another's id (FunctionIdTaken).
+   * The owner is not named: the caller may have no right to see its namespace.
+   */
+  refusal(namespace: string, name: string): FunctionRefusedError | undefined {
+    const key = keyOf(namespace, name);
+    const record = this.#byKey.get(key)?.record ?? undefined;
+    if (record === undefined || this.#idToKey.get(record.function_id) === key) return undefined;
+    return new FunctionRefusedError(
+      'FunctionIdTaken',
+      `function ${name} (namespace ${namespace}) is refused: FunctionIdTaken: its spec.functionId ${record.function_id} belongs to another Function, created earlier; ` +
+        `this one gets no pods and no calls until that one is deleted or this one names another id (kubectl describe function ${name} -n ${namespace})`,
+    );
   }
 
   /** The resource behind a record (for patches and status). */

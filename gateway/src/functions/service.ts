@@ -1,6 +1,6 @@
 import { applyScalingChange, parseScalingChange } from '@fnhost/core/scaling.ts';
 import {
-  ConflictError, NotFoundError, ValidationError, isUuid, isoTimestamp, limits, newFunctionId,
+  ConflictError, FunctionRefusedError, NotFoundError, ValidationError, isUuid, isoTimestamp, limits, newFunctionId,
   validateCode, validateCron, validateEnv, validateFunctionName, validateMemoryMiB, validateRetention, validateRoutes,
   validateTimeoutSeconds, validateTimezone, validateRequestRecording, recordingOf,
   type Executor, type FunctionRecord, type PreparedRuntime, type RetentionPolicy, type Schedule, type Stores,
@@ -31,6 +31,8 @@ export interface FunctionIndex {
   removed(fn: FunctionRecord): void;
   /** Cluster mode: the rollout of the function's current spec (the operator's Ready condition). */
   rollout?(functionId: string): ApiRollout | undefined;
+  /** Cluster mode: why a Function of that name exists but is served as nothing (FunctionIdTaken). */
+  refusal?(namespace: string, name: string): FunctionRefusedError | undefined;
 }
 
 /** One machine's index: kept by the service's own writes. */
@@ -165,6 +167,8 @@ export class FunctionService {
     const fn = isUuid(ref) ? (this.#index.get(ref.toLowerCase()) ?? this.#index.get(ref)) : undefined;
     const found = fn ?? this.#index.getByName(ns, ref);
     if (found === undefined) {
+      const refused = fn === undefined ? this.#index.refusal?.(ns, ref) : undefined;
+      if (refused !== undefined) throw refused;
       const where = this.#o.multiNamespace ? ` in namespace "${ns}"` : '';
       throw new NotFoundError(`function "${ref.slice(0, 100)}" not found${where}`);
     }
