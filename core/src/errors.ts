@@ -61,3 +61,14 @@ export class FunctionRefusedError extends FnhostError {
     this.reason = reason;
   }
 }
+
+/**
+ * A Kubernetes ResourceQuota of the namespace refused the object (cluster mode: the number of
+ * Functions, `count/functions.fnhost.dev`): the API server's message names the quota, its limit
+ * and what is used, and is passed on as it is.
+ */
+export class KubernetesQuotaError extends FnhostError {
+  constructor(message: string) {
+    super('quota_exceeded', 403, message);
+  }
+}

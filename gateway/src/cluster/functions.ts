@@ -1,4 +1,4 @@
-import { ConflictError, FnhostError, FunctionRefusedError, NotFoundError, ValidationError, type FunctionRecord, type FunctionStore } from '@fnhost/core';
+import { ConflictError, FnhostError, FunctionRefusedError, KubernetesQuotaError, NotFoundError, ValidationError, type FunctionRecord, type FunctionStore } from '@fnhost/core';
 import type { FunctionIndex } from '../functions/service.ts';
 import { KubeApiError, paths, type KubeClient } from './kube.ts';
 import type { Change } from './reflector.ts';
@@ -213,6 +213,8 @@ export function apiErrorFor(err: unknown, what: string): unknown {
     case 404:
       return new NotFoundError(`${what}: ${detail}`);
     case 403:
+      // A ResourceQuota (docs/install.md, Functions per namespace) is no RBAC matter: say which quota.
+      if (/exceeded quota/.test(detail)) return new KubernetesQuotaError(`the Kubernetes API server refused ${what}: ${detail}`);
       return new FnhostError('forbidden', 403, `the gateway may not change ${what} (RBAC): ${detail}`);
     default:
       return err;
