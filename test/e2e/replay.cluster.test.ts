@@ -261,7 +261,7 @@ describe('fnhost on Kubernetes: request recording and replay (issue 21.3)', func
       expect(takerLogs.status).to.equal(409);
       const refusal = (await takerLogs.json()) as { error: string; message: string };
       expect(refusal.error).to.equal('function_refused');
-      expect(refusal.message).to.contain('FunctionIdTaken').and.not.to.contain('pay');
+      expect(refusal.message).to.contain('FunctionIdTaken').and.not.to.contain(`${ns}/pay`);
       const call = await invoke();
       expect(call.status).to.equal(200);
       expect(((await call.json()) as { taken?: boolean }).taken).to.equal(undefined);
