@@ -165,6 +165,10 @@ describe('fnhost on Kubernetes: functions that will not run answer at once; the 
   it('a FunctionIdTaken claimant called by name (function:test, the API) says the reason', async () => {
     const created = await api('POST', `/functions?namespace=${ns}`, { name: 'owner', code: OK });
     expect(created.status, JSON.stringify(created.body)).to.equal(201);
+    // The owner serving first: creationTimestamp counts seconds, and the oldest claimant owns an id.
+    await waitFor('owner answering', async () => ((await invoke(ns, 'owner').catch(() => null))?.status === 200 ? true : null), 240_000, 1000);
+    const ownerCreated = Date.parse(JSON.parse((await kubectl(['get', 'fn', 'owner', '-n', ns, '-o', 'json'])).stdout).metadata.creationTimestamp);
+    await waitFor('a later second than the owner\'s creation', async () => (Date.now() >= ownerCreated + 2000 ? true : null), 10_000, 100);
     expect((await apply(ns, 'claimant', { code: OK, functionId: derivedFunctionId(ns, 'owner') })).code).to.equal(0);
     await waitFor('claimant: Ready=False FunctionIdTaken', async () => ((await ready(ns, 'claimant'))?.reason === 'FunctionIdTaken' ? true : null), 120_000, 1000);
     const started = Date.now();
