@@ -48,3 +48,27 @@ export class StoreError extends FnhostError {
     super('store_unavailable', 503, message, { ...options, expose: false });
   }
 }
+
+/**
+ * A function that exists but is served as nothing (cluster mode: a Function refused
+ * FunctionIdTaken has no id of its own to be called by): apart from not_found, so a
+ * call by name says why instead of that it does not exist.
+ */
+export class FunctionRefusedError extends FnhostError {
+  readonly reason: string;
+  constructor(reason: string, message: string) {
+    super('function_refused', 409, message);
+    this.reason = reason;
+  }
+}
+
+/**
+ * A Kubernetes ResourceQuota of the namespace refused the object (cluster mode: the number of
+ * Functions, `count/functions.fnhost.dev`): the API server's message names the quota, its limit
+ * and what is used, and is passed on as it is.
+ */
+export class KubernetesQuotaError extends FnhostError {
+  constructor(message: string) {
+    super('quota_exceeded', 403, message);
+  }
+}

@@ -1,4 +1,4 @@
-import { ValidationError } from './errors.ts';
+import { ConflictError, ValidationError } from './errors.ts';
 
 // Limits and units of a function's scaling and CPU on Kubernetes (spec.scaling,
 // spec.cpu), shared by the CRD schema (operator/src/crd.ts), the operator's
@@ -97,9 +97,23 @@ export function parseScalingChange(raw: unknown): ScalingChange {
   return change;
 }
 
+/** A fixed replica count asked of a function whose pods autoscaling (spec.scaling) counts. */
+export class AutoscaledReplicasError extends ConflictError {
+  constructor(replicas: number, autoscale: NonNullable<FunctionScalingSettings['autoscale']>) {
+    super(
+      `replicas ${replicas} would be ignored: the function autoscales (spec.scaling, ${autoscale.min_replicas}-${autoscale.max_replicas} pods), which sets its pod count; ` +
+        'turn autoscaling off in the same change (autoscale: null; CLI: --autoscale off --replicas N) or set its bounds (min_replicas, max_replicas; CLI: --min, --max)',
+    );
+  }
+}
+
 /** The settings after a change, checked as a whole (scale to zero needs an autoscale floor of 0). */
 export function applyScalingChange(current: FunctionScalingSettings, change: ScalingChange): FunctionScalingSettings {
   const next: FunctionScalingSettings = { ...current, ...change, cpu: change.cpu ?? current.cpu };
+  // The operator sizes an autoscaled function from spec.scaling and ignores spec.replicas: taking a
+  // replica count then would report a change that never happens (issue 28). Refused, as Kubernetes
+  // refuses a field another owner manages, naming the way out.
+  if (change.replicas !== undefined && next.autoscale !== null) throw new AutoscaledReplicasError(change.replicas, next.autoscale);
   if (next.scale_to_zero !== null && next.autoscale !== null && next.autoscale.min_replicas > 0) {
     if (change.scale_to_zero !== undefined && change.autoscale === undefined) next.autoscale = { ...next.autoscale, min_replicas: 0 };
     else throw new ValidationError(`scale to zero needs autoscale.min_replicas 0 (it is ${next.autoscale.min_replicas})`);

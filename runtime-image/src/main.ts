@@ -18,6 +18,7 @@ import {
 } from './specialize.ts';
 import { HEARTBEAT_MS, Supervisor, answerError, log } from './supervisor.ts';
 import { startSpareWorker } from './spare-worker.ts';
+import { SECRETS_ON_STDIN, SecretScrubError, hideSecrets, readSecretLines } from './hide-secrets.ts';
 
 export { answerError, type ErrorKind } from './supervisor.ts';
 
@@ -204,7 +205,8 @@ export async function startGenericRuntime(generic: GenericConfig): Promise<Runni
       }
       // The process environment first (setenv underneath: TZ, HOME and the like follow), then the
       // worker: it takes its env, its heap limit and the process's time zone when it is created.
-      replaceEnv(spec.env);
+      // The runtime token stays in memory only (hide-secrets.ts): not in the environment a child inherits.
+      replaceEnv(withoutSecrets(spec.env));
       config = spec.config;
       sup = new Supervisor(config, spare);
       spare = undefined;
@@ -241,21 +243,49 @@ export async function startGenericRuntime(generic: GenericConfig): Promise<Runni
   };
 }
 
+/** Credentials the runtime reads from its environment and then keeps in memory only. */
+export const RUNTIME_SECRETS = ['FNHOST_RUNTIME_TOKEN'] as const;
+
+function withoutSecrets(env: Record<string, string>): Record<string, string> {
+  const out = { ...env };
+  for (const name of RUNTIME_SECRETS) delete out[name];
+  return out;
+}
+
+function hideOrWarn(names: readonly string[]): void {
+  try {
+    hideSecrets(names);
+  } catch (err) {
+    if (!(err instanceof SecretScrubError)) throw err;
+    // Still out of the environment children inherit; only /proc/<pid>/environ may show it.
+    log('warn', 'the runtime credential is out of the environment but may still show in /proc/<pid>/environ', { error: err.message });
+  }
+}
+
 async function main(): Promise<void> {
   let runtime: RunningRuntime;
   let generic: GenericConfig | undefined;
   try {
+    // One machine: the credentials come over stdin (never in an environment; hide-secrets.ts). Held in
+    // process.env only until the config is read, then removed with the rest.
+    if (process.env[SECRETS_ON_STDIN] === '1') {
+      delete process.env[SECRETS_ON_STDIN];
+      Object.assign(process.env, readSecretLines(0, [...RUNTIME_SECRETS, 'FNHOST_SPECIALIZE_TOKEN']));
+    }
     generic = loadGenericConfig(process.env);
     if (generic === undefined) {
-      runtime = await startRuntime(loadConfig(process.env));
+      const config = loadConfig(process.env);
+      // Read once: from now on only in memory, never in an environment a child inherits or /proc shows.
+      hideOrWarn(RUNTIME_SECRETS);
+      runtime = await startRuntime(config);
     } else {
       // The credential is needed only in memory; the handler's environment never holds it.
-      delete process.env.FNHOST_SPECIALIZE_TOKEN;
+      hideOrWarn(['FNHOST_SPECIALIZE_TOKEN']);
       runtime = await startGenericRuntime(generic);
     }
   } catch (err) {
-    if (!(err instanceof ConfigError)) throw err;
-    log('error', err.message);
+    if (!(err instanceof ConfigError) && !(err instanceof SecretScrubError)) throw err;
+    log('error', (err as Error).message);
     process.exit(2);
   }
   // A sandboxed runtime's stdin is a pipe from the gateway: its end means the gateway is gone, so is this runtime.

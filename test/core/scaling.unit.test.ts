@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { ValidationError } from '@fnhost/core';
-import { applyScalingChange, isCpuQuantity, millicores, parseScalingChange, type FunctionScalingSettings } from '@fnhost/core/scaling.ts';
+import { AutoscaledReplicasError, applyScalingChange, isCpuQuantity, millicores, parseScalingChange, type FunctionScalingSettings } from '@fnhost/core/scaling.ts';
 
 const fixed: FunctionScalingSettings = { replicas: 1, autoscale: null, scale_to_zero: null, cpu: { request: null, limit: null } };
 
@@ -41,5 +41,21 @@ describe('core: scaling settings (cluster mode)', () => {
     expect(applyScalingChange(auto, { scale_to_zero: { idle_seconds: 60 } }).autoscale).to.deep.equal({ min_replicas: 0, max_replicas: 6, target_concurrency: 4 });
     expect(() => applyScalingChange(fixed, { autoscale: { min_replicas: 1, max_replicas: 3, target_concurrency: 1 }, scale_to_zero: { idle_seconds: 60 } })).to.throw(ValidationError, /min_replicas 0/);
     expect(applyScalingChange(fixed, { cpu: { request: '100m', limit: null } }).cpu).to.deep.equal({ request: '100m', limit: null });
+  });
+
+  it('refuses a replica count while autoscaling sets the pods (409 naming spec.scaling), takes it with autoscaling turned off', () => {
+    const auto = applyScalingChange(fixed, { autoscale: { min_replicas: 1, max_replicas: 5, target_concurrency: 10 } });
+    let caught: unknown;
+    try {
+      applyScalingChange(auto, { replicas: 2 });
+    } catch (err) {
+      caught = err;
+    }
+    expect(caught).to.be.instanceOf(AutoscaledReplicasError);
+    expect((caught as AutoscaledReplicasError).status).to.equal(409);
+    expect((caught as Error).message).to.contain('replicas 2 would be ignored: the function autoscales (spec.scaling, 1-5 pods)');
+    expect(() => applyScalingChange(fixed, { replicas: 2, autoscale: { min_replicas: 1, max_replicas: 5, target_concurrency: 10 } })).to.throw(AutoscaledReplicasError);
+    expect(applyScalingChange(auto, { replicas: 2, autoscale: null })).to.include({ replicas: 2, autoscale: null });
+    expect(applyScalingChange(fixed, { replicas: 3 }).replicas).to.equal(3);
   });
 });

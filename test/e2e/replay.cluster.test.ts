@@ -256,7 +256,12 @@ describe('fnhost on Kubernetes: request recording and replay (issue 21.3)', func
       const auth = { authorization: `Bearer ${token}` };
       const listed = (await (await fetch(`${gatewayUrl}/api/v1/functions?namespace=${other}`, { headers: auth })).json()) as { functions: unknown[] };
       expect(listed.functions).to.deep.equal([]);
-      expect((await fetch(`${gatewayUrl}/api/v1/functions/taker/logs?namespace=${other}`, { headers: auth })).status).to.equal(404);
+      // Called by name it says why (issue 28), without naming the owner: none of pay's logs.
+      const takerLogs = await fetch(`${gatewayUrl}/api/v1/functions/taker/logs?namespace=${other}`, { headers: auth });
+      expect(takerLogs.status).to.equal(409);
+      const refusal = (await takerLogs.json()) as { error: string; message: string };
+      expect(refusal.error).to.equal('function_refused');
+      expect(refusal.message).to.contain('FunctionIdTaken').and.not.to.contain(`${ns}/pay`);
       const call = await invoke();
       expect(call.status).to.equal(200);
       expect(((await call.json()) as { taken?: boolean }).taken).to.equal(undefined);

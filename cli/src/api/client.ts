@@ -294,7 +294,12 @@ export class ApiClient {
     const said = message ?? `HTTP ${response.status}`;
     // A 403 with its own code (function_inactive) is about the function, not the token.
     if (response.status === 403 && code !== undefined && code !== 'unauthorized' && code !== 'forbidden') {
-      const hint = code === 'function_inactive' && ref !== undefined ? `run fnhost function:activate ${ref} first` : undefined;
+      const hint =
+        code === 'function_inactive' && ref !== undefined
+          ? `run fnhost function:activate ${ref} first`
+          : code === 'quota_exceeded'
+            ? 'kubectl describe resourcequota -n <namespace> shows the namespace\'s quotas: delete a function there, or ask its owner for a higher limit'
+            : undefined;
       return new ApiConflictError(said, { ...details, hint });
     }
     // A Kubernetes identity the gateway knows, without the permission: RBAC's answer, not a bad token.

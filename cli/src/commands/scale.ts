@@ -56,6 +56,13 @@ export function scalingBody(ctx: CommandContext, current: ApiFunction['scaling']
   }
   // The same checks as the server's, before sending (messages speak of the API's fields).
   asUsage((): ScalingChange => parseScalingChange(body));
+  // The server refuses it too (409): autoscaling sets the pod count, a fixed one would be ignored.
+  const autoscaled = body.autoscale === undefined ? (current?.autoscale ?? null) : body.autoscale;
+  if (body.replicas !== undefined && autoscaled !== null) {
+    throw new UsageError(`--replicas ${String(body.replicas)} would be ignored: ${ctx.args[0] ?? 'the function'} autoscales (spec.scaling), which sets its pod count`, {
+      hint: `leave autoscaling with --autoscale off --replicas ${String(body.replicas)}, or bound it with --min and --max`,
+    });
+  }
   return body;
 }
 

@@ -1,6 +1,6 @@
 import Router from '@koa/router';
 import type { Context } from 'koa';
-import { NotFoundError, ValidationError, limits, parseLogQuery, type FunctionRecord, type Stores } from '@fnhost/core';
+import { FunctionRefusedError, NotFoundError, ValidationError, limits, parseLogQuery, type FunctionRecord, type Stores } from '@fnhost/core';
 import { isUuid } from '@fnhost/core/ids.ts';
 import type { AccessAttributes, Verb } from '../access/attributes.ts';
 import { ForbiddenError } from '../access/caller.ts';
@@ -123,7 +123,8 @@ export async function authorizedFunction(
   try {
     fn = functions.resolve(ref, requested);
   } catch (err) {
-    if (err instanceof NotFoundError) await access.check(ctx, { verb, resource: 'functions', subresource, namespace: requested, ...(isUuid(ref) ? {} : { name: ref }) });
+    // A refused Function is told only to whom may see it: the same check as a name that finds nothing.
+    if (err instanceof NotFoundError || err instanceof FunctionRefusedError) await access.check(ctx, { verb, resource: 'functions', subresource, namespace: requested, ...(isUuid(ref) ? {} : { name: ref }) });
     throw err;
   }
   try {

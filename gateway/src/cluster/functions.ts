@@ -1,4 +1,4 @@
-import { ConflictError, FnhostError, NotFoundError, ValidationError, type FunctionRecord, type FunctionStore } from '@fnhost/core';
+import { ConflictError, FnhostError, FunctionRefusedError, KubernetesQuotaError, NotFoundError, ValidationError, type FunctionRecord, type FunctionStore } from '@fnhost/core';
 import type { FunctionIndex } from '../functions/service.ts';
 import { KubeApiError, paths, type KubeClient } from './kube.ts';
 import type { Change } from './reflector.ts';
@@ -134,6 +134,21 @@ export class FunctionCache implements FunctionIndex {
     return record !== undefined && this.#idToKey.get(record.function_id) === key ? record : undefined;
   }
 
+  /**
+   * Why a Function that exists is served as nothing: a claimant of another's id (FunctionIdTaken).
+   * The owner is not named: the caller may have no right to see its namespace.
+   */
+  refusal(namespace: string, name: string): FunctionRefusedError | undefined {
+    const key = keyOf(namespace, name);
+    const record = this.#byKey.get(key)?.record ?? undefined;
+    if (record === undefined || this.#idToKey.get(record.function_id) === key) return undefined;
+    return new FunctionRefusedError(
+      'FunctionIdTaken',
+      `function ${name} (namespace ${namespace}) is refused: FunctionIdTaken: its spec.functionId ${record.function_id} belongs to another Function, created earlier; ` +
+        `this one gets no pods and no calls until that one is deleted or this one names another id (kubectl describe function ${name} -n ${namespace})`,
+    );
+  }
+
   /** The resource behind a record (for patches and status). */
   resource(functionId: string): FunctionResource | undefined {
     const key = this.#idToKey.get(functionId);
@@ -198,6 +213,8 @@ export function apiErrorFor(err: unknown, what: string): unknown {
     case 404:
       return new NotFoundError(`${what}: ${detail}`);
     case 403:
+      // A ResourceQuota (docs/install.md, Functions per namespace) is no RBAC matter: say which quota.
+      if (/exceeded quota/.test(detail)) return new KubernetesQuotaError(`the Kubernetes API server refused ${what}: ${detail}`);
       return new FnhostError('forbidden', 403, `the gateway may not change ${what} (RBAC): ${detail}`);
     default:
       return err;

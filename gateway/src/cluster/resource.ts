@@ -249,12 +249,19 @@ export function readyOf(res: FunctionResource): { status: string; reason: string
 }
 
 /**
- * Ready reasons that say the function cannot run its current spec: holding a
- * call for a pod would only end in a timeout. (RuntimeNotReady is not among
- * them: every starting pod is not ready for a moment; a load error is found by
- * the gateway's own probe of the pods.)
+ * Ready reasons that say the function cannot run its current spec: the
+ * operator refused it and creates nothing (or keeps nothing running) until the
+ * spec, its namespace or its id changes, so holding a call for a pod would only
+ * end in the hold's timeout. Calls get a 503 naming the reason at once.
+ * Every reason the operator sets is in this list or in MAY_RUN_REASONS (a unit
+ * test reads the operator's sources to keep it so).
  */
 export const UNRUNNABLE_REASONS: ReadonlySet<string> = new Set([
+  // Refused before anything is made: a namespace outside FNHOST_FUNCTION_NAMESPACES (kube-system, ...).
+  'NamespaceNotAllowed',
+  // Another Function owns the id: this one gets no pods (a call by name says so: FunctionRefusedError).
+  'FunctionIdTaken',
+  'InvalidThrowaway',
   'CodeDoesNotParse',
   'CodeTooLarge',
   'InvalidCode',
@@ -270,6 +277,18 @@ export const UNRUNNABLE_REASONS: ReadonlySet<string> = new Set([
   'RuntimeCrashing',
   // An older operator refused a whole Function for its schedule; this one withholds only the CronJob.
   'InvalidSchedule',
+]);
+
+/**
+ * Ready reasons of a function that runs or may run soon: a call is served or
+ * held for a pod. RuntimeNotReady: every starting pod is not ready for a moment
+ * (a load error is found by the gateway's own probe of the pods); the others
+ * can clear without a change of spec (a pod quota freed, an image pushed, a
+ * node added, a rollout done), so a held call may still be answered.
+ */
+export const MAY_RUN_REASONS: ReadonlySet<string> = new Set([
+  'Available', 'Idle', 'Inactive', 'ScaledToZero', 'Progressing', 'RuntimeNotReady',
+  'ImageUnavailable', 'Unschedulable', 'ReplicaFailure', 'Forbidden',
 ]);
 
 /** Why a Function cannot run, from a Ready=False condition about its current generation; undefined otherwise. */

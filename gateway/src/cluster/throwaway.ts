@@ -86,7 +86,7 @@ export function throwawayResource(original: FunctionResource, code: string, suff
  * unrunnable, and what a call could wait out but a one-off replay should not (a quota, an image,
  * no node), so the caller learns why at once instead of after the bound.
  */
-const REFUSED: ReadonlySet<string> = new Set([...UNRUNNABLE_REASONS, 'InvalidThrowaway', 'NamespaceNotAllowed', 'Forbidden', 'ImageUnavailable', 'Unschedulable']);
+const REFUSED: ReadonlySet<string> = new Set([...UNRUNNABLE_REASONS, 'Forbidden', 'ImageUnavailable', 'Unschedulable']);
 
 /** The error a throwaway's status gives, when it says the throwaway cannot run; undefined otherwise. */
 export function statusRefusal(res: FunctionResource | undefined, original: string): Error | undefined {

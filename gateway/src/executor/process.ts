@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { secretsApart } from './secrets-pipe.ts';
 import { createInterface } from 'node:readline';
 import { getPriority, setPriority } from 'node:os';
 import { runtimePidOf, type SandboxInstance } from '../sandbox/sandbox.ts';
@@ -56,8 +57,10 @@ export class RuntimeProcess {
     this.sandbox = sandbox;
     this.socketPath = sandbox?.socketPath;
     let child: ChildProcess;
+    // Credentials go over stdin, never in an environment the runtime's children inherit (secrets-pipe.ts).
+    const { env, message: secrets } = secretsApart(options.env);
     if (sandbox === undefined) {
-      child = spawn(process.execPath, [options.main], { env: options.env, cwd: options.cwd, stdio: ['ignore', 'pipe', 'pipe'] });
+      child = spawn(process.execPath, [options.main], { env, cwd: options.cwd, stdio: [secrets === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'] });
       // No sandbox, so no cgroup: the runtime (just exec'd, before its threads and the function's code) weighs below the gateway.
       if (child.pid !== undefined) lowerPriority(child.pid);
     } else {
@@ -66,11 +69,16 @@ export class RuntimeProcess {
         // stdin is a pipe the gateway never writes: it ends when the gateway dies, however it dies, and the
         // runtime then exits (FNHOST_PARENT_PIPE). --die-with-parent alone is not enough: the kernel clears a
         // parent-death signal when credentials change, and the sandbox's init outlived a SIGKILLed gateway (seen).
-        child = spawn(s.argv[0]!, s.argv.slice(1), { env: { ...options.env, FNHOST_PARENT_PIPE: '1' }, cwd: s.cwd, uid: s.uid, gid: s.gid, stdio: ['pipe', 'pipe', 'pipe', ...s.extraStdio] });
+        child = spawn(s.argv[0]!, s.argv.slice(1), { env: { ...env, FNHOST_PARENT_PIPE: '1' }, cwd: s.cwd, uid: s.uid, gid: s.gid, stdio: ['pipe', 'pipe', 'pipe', ...s.extraStdio] });
       } finally {
         sandbox.closeFds();
       }
       this.#initPid = readInitPid(child.stdio[s.infoFd] as NodeJS.ReadableStream | null);
+    }
+    // Written at once (a pipe buffers far more than these lines); stdin stays open: in a sandbox its end tells the runtime the gateway is gone.
+    if (secrets !== undefined && child.stdin !== null) {
+      child.stdin.on('error', () => undefined);
+      child.stdin.write(secrets);
     }
     this.child = child;
     this.exit = new Promise<void>((resolve) => {

@@ -1,7 +1,7 @@
 import { applyScalingChange, parseScalingChange } from '@fnhost/core/scaling.ts';
 import { CodeRefusedError } from './code-check.ts';
 import {
-  ConflictError, NotFoundError, ValidationError, isUuid, isoTimestamp, limits, newFunctionId,
+  ConflictError, FunctionRefusedError, NotFoundError, ValidationError, isUuid, isoTimestamp, limits, newFunctionId,
   validateCode, validateCron, validateEnv, validateFunctionName, validateMemoryMiB, validateRetention, validateRoutes,
   validateTimeoutSeconds, validateTimezone, validateRequestRecording, recordingOf, validateKvQuota,
   type Executor, type KvQuota, type FunctionRecord, type PreparedRuntime, type RetentionPolicy, type Schedule, type Stores,
@@ -32,6 +32,8 @@ export interface FunctionIndex {
   removed(fn: FunctionRecord): void;
   /** Cluster mode: the rollout of the function's current spec (the operator's Ready condition). */
   rollout?(functionId: string): ApiRollout | undefined;
+  /** Cluster mode: why a Function of that name exists but is served as nothing (FunctionIdTaken). */
+  refusal?(namespace: string, name: string): FunctionRefusedError | undefined;
 }
 
 /** One machine's index: kept by the service's own writes. */
@@ -171,6 +173,8 @@ export class FunctionService {
     const fn = isUuid(ref) ? (this.#index.get(ref.toLowerCase()) ?? this.#index.get(ref)) : undefined;
     const found = fn ?? this.#index.getByName(ns, ref);
     if (found === undefined) {
+      const refused = fn === undefined ? this.#index.refusal?.(ns, ref) : undefined;
+      if (refused !== undefined) throw refused;
       const where = this.#o.multiNamespace ? ` in namespace "${ns}"` : '';
       throw new NotFoundError(`function "${ref.slice(0, 100)}" not found${where}`);
     }

@@ -32,6 +32,13 @@ describe('cli function:scale: flags to the scaling body', () => {
     expect(() => scalingBody(ctx({ 'cpu-limit': '1Gi' }), fixed)).to.throw(/cpu.limit must be a CPU quantity/);
   });
 
+  it('refuses --replicas on an autoscaled function (it would be ignored), unless autoscaling is turned off with it', () => {
+    expect(() => scalingBody(ctx({ replicas: '2' }), auto)).to.throw(/--replicas 2 would be ignored: hello autoscales \(spec.scaling\)/);
+    expect(() => scalingBody(ctx({ replicas: '2', autoscale: 'on' }), fixed)).to.throw(/would be ignored/);
+    expect(scalingBody(ctx({ replicas: '2' }), fixed)).to.deep.equal({ replicas: 2 });
+    expect(scalingBody(ctx({ replicas: '2', autoscale: 'off' }), auto)).to.deep.equal({ replicas: 2, autoscale: null });
+  });
+
   it('function:get shows it in one line', () => {
     expect(scalingText(fixed)).to.equal('1 pod');
     expect(scalingText({ ...auto, autoscale: { ...auto.autoscale!, min_replicas: 0 }, cpu: { request: '250m', limit: null } })).to.equal(

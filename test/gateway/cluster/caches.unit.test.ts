@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { ConflictError, FnhostError, NotFoundError, ValidationError } from '@fnhost/core';
+import { ConflictError, FnhostError, KubernetesQuotaError, NotFoundError, ValidationError } from '@fnhost/core';
 import { EndpointIndex, readyOrigins, startingOrigins, type EndpointSlice } from '../../../gateway/src/cluster/endpoints.ts';
 import { ClusterExecutor, FunctionUnavailableError, holdBoundMs, oomKilledRecently } from '../../../gateway/src/cluster/executor.ts';
 import { FunctionCache, apiErrorFor, olderVersion } from '../../../gateway/src/cluster/functions.ts';
@@ -92,6 +92,14 @@ describe('cluster mode: function cache', () => {
     expect(apiErrorFor(new KubeApiError(404, 'NotFound', 'POST /x: 404 namespaces "nope" not found'), 'f')).to.be.instanceOf(NotFoundError);
     const forbidden = apiErrorFor(new KubeApiError(403, 'Forbidden', 'POST /x: 403 no'), 'f') as FnhostError;
     expect(forbidden.status).to.equal(403);
+    // A ResourceQuota's refusal names the quota (issue 28), not RBAC.
+    const quota = apiErrorFor(
+      new KubeApiError(403, 'Forbidden', 'POST /apis/fnhost.dev/v1alpha1/namespaces/t/functions: 403 functions.fnhost.dev "c" is forbidden: exceeded quota: fns, requested: count/functions.fnhost.dev=1, used: count/functions.fnhost.dev=2, limited: count/functions.fnhost.dev=2'),
+      'function "c" in namespace "t"',
+    ) as FnhostError;
+    expect(quota).to.be.instanceOf(KubernetesQuotaError);
+    expect([quota.status, quota.code, quota.expose]).to.deep.equal([403, 'quota_exceeded', true]);
+    expect(quota.message).to.equal('the Kubernetes API server refused function "c" in namespace "t": functions.fnhost.dev "c" is forbidden: exceeded quota: fns, requested: count/functions.fnhost.dev=1, used: count/functions.fnhost.dev=2, limited: count/functions.fnhost.dev=2');
     const other = new Error('x');
     expect(apiErrorFor(other, 'f')).to.equal(other);
   });
