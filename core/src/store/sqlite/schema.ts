@@ -5,7 +5,7 @@ import { StoreError } from '../../errors.ts';
 // version a database file was last migrated to; MIGRATIONS[i] moves a database
 // from version i to i + 1, so a later release appends, never edits.
 
-export const SCHEMA_VERSION = 11;
+export const SCHEMA_VERSION = 12;
 
 const MIGRATIONS: readonly string[] = [
   // 0 -> 1: the first schema.
@@ -229,6 +229,17 @@ const MIGRATIONS: readonly string[] = [
   INSERT INTO log_exchanges_by_seq (seq, exchange) SELECT seq, exchange FROM log_exchanges;
   DROP TABLE log_exchanges;
   ALTER TABLE log_exchanges_by_seq RENAME TO log_exchanges;
+  `,
+  // 11 -> 12: each functionId's home namespace (core/src/function-id-home.ts,
+  // sqlite/homes.ts): the FunctionIdHomeStore seam; cluster mode keeps it in MongoDB.
+  `
+  CREATE TABLE IF NOT EXISTS function_id_homes (
+    function_id TEXT PRIMARY KEY,
+    namespace   TEXT    NOT NULL,
+    name        TEXT    NOT NULL,
+    how         TEXT    NOT NULL,   -- 'derived', 'claimed' or 'moved'
+    at_ms       INTEGER NOT NULL
+  );
   `,
 ];
 
