@@ -88,7 +88,7 @@ export function decideClaim(claim: IdClaim, home: FunctionIdHome | null, grants:
       return {
         kind: 'refuse',
         reason: 'FunctionIdTaken',
-        message: `functionId ${id} belongs to namespace ${home.namespace}; the ${ANNOTATION_ID_HOME} annotation is not honoured because the admission policy that checks it is not installed (chart value functionIdGrants.enabled)`,
+        message: `functionId ${id} belongs to namespace ${home.namespace}; the ${ANNOTATION_ID_HOME} annotation is not honoured because the admission policy that checks it is not installed (chart value functions.idGrants)`,
       };
     }
     if (claim.grantFrom === home.namespace) return { kind: 'move', from: home.namespace, how: claim.derived ? 'derived' : 'moved' };

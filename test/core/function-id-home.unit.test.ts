@@ -48,7 +48,7 @@ describe('functionId homes: the rule', () => {
     expect(decideClaim({ ...thief, grantFrom: 'team-c' }, home({}), true)).to.deep.include({ kind: 'refuse', reason: 'FunctionIdHomeMismatch' });
     const off = decideClaim(granted, home({}), false);
     expect(off).to.deep.include({ kind: 'refuse', reason: 'FunctionIdTaken' });
-    expect(off.kind === 'refuse' && off.message).to.include('functionIdGrants.enabled');
+    expect(off.kind === 'refuse' && off.message).to.include('functions.idGrants');
     // After the move the id is team-b's: the old derived Function is refused, and moves it back only by a grant.
     const moved = home({ namespace: 'team-b', name: 'steal', how: 'moved' });
     expect(decideClaim(granted, moved, true)).to.deep.equal({ kind: 'own' });
