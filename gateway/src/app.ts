@@ -71,6 +71,8 @@ export interface ClusterParts {
   throwaway(fn: FunctionRecord): Promise<ThrowawayRuntime>;
   /** Extra Prometheus lines (watches, held calls, status writes). */
   metricsText(): string;
+  /** Where the cluster parts count their caught background failures (the platform's Metrics, made after them). */
+  bindMetrics?(metrics: Pick<Metrics, 'backgroundFailed'>): void;
   /** Stops watches and flushes status feedback. */
   close(): Promise<void>;
 }
@@ -129,6 +131,7 @@ export async function startPlatform(options: PlatformOptions): Promise<Platform<
   const clock = options.clock ?? systemClock;
   const now = () => clock.now();
   const metrics = new Metrics();
+  cluster?.bindMetrics?.(metrics);
   const tokens = new RuntimeTokens();
   // The writer's progress goes to the store with each batch, so another gateway can count what a kill took.
   const instances = new InstanceTracker({

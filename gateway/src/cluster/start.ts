@@ -69,9 +69,13 @@ export async function startCluster(options: ClusterStartOptions): Promise<Starte
   const client = new KubeClient(kc, { maxInFlight: settings.maxInFlight });
   const ns = settings.watchNamespace || undefined;
 
+  let metrics: { backgroundFailed(task: string): void } | undefined;
   const cache = new FunctionCache({
     homes: options.homes,
-    onHomeError: (functionId, err) => logger.warn('reading a functionId\'s home failed; the last known home stays', { functionId, error: (err as Error).message }),
+    onHomeError: (functionId, err) => {
+      metrics?.backgroundFailed('function_id_home_read');
+      logger.warn('reading a functionId\'s home failed; the last known home stays, read again in 5 s', { functionId, error: (err as Error).message });
+    },
   });
   const functionsWatch = new Reflector<FunctionResource>({
     name: 'functions',
@@ -186,6 +190,9 @@ export async function startCluster(options: ClusterStartOptions): Promise<Starte
     kubeAccess,
     namespaceGate,
     onExecution: (functionId, statusCode) => feedback.record(functionId, statusCode),
+    bindMetrics(bound) {
+      metrics = bound;
+    },
     metricsText(): string {
       const lines: Array<[string, string, string, number]> = [
         ['fnhost_cluster_functions', 'gauge', 'Functions in the watch cache (throwaway versions not counted).', cache.all().length],
