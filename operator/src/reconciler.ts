@@ -93,7 +93,7 @@ export class Reconciler {
     const taken = await this.#idProblem(fn);
     if (taken) {
       // It may have held the id before (the id moved away by a grant): its pods and token go.
-      await this.#removeChildren(fn);
+      await this.#disarm(fn);
       await this.#writeStatus(fn, functionIdOf(fn), { ready: { status: 'False', reason: taken.reason, message: taken.message } }, true);
       return { outcome: `invalid:${taken.reason}`, requeueAfterMs: ID_TAKEN_RECHECK_MS };
     }
@@ -186,27 +186,37 @@ export class Reconciler {
   }
 
   /**
-   * The owned objects of a Function refused its id, when it has any (it held the id until a granted
-   * move took it): its pods would otherwise keep the id's runtime token, hence the id's KV.
+   * A Function refused its id that has objects (it held the id until a granted move took it):
+   * its pods would otherwise keep the id's runtime token, hence the id's KV. Without delete rights
+   * on them (least privilege: docs/operator.md, RBAC), the Deployment goes to zero replicas, the
+   * Secret's tokens are emptied and the CronJob (which the operator may delete) goes; the next
+   * reconcile that gives it an id again applies them as usual.
    */
-  async #removeChildren(fn: FunctionResource): Promise<void> {
+  async #disarm(fn: FunctionResource): Promise<void> {
     const ns = fn.metadata.namespace!;
     const names = ownedNames(fn.metadata.name);
-    const kinds: Array<[string, string, string]> = [
-      ['apps/v1', 'Deployment', names.deployment],
-      ['batch/v1', 'CronJob', names.cronJob],
-      ['v1', 'Secret', names.secret],
-      ['v1', 'ConfigMap', names.configMap],
-      ['v1', 'Service', names.service],
-    ];
-    for (const [apiVersion, kind, name] of kinds) {
+    const ours = async (apiVersion: string, kind: string, name: string) => {
       const path = paths.object(apiVersion, kind, ns, name);
-      const existing = await this.#d.client.getOrNull<KubeObject>(path);
-      if (existing && (existing.metadata.ownerReferences ?? []).some((r) => r.uid === fn.metadata.uid)) {
-        await this.#d.client.delete(path, existing.metadata.uid);
-        this.#d.log.info('owned object removed: the Function no longer holds its functionId', { function: `${ns}/${fn.metadata.name}`, kind, name });
-      }
+      const existing = await this.#d.client.getOrNull<KubeObject & { spec?: { replicas?: number }; data?: Record<string, string> }>(path);
+      return existing && (existing.metadata.ownerReferences ?? []).some((r) => r.uid === fn.metadata.uid) ? { path, existing } : null;
+    };
+    const done: string[] = [];
+    const deployment = await ours('apps/v1', 'Deployment', names.deployment);
+    if (deployment && deployment.existing.spec?.replicas !== 0) {
+      await this.#d.client.mergePatch(deployment.path, { spec: { replicas: 0 } });
+      done.push('Deployment scaled to 0');
     }
+    const secret = await ours('v1', 'Secret', names.secret);
+    if (secret && Object.keys(secret.existing.data ?? {}).length > 0) {
+      await this.#d.client.mergePatch(secret.path, { data: null });
+      done.push('Secret emptied');
+    }
+    const cronJob = await ours('batch/v1', 'CronJob', names.cronJob);
+    if (cronJob) {
+      await this.#d.client.delete(cronJob.path, cronJob.existing.metadata.uid);
+      done.push('CronJob deleted');
+    }
+    if (done.length > 0) this.#d.log.info('the Function no longer holds its functionId: its runtime disarmed', { function: `${ns}/${fn.metadata.name}`, done });
   }
 
   /** A throwaway's original, read only for a throwaway (checkThrowaway). */

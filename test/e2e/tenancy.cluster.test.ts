@@ -220,7 +220,7 @@ describe('fnhost on Kubernetes: a function\'s identity belongs to its namespace 
     expect((await invoke(id)).body).to.deep.equal({ team: 'a', owner: 'team-a-data' });
   });
 
-  it('a granted move: a user who may claim in team-a moves the id to team-b; the URL serves team-b\'s Function with the id\'s KV, team-a\'s old Function is refused and its pods go', async () => {
+  it('a granted move: a user who may claim in team-a moves the id to team-b; the URL serves team-b\'s Function with the id\'s KV, team-a\'s old Function is refused, its pods go and its Secret is emptied', async () => {
     const mover = user(teamB, 'mover');
     const id = derivedFunctionId(teamA, 'hello-a');
     const moved = await as(mover, ['apply', '-f', '-'], manifest(teamB, 'hello-moved', 'b', { functionId: id, home: teamA }));
@@ -228,7 +228,13 @@ describe('fnhost on Kubernetes: a function\'s identity belongs to its namespace 
     await waitReason(teamB, 'hello-moved', 'Available');
     const old = await waitReason(teamA, 'hello-a', 'FunctionIdTaken');
     expect(old.c!.message).to.include(teamB).and.to.include('granted move');
-    await waitFor('team-a\'s old Deployment removed', async () => ((await kubectl(['get', 'deployment', 'fn-hello-a', '-n', teamA])).code !== 0 ? true : null), 120_000, 1000);
+    // Its pods go and its Secret holds no token any more.
+    await waitFor('team-a\'s old pods gone', async () => {
+      const pods = await kubectl(['get', 'pods', '-n', teamA, '-l', 'fnhost.dev/function=hello-a,fnhost.dev/role=runtime', '-o', 'name']);
+      return pods.code === 0 && pods.stdout.trim() === '' ? true : null;
+    }, 180_000, 1000);
+    const secret = JSON.parse((await kubectl(['get', 'secret', 'fn-hello-a-tokens', '-n', teamA, '-o', 'json'])).stdout);
+    expect(secret.data ?? {}).to.deep.equal({});
     const served = await waitFor('the id served by the moved Function', async () => {
       const r = await invoke(id);
       return r.status === 200 && r.body?.team === 'b' ? r : null;
