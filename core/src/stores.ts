@@ -4,6 +4,7 @@ import type {
   ExecutionLog, FunctionRecord, RecordedExchange, LogPage, LogQuery, NetworkPolicy, NetworkPolicyChange, RetentionPolicy,
 } from './model.ts';
 import type { ScheduleRun } from './schedule-ledger.ts';
+import type { FunctionIdHome } from './function-id-home.ts';
 
 // The storage seams. One machine implements them on node:sqlite
 // (core/src/store/sqlite/), a cluster on MongoDB (core/src/store/mongo/); in
@@ -334,8 +335,24 @@ export interface ScheduleRunStore {
   deleteFunction(functionId: string): Promise<number>;
 }
 
+/**
+ * Each functionId's home namespace (core/src/function-id-home.ts): written by the cluster
+ * operator when it first gives an id, moved only by a granted move, read by the operator and
+ * the gateways to decide who may hold an id. Kept after the id's Function is deleted (the id's
+ * KV outlives it). One machine keeps the table too (its ids are unique random ones, so it has
+ * no use for it yet).
+ */
+export interface FunctionIdHomeStore {
+  get(functionId: string): Promise<FunctionIdHome | null>;
+  /** Writes `home` unless the id has one already (atomically: of two racing claims one is stored); returns the stored home. */
+  claim(home: FunctionIdHome): Promise<FunctionIdHome>;
+  /** Moves the id's home to `to` only if it is in namespace `from` now (compare and set); returns the stored home after, null when none. */
+  move(from: string, to: FunctionIdHome): Promise<FunctionIdHome | null>;
+}
+
 export interface Stores {
   functions: FunctionStore;
+  homes: FunctionIdHomeStore;
   logs: LogStore;
   insight: InsightStore;
   exchanges: ExchangeStore;

@@ -89,6 +89,8 @@ export interface ClusterParts {
   metricsText(): string;
   /** `namespace/fn-<name>` of the function whose pod has this address (from the EndpointSlices), for refusal logs. */
   serviceOfAddress?(address: string): string | undefined;
+  /** Where the cluster parts count their caught background failures (the platform's Metrics, made after them). */
+  bindMetrics?(metrics: Pick<Metrics, 'backgroundFailed'>): void;
   /** Stops watches and flushes status feedback. */
   close(): Promise<void>;
 }
@@ -155,6 +157,7 @@ export async function startPlatform(options: PlatformOptions): Promise<Platform<
   const clock = options.clock ?? systemClock;
   const now = () => clock.now();
   const metrics = new Metrics();
+  cluster?.bindMetrics?.(metrics);
   // Every background task's failure is caught, counted and logged here, never uncaught (background.ts).
   const background = new Background({ count: (task) => metrics.backgroundFailed(task), logger });
   const refusals = new Refusals({ metrics, logger });

@@ -55,7 +55,7 @@ async function main(): Promise<void> {
   if (clusterSettings !== undefined) {
     // Loaded only here: one machine never loads client-node.
     const { startCluster } = await import('./cluster/start.ts');
-    const cluster = await startCluster({ settings: clusterSettings, logger, recentCounts: (id, since) => stores.logs.recentCounts(id, since) });
+    const cluster = await startCluster({ settings: clusterSettings, logger, recentCounts: (id, since) => stores.logs.recentCounts(id, since), homes: stores.homes });
     platform = await startPlatform({ config, stores, adminToken, logger, cluster, resources, nofile: nofile.limits });
   } else {
     platform = await startPlatform({ config, stores, adminToken, logger, resources, nofile: nofile.limits });

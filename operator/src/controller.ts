@@ -9,6 +9,8 @@ import { LABEL_FUNCTION, MANAGED_BY, keyOf } from './names.ts';
 import { Reconciler } from './reconciler.ts';
 import type { FunctionIdIndex } from './identities.ts';
 import type { FunctionResource } from '@fnhost/core/function-resource.ts';
+import { functionIdOf } from '@fnhost/core/function-identity.ts';
+import { isThrowaway } from '@fnhost/core/replay-throwaway.ts';
 import { WorkQueue } from './workqueue.ts';
 
 // Informer handlers only put keys on the queue; workers take keys and call
@@ -140,7 +142,12 @@ export class Controller {
       const identities = this.#identities;
       // The index first, so the reconcile the event queues sees it.
       informer.on('add', (obj) => identities.put(obj as unknown as FunctionResource));
-      informer.on('update', (obj) => identities.put(obj as unknown as FunctionResource));
+      informer.on('update', (obj) => {
+        const fn = obj as unknown as FunctionResource;
+        identities.put(fn);
+        // A claimant's change may move its id's home (a granted move): the others look again.
+        if (!isThrowaway(fn)) for (const other of identities.claimants(functionIdOf(fn))) if (other !== w.keyFor(obj)) this.queue.add(other);
+      });
       informer.on('delete', (obj) => {
         const key = w.keyFor(obj);
         // The id's next owner (if any) takes it now, not at its next recheck.

@@ -81,7 +81,7 @@ function specSchema() {
       functionId: {
         type: 'string',
         pattern: UUID,
-        description: 'Optional. The stable UUID of /invoke/{functionId}. Leave it unset: the operator derives it from namespace and name (UUIDv5), so it is the same after every kubectl apply, restore or GitOps sync. Set it only to keep the id of a function imported from elsewhere; it cannot change after creation.',
+        description: 'Optional. The stable UUID of /invoke/{functionId}. Leave it unset: the operator derives it from namespace and name (UUIDv5), so it is the same after every kubectl apply, restore or GitOps sync. Set it only to keep the id of a function imported from elsewhere (a random one-machine id), or to move a function from another namespace with the annotation fnhost.dev/function-id-home naming that namespace (a grant: docs/security.md, Tenancy); an id belongs to the namespace it was first given to, so naming another namespace\'s id without a grant gets Ready=False FunctionIdTaken. It cannot change after creation.',
       },
       routes: {
         type: 'array',

@@ -21,7 +21,7 @@ export const EVENTS_BURST = 25;
 /** Remembered Function/reason/note keys at most (oldest forgotten first). */
 const MAX_REMEMBERED = 10_000;
 
-export type EventReason = 'Created' | 'Updated' | 'Invalid' | 'ScaledToZero' | 'Woken' | 'Scaled';
+export type EventReason = 'Created' | 'Updated' | 'Invalid' | 'ScaledToZero' | 'Woken' | 'Scaled' | 'FunctionIdMoved';
 
 export interface FunctionEvent {
   reason: EventReason;

@@ -22,7 +22,7 @@ import type { Settings } from './types.ts';
 import { lookup } from 'node:dns/promises';
 import { makeCodeChecker } from './validate.ts';
 import { EventRecorder } from './events.ts';
-import { FunctionIdIndex } from './identities.ts';
+import { FunctionIdHomes, FunctionIdIndex, MemoryFunctionIdHomeStore } from './identities.ts';
 
 // node operator/src/main.ts — uses $KUBECONFIG, ~/.kube/config, or the
 // in-cluster service account, in that order (client-node's loadFromDefault).
@@ -107,7 +107,10 @@ async function main(): Promise<void> {
   }
   const events = new EventRecorder({ client, clock: systemClock, log, instance: settings.identity });
   const identities = new FunctionIdIndex();
-  const reconciler = new Reconciler({ client, settings, codeChecker: makeCodeChecker(), logCleaner, clock: systemClock, log, events, identities });
+  // Each functionId's home (docs/security.md "Tenancy"): in MongoDB with the chart; without a store, for this process's life.
+  if (stores === undefined) log.warn('no MONGODB_URL: functionId homes are kept in memory only, so an operator restart forgets them');
+  const homes = new FunctionIdHomes({ store: stores?.homes ?? new MemoryFunctionIdHomeStore(), index: identities, clock: systemClock, grants: settings.functionIdGrants === true });
+  const reconciler = new Reconciler({ client, settings, codeChecker: makeCodeChecker(), logCleaner, clock: systemClock, log, events, homes });
   const ctl = new Controller({ client, reconciler, clock: systemClock, log, metrics, workers: settings.workers, watchNamespace: settings.watchNamespace, identities });
   controller = ctl;
   metrics.gauge('fnhost_operator_events_posted_total', 'Kubernetes Events posted on Functions.', () => events.posted);

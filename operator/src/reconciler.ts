@@ -12,12 +12,13 @@ import { transitionEvents } from './events.ts';
 import type { EventSink } from './events.ts';
 import type { FunctionResource } from '@fnhost/core/function-resource.ts';
 import { LABEL_REPLAY_OF, isThrowaway } from '@fnhost/core/replay-throwaway.ts';
+import { ANNOTATION_ID_HOME } from '@fnhost/core/function-id-home.ts';
 import type { KubeObject, Settings } from './types.ts';
 import { idleDecision, idleSecondsOf } from './idle.ts';
 import type { IdleDecision } from './idle.ts';
 import { checkSchedule, checkSpec, checkThrowaway } from './validate.ts';
 import { namespaceProblem } from './namespaces.ts';
-import type { FunctionIdIndex } from './identities.ts';
+import type { FunctionIdHomes } from './identities.ts';
 import type { CodeChecker, SpecProblem } from './validate.ts';
 
 // reconcile(namespace/name) reads the Function as it is now and converges the
@@ -40,8 +41,8 @@ export interface ReconcilerDeps {
   log: Logger;
   /** Kubernetes Events on Functions (events.ts). */
   events: EventSink;
-  /** Who owns each functionId, from the Functions watch (identities.ts); without it, every Function owns its id. */
-  identities?: FunctionIdIndex;
+  /** Who may hold each functionId: its stored home and the Functions watch (identities.ts); without it, every Function holds its id. */
+  homes?: FunctionIdHomes;
 }
 
 /** How soon a Function refused for another's functionId looks again (the owner's deletion also requeues it). */
@@ -89,8 +90,10 @@ export class Reconciler {
     }
 
     // Before the finalizer too: a Function refused for another's id must never clean that id's logs.
-    const taken = this.#idTakenProblem(fn);
+    const taken = await this.#idProblem(fn);
     if (taken) {
+      // It may have held the id before (the id moved away by a grant): its pods and token go.
+      await this.#disarm(fn);
       await this.#writeStatus(fn, functionIdOf(fn), { ready: { status: 'False', reason: taken.reason, message: taken.message } }, true);
       return { outcome: `invalid:${taken.reason}`, requeueAfterMs: ID_TAKEN_RECHECK_MS };
     }
@@ -165,18 +168,55 @@ export class Reconciler {
   }
 
   /**
-   * spec.functionId naming an id another Function owns (an older one, in any namespace): refused,
-   * so it gets no pods, no runtime token and no finalizer (which would clean the owner's logs).
+   * Whether this Function may hold its id (identities.ts: the id's stored home, then the oldest
+   * claimant of that namespace); recording the home on a first claim, moving it on a granted move.
+   * A refused Function gets no pods, no runtime token and no finalizer (which would clean the id's logs).
    */
-  #idTakenProblem(fn: FunctionResource): SpecProblem | null {
-    if (isThrowaway(fn) || this.#d.identities === undefined) return null;
-    const functionId = functionIdOf(fn);
-    const owner = this.#d.identities.owner(functionId);
-    if (owner === undefined || (owner.metadata.namespace === fn.metadata.namespace && owner.metadata.name === fn.metadata.name)) return null;
-    return {
-      reason: 'FunctionIdTaken',
-      message: `spec.functionId ${functionId} belongs to Function ${owner.metadata.namespace}/${owner.metadata.name}, created earlier: this Function gets no pods until that one is deleted or this one names another id (or none, for its own)`,
+  async #idProblem(fn: FunctionResource): Promise<SpecProblem | null> {
+    if (isThrowaway(fn) || this.#d.homes === undefined) return null;
+    const outcome = await this.#d.homes.hold(fn);
+    if (!outcome.held) return outcome.problem;
+    const key = `${fn.metadata.namespace}/${fn.metadata.name}`;
+    if (outcome.recorded) this.#d.log.info('functionId home recorded', { function: key, functionId: outcome.recorded.function_id, how: outcome.recorded.how });
+    if (outcome.moved) {
+      this.#d.log.info('functionId home moved', { function: key, functionId: outcome.moved.function_id, how: outcome.moved.how });
+      this.#d.events.record(fn, { reason: 'FunctionIdMoved', type: 'Normal', action: 'Move', note: `functionId ${outcome.moved.function_id} moved to namespace ${fn.metadata.namespace} (${outcome.moved.how === 'moved' ? `granted by ${ANNOTATION_ID_HOME}` : 'its derived id, taken back from an ungranted claim'})` });
+    }
+    return null;
+  }
+
+  /**
+   * A Function refused its id that has objects (it held the id until a granted move took it):
+   * its pods would otherwise keep the id's runtime token, hence the id's KV. Without delete rights
+   * on them (least privilege: docs/operator.md, RBAC), the Deployment goes to zero replicas, the
+   * Secret's tokens are emptied and the CronJob (which the operator may delete) goes; the next
+   * reconcile that gives it an id again applies them as usual.
+   */
+  async #disarm(fn: FunctionResource): Promise<void> {
+    const ns = fn.metadata.namespace!;
+    const names = ownedNames(fn.metadata.name);
+    const ours = async (apiVersion: string, kind: string, name: string) => {
+      const path = paths.object(apiVersion, kind, ns, name);
+      const existing = await this.#d.client.getOrNull<KubeObject & { spec?: { replicas?: number }; data?: Record<string, string> }>(path);
+      return existing && (existing.metadata.ownerReferences ?? []).some((r) => r.uid === fn.metadata.uid) ? { path, existing } : null;
     };
+    const done: string[] = [];
+    const deployment = await ours('apps/v1', 'Deployment', names.deployment);
+    if (deployment && deployment.existing.spec?.replicas !== 0) {
+      await this.#d.client.mergePatch(deployment.path, { spec: { replicas: 0 } });
+      done.push('Deployment scaled to 0');
+    }
+    const secret = await ours('v1', 'Secret', names.secret);
+    if (secret && Object.keys(secret.existing.data ?? {}).length > 0) {
+      await this.#d.client.mergePatch(secret.path, { data: null });
+      done.push('Secret emptied');
+    }
+    const cronJob = await ours('batch/v1', 'CronJob', names.cronJob);
+    if (cronJob) {
+      await this.#d.client.delete(cronJob.path, cronJob.existing.metadata.uid);
+      done.push('CronJob deleted');
+    }
+    if (done.length > 0) this.#d.log.info('the Function no longer holds its functionId: its runtime disarmed', { function: `${ns}/${fn.metadata.name}`, done });
   }
 
   /** A throwaway's original, read only for a throwaway (checkThrowaway). */
@@ -184,7 +224,11 @@ export class Reconciler {
     if (!isThrowaway(fn)) return null;
     const of = fn.metadata.labels?.[LABEL_REPLAY_OF];
     const original = of ? await this.#d.client.getOrNull<FunctionResource>(paths.function(fn.metadata.namespace!, of)) : null;
-    return checkThrowaway(fn, original);
+    const problem = checkThrowaway(fn, original);
+    if (problem !== null || this.#d.homes === undefined) return problem;
+    // It runs with its original's runtime token: only where the original holds that id.
+    if (await this.#d.homes.holds(original!)) return null;
+    return { reason: 'InvalidThrowaway', message: `a throwaway Function runs as its original, and ${of} does not hold functionId ${functionIdOf(fn)} (its home is another namespace, or another Function of this one holds it)` };
   }
 
   #identityProblem(fn: FunctionResource, functionId: string): SpecProblem | null {
@@ -206,7 +250,7 @@ export class Reconciler {
     const owner = { namespace: fn.metadata.namespace!, name: fn.metadata.name };
     // A throwaway that got the finalizer anyway (added by hand): its functionId's logs are its original's;
     // and a Function whose id another owns (it got a finalizer before the watch knew the owner) cleans nothing of it.
-    if (!isThrowaway(fn) && this.#idTakenProblem(fn) === null) {
+    if (!isThrowaway(fn) && (this.#d.homes === undefined || (await this.#d.homes.holds(fn)))) {
       await this.#d.logCleaner.deleteFunctionLogs(functionId, owner);
       this.#d.log.info('execution logs cleaned', { function: `${owner.namespace}/${owner.name}`, functionId, cleaner: this.#d.logCleaner.name });
     }

@@ -174,5 +174,6 @@ export function loadSettings(env: NodeJS.ProcessEnv = process.env, defaults: { n
     retryPeriodSeconds,
     logLevel,
     metricsToken,
+    functionIdGrants: bool(env, 'FNHOST_FUNCTION_ID_GRANTS', false),
   };
 }

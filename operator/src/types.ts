@@ -72,6 +72,12 @@ export interface Settings {
   logLevel: 'debug' | 'info' | 'warn' | 'error';
   /** FNHOST_METRICS_TOKEN: /metrics answers only this bearer token; undefined: anyone who reaches the port. */
   metricsToken?: string;
+  /**
+   * FNHOST_FUNCTION_ID_GRANTS: the chart installed the ValidatingAdmissionPolicy that admits the
+   * fnhost.dev/function-id-home annotation only from users who may claim in the namespace it names,
+   * so the operator honours it (a granted move of a functionId). Off: the annotation moves nothing.
+   */
+  functionIdGrants?: boolean;
 }
 
 /** Where function pods may connect: the gateway's pods (FNHOST_GATEWAY_*; see settings.ts). */

@@ -5,6 +5,7 @@ import type { ExecutionLog, FunctionRecord, LogPage, LogQuery, NetworkPolicy, Re
 import type { StoredLog, StoredScheduleRun, StoredSession, Stores } from '../../core/src/stores.ts';
 import { describeInsightContract } from './insight-contract.ts';
 import { describeKvQuotaContract } from './kv-quota-contract.ts';
+import type { FunctionIdHome } from '../../core/src/function-id-home.ts';
 
 // The one contract every store implements (core/src/stores.ts), registered as
 // mocha tests: `describeStoreContract('SQLite', () => open...)`. It is
@@ -49,6 +50,40 @@ export function describeStoreContract(name: string, open: () => Promise<Stores>,
       if (options.expiresInBackground) expect(actual).to.be.within(0, expected);
       else expect(actual).to.equal(expected);
     }
+
+    describe('FunctionIdHomeStore', () => {
+      const home = (fields: Partial<FunctionIdHome> = {}): FunctionIdHome => ({ function_id: randomUUID(), namespace: `team-${randomBytes(3).toString('hex')}`, name: 'hello', how: 'derived', at: CONTRACT_EPOCH, ...fields });
+
+      it('a first claim is stored and read back; a later claim of the same id keeps the first home and returns it', async () => {
+        const first = home();
+        expect(await stores.homes.get(first.function_id)).to.equal(null);
+        expect(await stores.homes.claim(first)).to.deep.equal(first);
+        const rival = { ...first, namespace: 'team-b', name: 'taker', how: 'claimed' as const, at: CONTRACT_EPOCH + 5 };
+        expect(await stores.homes.claim(rival)).to.deep.equal(first);
+        expect(await stores.homes.get(first.function_id)).to.deep.equal(first);
+      });
+
+      it('of claims racing on one id, one home is stored and every claim returns it', async () => {
+        const id = randomUUID();
+        const answers = await Promise.all(['a', 'b', 'c', 'd'].map((n) => stores.homes.claim(home({ function_id: id, namespace: `ns-${n}`, name: n }))));
+        const stored = await stores.homes.get(id);
+        expect(stored).to.not.equal(null);
+        for (const a of answers) expect(a).to.deep.equal(stored);
+      });
+
+      it('a move happens only from the namespace the home is in now (compare and set); an id with no home does not move', async () => {
+        const first = await stores.homes.claim(home());
+        const to = { ...first, namespace: 'team-b', name: 'moved', how: 'moved' as const, at: CONTRACT_EPOCH + 10 };
+        expect(await stores.homes.move('team-elsewhere', to)).to.deep.equal(first);
+        expect(await stores.homes.move(first.namespace, to)).to.deep.equal(to);
+        expect(await stores.homes.get(first.function_id)).to.deep.equal(to);
+        // The same move again (a resend) changes nothing.
+        expect(await stores.homes.move(first.namespace, { ...to, namespace: 'team-c' })).to.deep.equal(to);
+        const none = home();
+        expect(await stores.homes.move(none.namespace, none)).to.equal(null);
+        expect(await stores.homes.get(none.function_id)).to.equal(null);
+      });
+    });
 
     describe('FunctionStore', () => {
       it('creates a function and reads it back by id and by name, unchanged', async () => {

@@ -7,6 +7,20 @@ import { keyOf, recordFromResource, resourceForCreate, rolloutOf, specPatch } fr
 import type { ApiRollout } from '@fnhost/core/api.ts';
 import { LABEL_REPLAY_OF, isThrowaway } from '@fnhost/core/replay-throwaway.ts';
 import { functionIdOwner } from '@fnhost/core/function-identity.ts';
+import { claimOf, mayServe, type FunctionIdHome } from '@fnhost/core/function-id-home.ts';
+
+/** Where the cache reads each id's home (the store's FunctionIdHomeStore). */
+export interface HomeReader {
+  get(functionId: string): Promise<FunctionIdHome | null>;
+}
+
+export interface FunctionCacheOptions {
+  /** Each id's home, read when a claimant of it changes; without it (unit tests of other parts), the oldest claimant serves. */
+  homes?: HomeReader;
+  /** A failed read (the last known home stays; read again after retryMs). */
+  onHomeError?: (functionId: string, err: unknown) => void;
+  retryMs?: number;
+}
 
 // Functions in cluster mode. The truth is the Function resources in the API
 // server; the gateway holds them in a cache fed by a watch (Reflector), so an
@@ -45,6 +59,15 @@ export class FunctionCache implements FunctionIndex {
   readonly #idToKey = new Map<string, string>();
   /** Every Function (throwaways apart) that claims each id: one of them owns it (#settleOwner). */
   readonly #claimants = new Map<string, Set<string>>();
+  /** Each claimed id's home namespace as last read (null: none stored); absent: not read yet. */
+  readonly #homes = new Map<string, string | null>();
+  readonly #reading = new Map<string, Promise<void>>();
+  readonly #readAgain = new Set<string>();
+  readonly #options: FunctionCacheOptions;
+
+  constructor(options: FunctionCacheOptions = {}) {
+    this.#options = options;
+  }
   #sorted: FunctionRecord[] | undefined;
   /** Grows with every change (runtime-token index rebuilds on change). */
   version = 0;
@@ -84,6 +107,7 @@ export class FunctionCache implements FunctionIndex {
       if (claimants === undefined) this.#claimants.set(record.function_id, (claimants = new Set()));
       claimants.add(key);
       this.#settleOwner(record.function_id);
+      this.#readHome(record.function_id);
     }
     this.#changed();
   }
@@ -93,22 +117,62 @@ export class FunctionCache implements FunctionIndex {
     if (held.record !== null) {
       const claimants = this.#claimants.get(held.record.function_id);
       claimants?.delete(key);
-      if (claimants?.size === 0) this.#claimants.delete(held.record.function_id);
+      if (claimants?.size === 0) {
+        this.#claimants.delete(held.record.function_id);
+        this.#homes.delete(held.record.function_id);
+      }
       this.#settleOwner(held.record.function_id);
     }
     this.#changed();
   }
 
   /**
-   * The id leads to its owner among the Functions claiming it (core's functionIdOwner, the
-   * operator's rule): a later Function naming another's id in spec.functionId, in any namespace,
-   * neither takes its calls nor its runtime token. The others are listed as they are.
+   * The id leads to the oldest of the Functions that may hold it: those of its home namespace, as
+   * the store records it (core's mayServe; the operator applies the same home). A Function of
+   * another namespace naming the id in spec.functionId neither takes its calls nor its runtime
+   * token, also while the home's own Function is absent. The others are served as nothing.
    */
   #settleOwner(functionId: string): void {
     const keys = this.#claimants.get(functionId);
-    const owner = keys === undefined ? undefined : functionIdOwner([...keys].map((k) => this.#byKey.get(k)!.resource));
+    let claimants = keys === undefined ? [] : [...keys].map((k) => this.#byKey.get(k)!.resource);
+    if (this.#options.homes !== undefined) {
+      const home = this.#homes.get(functionId);
+      claimants = claimants.filter((c) => mayServe(claimOf(c), home));
+    }
+    const owner = functionIdOwner(claimants);
     if (owner === undefined) this.#idToKey.delete(functionId);
     else this.#idToKey.set(functionId, keyOf(owner.metadata.namespace ?? 'default', owner.metadata.name));
+  }
+
+  /** Reads the id's home (again: a claimant changed, so the operator may have recorded or moved it). */
+  #readHome(functionId: string): void {
+    const reader = this.#options.homes;
+    if (reader === undefined) return;
+    if (this.#reading.has(functionId)) {
+      this.#readAgain.add(functionId);
+      return;
+    }
+    const read = (async () => {
+      try {
+        const home = await reader.get(functionId);
+        if (this.#claimants.has(functionId)) this.#homes.set(functionId, home?.namespace ?? null);
+      } catch (err) {
+        this.#options.onHomeError?.(functionId, err);
+        // The last known home stays; an id not read yet serves only its own namespace/name meanwhile.
+        setTimeout(() => this.#claimants.has(functionId) && this.#readHome(functionId), this.#options.retryMs ?? 5_000).unref();
+      } finally {
+        this.#reading.delete(functionId);
+      }
+      this.#settleOwner(functionId);
+      this.#changed();
+      if (this.#readAgain.delete(functionId)) this.#readHome(functionId);
+    })();
+    this.#reading.set(functionId, read);
+  }
+
+  /** Resolves once no home read is in flight (tests; the gateway never waits for it). */
+  async homesRead(): Promise<void> {
+    while (this.#reading.size > 0) await Promise.all([...this.#reading.values()]);
   }
 
   #changed(): void {

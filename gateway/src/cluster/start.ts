@@ -5,7 +5,7 @@ import type { Clock } from '@fnhost/core/clock.ts';
 import { systemClock } from '../scheduler/local.ts';
 import { EndpointIndex, type EndpointSlice } from './endpoints.ts';
 import { ClusterExecutor, type PodStatusView } from './executor.ts';
-import { FunctionCache, KubeFunctionStore } from './functions.ts';
+import { FunctionCache, KubeFunctionStore, type HomeReader } from './functions.ts';
 import { httpHealthProbe } from './probe.ts';
 import { KubeApiError, KubeClient, paths } from './kube.ts';
 import { Reflector } from './reflector.ts';
@@ -40,6 +40,8 @@ export interface ClusterStartOptions {
   kubeConfig?: import('@kubernetes/client-node').KubeConfig;
   /** The stored executions the error rate's window is counted from (LogStore.recentCounts); without it, this gateway's own calls. */
   recentCounts?: ErrorWindow['counts'];
+  /** Each functionId's home (the store's FunctionIdHomeStore): who may be served under an id (docs/security.md "Tenancy"). */
+  homes?: HomeReader;
 }
 
 export interface StartedCluster extends ClusterParts {
@@ -67,7 +69,14 @@ export async function startCluster(options: ClusterStartOptions): Promise<Starte
   const client = new KubeClient(kc, { maxInFlight: settings.maxInFlight });
   const ns = settings.watchNamespace || undefined;
 
-  const cache = new FunctionCache();
+  let metrics: { backgroundFailed(task: string): void } | undefined;
+  const cache = new FunctionCache({
+    homes: options.homes,
+    onHomeError: (functionId, err) => {
+      metrics?.backgroundFailed('function_id_home_read');
+      logger.warn('reading a functionId\'s home failed; the last known home stays, read again in 5 s', { functionId, error: (err as Error).message });
+    },
+  });
   const functionsWatch = new Reflector<FunctionResource>({
     name: 'functions',
     list: () => client.list<FunctionResource>(paths.functions(ns)),
@@ -182,6 +191,9 @@ export async function startCluster(options: ClusterStartOptions): Promise<Starte
     namespaceGate,
     onExecution: (functionId, statusCode) => feedback.record(functionId, statusCode),
     serviceOfAddress: (address) => endpoints.serviceOfAddress(address),
+    bindMetrics(bound) {
+      metrics = bound;
+    },
     metricsText(): string {
       const lines: Array<[string, string, string, number]> = [
         ['fnhost_cluster_functions', 'gauge', 'Functions in the watch cache (throwaway versions not counted).', cache.all().length],

@@ -9,6 +9,15 @@ import { derivedFunctionId, deriveToken, recordFromResource } from '../../../gat
 import { isClusterMode, loadClusterSettings } from '../../../gateway/src/cluster/settings.ts';
 import { DerivedTokens } from '../../../gateway/src/cluster/tokens.ts';
 import { FakeClock, settle } from './fakes.ts';
+import type { FunctionIdHome } from '@fnhost/core/function-id-home.ts';
+
+async function waitUntil(ok: () => boolean, ms: number): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!ok()) {
+    if (Date.now() > deadline) throw new Error(`not true within ${ms} ms`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
 
 function fnRes(name: string, rv: string, extra: Partial<FunctionResource['metadata']> = {}, code = 'x'): FunctionResource {
   return { apiVersion: API_VERSION, kind: KIND, metadata: { name, namespace: 'ns', uid: `uid-${name}`, resourceVersion: rv, creationTimestamp: '2026-11-23T10:00:00Z', ...extra }, spec: { code } };
@@ -19,23 +28,63 @@ function slice(name: string, service: string, endpoints: EndpointSlice['endpoint
 }
 
 describe('cluster mode: function cache', () => {
-  it('a later Function naming another\'s functionId (any namespace) is served as nothing: the id, the name and listings stay the owner\'s', () => {
-    const cache = new FunctionCache();
-    const owner = fnRes('pay', '10', { creationTimestamp: '2026-11-20T10:00:00Z' });
+  it('issue 28: a Function of another namespace naming an id is served as nothing while the id\'s home (the store\'s) is elsewhere, also while the home\'s Function is absent', async () => {
+    const stored = new Map<string, FunctionIdHome>();
+    let reads = 0;
+    const cache = new FunctionCache({ homes: { get: async (id) => { reads++; return stored.get(id) ?? null; } } });
     const id = derivedFunctionId('ns', 'pay');
+    const owner = fnRes('pay', '10', { creationTimestamp: '2026-11-26T10:00:00Z' });
     const taker: FunctionResource = { ...fnRes('taker', '11', { namespace: 'other', creationTimestamp: '2026-11-25T10:00:00Z' }, 'y'), spec: { code: 'y', functionId: id } };
-    // Seen first by the watch, it still does not take the id.
+    // Seen first by the watch, older, and the home not read yet: the taker still does not get the id.
     cache.put(taker);
-    expect(cache.get(id)?.name).to.equal('taker');
+    expect(cache.get(id)).to.equal(undefined);
+    await cache.homesRead();
+    expect(cache.get(id)).to.equal(undefined);
+    stored.set(id, { function_id: id, namespace: 'ns', name: 'pay', how: 'derived', at: 1 });
     cache.put(owner);
+    expect(cache.get(id)?.name).to.equal('pay');
+    await cache.homesRead();
     expect(cache.get(id)?.name).to.equal('pay');
     expect(cache.getByName('other', 'taker')).to.equal(undefined);
     expect(cache.all().map((f) => f.name)).to.deep.equal(['pay']);
     expect(cache.all('other')).to.deep.equal([]);
-    // The owner gone, the id is the other one's.
+    // The owner deleted (a redeploy): the id is nobody's, not the other namespace's.
     cache.apply({ key: 'ns/pay', object: undefined, resourceVersion: '12' });
+    await cache.homesRead();
+    expect(cache.get(id)).to.equal(undefined);
+    expect(cache.getByName('other', 'taker')).to.equal(undefined);
+    // Re-applied: the owner's again.
+    cache.put(fnRes('pay', '13', { uid: 'uid-pay-2', creationTimestamp: '2026-11-27T10:00:00Z' }));
+    await cache.homesRead();
+    expect(cache.get(id)?.name).to.equal('pay');
+    // A granted move (the operator moved the home): the next change of a claimant reads it, and the mover serves.
+    stored.set(id, { function_id: id, namespace: 'other', name: 'taker', how: 'moved', at: 2 });
+    cache.put({ ...taker, metadata: { ...taker.metadata, resourceVersion: '14' } });
+    await cache.homesRead();
     expect(cache.get(id)?.name).to.equal('taker');
-    expect(cache.getByName('other', 'taker')?.function_id).to.equal(id);
+    expect(cache.getByName('ns', 'pay')).to.equal(undefined);
+    expect(reads).to.be.greaterThan(3);
+  });
+
+  it('a failed home read keeps the last known home and is read again later; an id never read serves only its derived owner', async () => {
+    let fail = true;
+    const errors: string[] = [];
+    const imported = '3f2b8c1e-9d4a-4b6f-8e2d-1a2b3c4d5e6f';
+    const cache = new FunctionCache({
+      homes: { get: async (id) => { if (fail) throw new Error('store down'); return { function_id: id, namespace: 'ns', name: 'imp', how: 'claimed', at: 1 }; } },
+      onHomeError: (fid) => errors.push(fid),
+      retryMs: 20,
+    });
+    const imp: FunctionResource = { ...fnRes('imp', '10'), spec: { code: 'x', functionId: imported } };
+    cache.put(imp);
+    cache.put(fnRes('pay', '11'));
+    await cache.homesRead();
+    expect(errors).to.include(imported);
+    expect(cache.get(derivedFunctionId('ns', 'pay'))?.name).to.equal('pay');
+    expect(cache.get(imported)).to.equal(undefined);
+    fail = false;
+    await waitUntil(() => cache.get(imported) !== undefined, 2_000);
+    expect(cache.get(imported)?.name).to.equal('imp');
   });
 
   it('orders resourceVersions numerically and ignores other shapes', () => {

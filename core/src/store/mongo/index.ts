@@ -3,6 +3,7 @@ import { ValidationError } from '../../errors.ts';
 import type { Stores } from '../../stores.ts';
 import { MongoContext } from './context.ts';
 import { ensureExchangeIndexes, MongoExchangeStore } from './exchanges.ts';
+import { MongoFunctionIdHomeStore } from './homes.ts';
 import { ensureInstanceIndexes, MongoInstanceStore } from './instances.ts';
 import { ensureLogIndexes, MongoLogStore } from './logs.ts';
 import { ensureInsightIndexes, MongoInsightStore } from './insight.ts';
@@ -61,6 +62,7 @@ export async function openMongoStores(options: MongoStoreOptions): Promise<Store
   const ctx = new MongoContext(retry);
   return {
     functions: new MongoFunctionStore(db, ctx),
+    homes: new MongoFunctionIdHomeStore(db, ctx),
     logs: new MongoLogStore(db, ctx, { seekFrom: options.deepPageSeekFrom }),
     insight: new MongoInsightStore(db, ctx),
     exchanges: new MongoExchangeStore(db, ctx),

@@ -2,6 +2,7 @@ import type { Stores } from '../../stores.ts';
 import { BackgroundCheckpointer } from './checkpointer.ts';
 import { SqliteDb } from './db.ts';
 import { SqliteExchangeStore } from './exchanges.ts';
+import { SqliteFunctionIdHomeStore } from './homes.ts';
 import { SqliteInstanceStore } from './instances.ts';
 import { SqliteInsightStore } from './insight.ts';
 import { SqliteLogStore } from './logs.ts';
@@ -36,6 +37,7 @@ export function openSqliteStores(options: SqliteStoreOptions): Stores {
   const checkpointer = options.backgroundCheckpoints === true && options.path !== ':memory:' ? new BackgroundCheckpointer(db) : undefined;
   return {
     functions: new SqliteFunctionStore(db),
+    homes: new SqliteFunctionIdHomeStore(db),
     logs: new SqliteLogStore(db),
     insight: new SqliteInsightStore(db),
     exchanges: new SqliteExchangeStore(db),

@@ -5,7 +5,7 @@ import { StoreError } from '../../errors.ts';
 // version a database file was last migrated to; MIGRATIONS[i] moves a database
 // from version i to i + 1, so a later release appends, never edits.
 
-export const SCHEMA_VERSION = 12;
+export const SCHEMA_VERSION = 13;
 
 const MIGRATIONS: readonly string[] = [
   // 0 -> 1: the first schema.
@@ -249,6 +249,17 @@ const MIGRATIONS: readonly string[] = [
   ) WITHOUT ROWID;
   CREATE INDEX IF NOT EXISTS kv_usage_by_group ON kv_usage (grp) WHERE grp IS NOT NULL;
   INSERT INTO kv_usage (namespace, grp, keys, bytes) SELECT namespace, NULL, count(*), sum(bytes) FROM kv GROUP BY namespace;
+  `,
+  // 12 -> 13: each functionId's home namespace (core/src/function-id-home.ts,
+  // sqlite/homes.ts): the FunctionIdHomeStore seam; cluster mode keeps it in MongoDB.
+  `
+  CREATE TABLE IF NOT EXISTS function_id_homes (
+    function_id TEXT PRIMARY KEY,
+    namespace   TEXT    NOT NULL,
+    name        TEXT    NOT NULL,
+    how         TEXT    NOT NULL,   -- 'derived', 'claimed' or 'moved'
+    at_ms       INTEGER NOT NULL
+  );
   `,
 ];
 
