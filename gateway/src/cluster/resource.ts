@@ -259,8 +259,11 @@ export function readyOf(res: FunctionResource): { status: string; reason: string
 export const UNRUNNABLE_REASONS: ReadonlySet<string> = new Set([
   // Refused before anything is made: a namespace outside FNHOST_FUNCTION_NAMESPACES (kube-system, ...).
   'NamespaceNotAllowed',
-  // Another Function owns the id: this one gets no pods (a call by name says so: FunctionRefusedError).
+  // Another namespace is the id's home, or the Function names a grant or an id it may not have
+  // (core/src/function-id-home.ts): it gets no pods (a call by name says so: FunctionRefusedError).
   'FunctionIdTaken',
+  'FunctionIdHomeMismatch',
+  'FunctionIdUnknown',
   'InvalidThrowaway',
   'CodeDoesNotParse',
   'CodeTooLarge',

@@ -14,14 +14,18 @@ import { FakeClock, MemoryLogger } from './fakes.ts';
 // Function will not run answers its calls at once with a 503 naming it.
 
 const OPERATOR_SRC = join(import.meta.dirname, '../../../operator/src');
+const CORE_SRC = join(import.meta.dirname, '../../../core/src');
 
 /** Every Ready reason the operator's reconcile can write, read from its sources (the literals on lines that set a reason). */
 function operatorReadyReasons(): Set<string> {
   const found = new Set<string>();
-  const files = ['reconciler.ts', 'validate.ts', 'namespaces.ts'].map((f) => readFileSync(join(OPERATOR_SRC, f), 'utf8'));
+  // The operator's own files, and the pure rule of functionId homes in core that it applies.
+  const files = [...['reconciler.ts', 'validate.ts', 'namespaces.ts', 'identities.ts'].map((f) => join(OPERATOR_SRC, f)), join(CORE_SRC, 'function-id-home.ts')].map((f) => readFileSync(f, 'utf8'));
   for (const text of files) {
     for (const line of text.split('\n')) {
       if (!/\breason\b|_NOT_ALLOWED =/.test(line)) continue;
+      // An Event's reason (events.record) is no Ready reason.
+      if (line.includes('events.record(')) continue;
       for (const m of line.matchAll(/'([A-Z][A-Za-z]+)'/g)) found.add(m[1]!);
     }
   }
@@ -35,7 +39,7 @@ describe('cluster mode: fail fast for a Function that will not run', () => {
     const reasons = operatorReadyReasons();
     // The scan finds what it must (it would silently find nothing if the sources moved).
     expect(readdirSync(OPERATOR_SRC)).to.include('reconciler.ts');
-    for (const known of ['NamespaceNotAllowed', 'FunctionIdTaken', 'InvalidThrowaway', 'CodeDoesNotParse', 'Available', 'Rejected', 'Forbidden']) expect(reasons).to.include(known);
+    for (const known of ['NamespaceNotAllowed', 'FunctionIdTaken', 'FunctionIdHomeMismatch', 'FunctionIdUnknown', 'InvalidThrowaway', 'CodeDoesNotParse', 'Available', 'Rejected', 'Forbidden']) expect(reasons).to.include(known);
     const unclassified = [...reasons].filter((r) => !UNRUNNABLE_REASONS.has(r) && !MAY_RUN_REASONS.has(r));
     expect(unclassified, 'reasons the gateway does not classify').to.deep.equal([]);
     const both = [...UNRUNNABLE_REASONS].filter((r) => MAY_RUN_REASONS.has(r));
