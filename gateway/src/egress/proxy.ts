@@ -133,6 +133,9 @@ function dnsFailure(err: unknown, what: string): EgressRefusal {
   return new EgressRefusal(notFound ? 404 : 502, typeof code === 'string' ? code : 'dns_failed', `${what} failed: ${text}`);
 }
 
+/** How long a refused CONNECT's socket stays after its answer, for the client to read it (see #refuse). */
+const REFUSED_LINGER_MS = 2_000;
+
 export class EgressProxy {
   readonly #o: Required<Omit<EgressProxyOptions, 'resolver' | 'platform' | 'machine' | 'listenerPorts' | 'guard'>> & { resolver: EgressResolver; machine: MachineAddresses; listenerPorts: () => readonly number[]; guard: ConnectionGuard | undefined };
   readonly #servers: Array<Server | NetServer> = [];
@@ -486,8 +489,13 @@ export class EgressProxy {
     const body = refusalBody(refusal);
     const headers = { ...refusalHeaders(refusal), 'content-length': String(Buffer.byteLength(body)), connection: 'close' };
     const lines = Object.entries(headers).map(([k, v]) => `${k}: ${v}\r\n`).join('');
-    // Closed once the answer is out, whether or not the client closes its side: a refused connection holds no descriptor.
-    client.once('finish', () => client.destroy());
+    // Closed soon after the answer is out, whether or not the client closes its side: a refused
+    // connection holds no descriptor for long. Not at once: a client that sent bytes after its
+    // CONNECT (a request written before the answer came) would have them unread here, and closing
+    // with unread bytes sends a reset that can take the answer, and the rule it names, with it. So
+    // what it sent is read and dropped, and the socket ends a moment after the answer.
+    client.resume();
+    client.once('finish', () => setTimeout(() => client.destroy(), REFUSED_LINGER_MS).unref());
     client.end(`HTTP/1.1 ${refusal.status} ${REASONS[refusal.status] ?? 'Error'}\r\n${lines}\r\n${body}`);
   }
 

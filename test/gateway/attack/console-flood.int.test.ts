@@ -4,12 +4,18 @@ import { startGateway, type RunningGateway } from '../../helpers/platform.ts';
 import { folderBytes, Neighbour, type Target } from './neighbour.ts';
 
 // Attack (issue 27 point 5): a function posts console output to the internal API flat out, with
-// the runtime token its process environment holds, naming execution ids that do not exist (each
+// its runtime token, naming execution ids that do not exist (each
 // forced a flush of the record queue and a second store write) or its own call's id. Shown at
 // 021272b: 1.2 GB in 20 s, every post 204, a neighbour's p95 from 21 to 313 ms. With the rate bound
 // per function (1 MiB/s, burst 8 MiB; 50 posts/s, burst 100) posts past it get 429 with
 // Retry-After before their body is read, and posts naming no execution of the function cost no
 // store work; the neighbour is served.
+//
+// The token: at 021272b the attacker read it from /proc/self/environ; since issue 28 it is in no
+// environment, but the runtime keeps it in its memory for its own calls, and the handler's worker
+// thread shares that address space. So the attacker here finds it as one would, by scanning its
+// own process's writable memory (/proc/self/mem) for `<function id>.<43 base64url characters>`:
+// the rate bound must hold for a function that has its token, however it got it.
 //
 // Bounded: per mode one attack call of ATTACK_MS, 8 posts in flight, at most MAX_POSTS posts of
 // ~1 MiB each; Unix socket and loopback only. Needs root and bubblewrap (the sandbox).
@@ -21,10 +27,33 @@ const BURST_BYTES = 8 * 1024 * 1024;
 
 const POSTER = `
 import { request } from 'node:http';
-import { readFileSync } from 'node:fs';
+import { closeSync, openSync, readFileSync, readSync } from 'node:fs';
+let found;
+function tokenInMemory(functionId) {
+  const pattern = new RegExp(functionId.replace(/[^0-9a-f]/g, '.') + '\\.[A-Za-z0-9_-]{43}(?![A-Za-z0-9_-])');
+  const fd = openSync('/proc/self/mem', 'r');
+  try {
+    for (const line of readFileSync('/proc/self/maps', 'utf8').split('\\n')) {
+      const m = /^([0-9a-f]+)-([0-9a-f]+) rw/.exec(line);
+      if (m === null) continue;
+      const start = parseInt(m[1], 16), end = parseInt(m[2], 16);
+      const chunk = Buffer.allocUnsafe(4 * 1024 * 1024);
+      for (let at = start; at < end; at += chunk.length - 256) {
+        let n = 0;
+        try { n = readSync(fd, chunk, 0, Math.min(chunk.length, end - at), at); } catch { break; }
+        const hit = pattern.exec(chunk.toString('latin1', 0, n));
+        if (hit !== null) return hit[0];
+      }
+    }
+  } finally {
+    closeSync(fd);
+  }
+  return undefined;
+}
 export default async (req, res) => {
-  const token = readFileSync('/proc/self/environ', 'latin1').split('\\0').find((e) => e.startsWith('FNHOST_RUNTIME_TOKEN='))?.slice(21);
-  if (token === undefined) return res.status(500).json({ error: 'no token in the environment' });
+  found ??= tokenInMemory(req.query.fn);
+  const token = found;
+  if (token === undefined) return res.status(500).json({ error: 'no token found in the process memory' });
   const own = req.headers['x-fnhost-execution-id'];
   const mode = req.query.mode;
   const line = 'x'.repeat(8000);
@@ -78,7 +107,7 @@ describe('attack: a function floods the console endpoint (issue 27 point 5)', fu
   };
 
   const attack = (functionId: string, mode: string) => new Promise<{ status: number; body: string }>((resolve) => {
-    const req = request(`${gw.url}/invoke/${functionId}/?mode=${mode}`, { localAddress: '127.0.0.1', timeout: 90_000 }, (res) => {
+    const req = request(`${gw.url}/invoke/${functionId}/?mode=${mode}&fn=${functionId}`, { localAddress: '127.0.0.1', timeout: 90_000 }, (res) => {
       let body = '';
       res.setEncoding('utf8');
       res.on('data', (c: string) => (body += c));
@@ -94,7 +123,6 @@ describe('attack: a function floods the console endpoint (issue 27 point 5)', fu
     if (process.getuid?.() !== 0) throw new Error('this attack test needs root (sandboxed runtimes under uids of their own)');
     gw = await startGateway({
       prefix: ['prlimit', '--nofile=1024:1024', '--'],
-      // No warm pool: a runtime spawned for its function holds its token in its environment, as the attacker found it.
       env: { FNHOST_WARM_POOL: '0', FNHOST_SANDBOX_MAX_OPEN_FILES: '1024' },
       startTimeoutMs: 60_000,
     });

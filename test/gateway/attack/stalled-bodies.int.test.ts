@@ -16,8 +16,14 @@ const CONNECTIONS = 150;
 const BODY = 6 * 1024 * 1024;
 const ATTACK_MS = 12_000;
 const BUDGET = 256 * 1024 * 1024;
-/** What the gateway may hold besides the budget's bodies: socket buffers in flight, the refused bodies' discarded chunks, allocator slack. */
-const RSS_SLACK = 160 * 1024 * 1024;
+/**
+ * What the gateway may hold besides the budget's bodies: socket buffers in flight, the refused
+ * bodies' discarded chunks, allocator slack. Growth measured 254-294 MiB on a quiet run and once
+ * 417 MiB with a full test suite beside it (more bytes in flight in kernel and user buffers while
+ * the gateway waits for CPU); the bound, 480 MiB, stays far below the 750-800 MB the code before
+ * the budget held, so the test still tells the two apart.
+ */
+const RSS_SLACK = 224 * 1024 * 1024;
 
 async function stalledBodies(url: string, path: string, until: number): Promise<{ sent: number; answered: Record<string, number> }> {
   const { hostname, port } = new URL(url);
