@@ -1,6 +1,7 @@
 import { expect } from 'chai';
 import { request } from 'node:http';
 import { startGateway, type RunningGateway } from '../../helpers/platform.ts';
+import { managementApi, targetOf, type ManagementApi } from './gateway-target.ts';
 import { folderBytes, Neighbour, type Target } from './neighbour.ts';
 
 // Attack (issue 27 point 5): a function posts console output to the internal API flat out, with
@@ -96,15 +97,7 @@ describe('attack: a function floods the console endpoint (issue 27 point 5)', fu
   let gw: RunningGateway;
   let target: Target;
 
-  const api = async (method: string, path: string, body?: unknown): Promise<{ status: number; body: any }> => {
-    const r = await fetch(gw.url + path, {
-      method,
-      headers: { authorization: `Bearer ${gw.token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    const text = await r.text();
-    return { status: r.status, body: text === '' ? undefined : JSON.parse(text) };
-  };
+  const api: ManagementApi = (method, path, body) => managementApi(gw)(method, path, body);
 
   const attack = (functionId: string, mode: string) => new Promise<{ status: number; body: string }>((resolve) => {
     const req = request(`${gw.url}/invoke/${functionId}/?mode=${mode}&fn=${functionId}`, { localAddress: '127.0.0.1', timeout: 90_000 }, (res) => {
@@ -126,15 +119,7 @@ describe('attack: a function floods the console endpoint (issue 27 point 5)', fu
       env: { FNHOST_WARM_POOL: '0', FNHOST_SANDBOX_MAX_OPEN_FILES: '1024' },
       startTimeoutMs: 60_000,
     });
-    target = {
-      url: gw.url,
-      pid: gw.pid,
-      async createFunction(name, code, extra = {}) {
-        const r = await api('POST', '/api/v1/functions', { name, code, ...extra });
-        if (r.status !== 201) throw new Error(`create ${name}: ${r.status} ${JSON.stringify(r.body)}`);
-        return r.body;
-      },
-    };
+    target = targetOf(gw);
   });
   after(async () => {
     await gw?.stop();

@@ -10,21 +10,36 @@ import type { Target } from './neighbour.ts';
 
 export async function attackedGateway(nofile: number, env: Record<string, string> = {}): Promise<{ gw: RunningGateway; target: Target }> {
   const gw = await startGateway({ prefix: ['prlimit', `--nofile=${nofile}:${nofile}`, '--'], env: { FNHOST_NOFILE: '0', FNHOST_SANDBOX_MAX_OPEN_FILES: String(Math.min(4096, nofile)), ...env }, startTimeoutMs: 60_000, main: process.env.FNHOST_ATTACK_GATEWAY_MAIN });
-  const target: Target = {
+  return { gw, target: targetOf(gw) };
+}
+
+export type ManagementApi = (method: string, path: string, body?: unknown) => Promise<{ status: number; body: any }>;
+
+/** The gateway's management API with its admin token: the status and the body (JSON when it is JSON). */
+export function managementApi(gw: RunningGateway): ManagementApi {
+  return async (method, path, body) => {
+    const r = await fetch(gw.url + path, {
+      method,
+      headers: { authorization: `Bearer ${gw.token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    const text = await r.text();
+    return { status: r.status, body: text === '' ? undefined : text.startsWith('{') || text.startsWith('[') ? JSON.parse(text) : text };
+  };
+}
+
+/** What the yardstick needs of a gateway: its URL, its pid, and a create that fails loudly. */
+export function targetOf(gw: RunningGateway): Target {
+  const api = managementApi(gw);
+  return {
     url: gw.url,
     pid: gw.pid,
     async createFunction(name, code, extra = {}) {
-      const r = await fetch(`${gw.url}/api/v1/functions`, {
-        method: 'POST',
-        headers: { authorization: `Bearer ${gw.token}`, 'content-type': 'application/json' },
-        body: JSON.stringify({ name, code, ...extra }),
-      });
-      const body = (await r.json()) as { function_id: string };
-      if (r.status !== 201) throw new Error(`creating ${name} answered ${r.status}: ${JSON.stringify(body)}`);
-      return body;
+      const r = await api('POST', '/api/v1/functions', { name, code, ...extra });
+      if (r.status !== 201) throw new Error(`creating ${name} answered ${r.status}: ${JSON.stringify(r.body)}`);
+      return r.body as { function_id: string };
     },
   };
-  return { gw, target };
 }
 
 /** fnhost_refused_total{reason} and fnhost_background_failures_total{task} from /metrics. */

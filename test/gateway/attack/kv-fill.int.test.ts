@@ -1,6 +1,7 @@
 import { expect } from 'chai';
 import { request } from 'node:http';
 import { startGateway, type RunningGateway } from '../../helpers/platform.ts';
+import { managementApi, targetOf, type ManagementApi } from './gateway-target.ts';
 import { folderBytes, Neighbour, type Target } from './neighbour.ts';
 
 // Attack (issue 27 point 4): a function writes 200 KiB values to KV 16 at a
@@ -46,30 +47,14 @@ describe('attack: a function fills KV (issue 27 point 4)', function () {
   let gw: RunningGateway;
   let target: Target;
 
-  const api = async (method: string, path: string, body?: unknown): Promise<{ status: number; body: any }> => {
-    const r = await fetch(gw.url + path, {
-      method,
-      headers: { authorization: `Bearer ${gw.token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    const text = await r.text();
-    return { status: r.status, body: text === '' ? undefined : JSON.parse(text) };
-  };
+  const api: ManagementApi = (method, path, body) => managementApi(gw)(method, path, body);
 
   before(async () => {
     gw = await startGateway({
       prefix: ['prlimit', '--nofile=4096:4096', '--'],
       env: { FNHOST_KV_MAX_BYTES: String(QUOTA_BYTES) },
     });
-    target = {
-      url: gw.url,
-      pid: gw.pid,
-      async createFunction(name, code, extra = {}) {
-        const r = await api('POST', '/api/v1/functions', { name, code, ...extra });
-        if (r.status !== 201) throw new Error(`create ${name}: ${r.status} ${JSON.stringify(r.body)}`);
-        return r.body;
-      },
-    };
+    target = targetOf(gw);
   });
   after(async () => {
     await gw?.stop();

@@ -2,6 +2,7 @@ import { expect } from 'chai';
 import { request } from 'node:http';
 import { startGateway, type RunningGateway } from '../../helpers/platform.ts';
 import { pollUntil } from '../../helpers/wait.ts';
+import { managementApi, targetOf, type ManagementApi } from './gateway-target.ts';
 import { Neighbour, openDescriptors, type Target } from './neighbour.ts';
 
 // Attack (issue 27 point 2): a deployed function's child processes open connections to the
@@ -74,15 +75,7 @@ describe('attack: a function floods the gateway\'s sockets from inside its sandb
   let gw: RunningGateway;
   let target: Target;
 
-  const api = async (method: string, path: string, body?: unknown): Promise<{ status: number; body: any }> => {
-    const r = await fetch(gw.url + path, {
-      method,
-      headers: { authorization: `Bearer ${gw.token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    const text = await r.text();
-    return { status: r.status, body: text === '' ? undefined : text.startsWith('{') || text.startsWith('[') ? JSON.parse(text) : text };
-  };
+  const api: ManagementApi = (method, path, body) => managementApi(gw)(method, path, body);
 
   before(async function () {
     if (process.getuid?.() !== 0) throw new Error('this attack test needs root (sandboxed runtimes under uids of their own)');
@@ -92,15 +85,7 @@ describe('attack: a function floods the gateway\'s sockets from inside its sandb
       env: { FNHOST_RUNTIME_FIRST_REQUEST_TIMEOUT_MS: String(FIRST_REQUEST_TIMEOUT_MS), FNHOST_SANDBOX_MAX_OPEN_FILES: String(NOFILE) },
       startTimeoutMs: 60_000,
     });
-    target = {
-      url: gw.url,
-      pid: gw.pid,
-      async createFunction(name, code, extra = {}) {
-        const r = await api('POST', '/api/v1/functions', { name, code, ...extra });
-        if (r.status !== 201) throw new Error(`create ${name}: ${r.status} ${JSON.stringify(r.body)}`);
-        return r.body;
-      },
-    };
+    target = targetOf(gw);
     const info = await api('GET', '/api/v1/info');
     expect(info.body.sandbox?.enabled, `the sandbox must be on for this attack: ${JSON.stringify(info.body)}`).to.equal(true);
   });
