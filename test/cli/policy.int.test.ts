@@ -80,6 +80,7 @@ describe('fnhost policy: show, default, add, remove, check', function () {
     expect(JSON.parse(json.stdout)).to.include({ allowed: false, rule: 'listener', scope: 'global', target: `127.0.0.1:${admin}` });
     const byName = JSON.parse((await fnhost(['policy:check', 'hello', 'localhost:3000', '--output', 'json'])).stdout);
     expect(byName.allowed).to.equal(false);
-    expect(byName.name).to.deep.equal({ allowed: false, scope: 'function', rule: 'default' });
+    expect(byName.name, 'the function\'s name, not overwritten by the name\'s decision').to.equal('hello');
+    expect(byName.name_decision).to.deep.equal({ allowed: false, scope: 'function', rule: 'default' });
   });
 });

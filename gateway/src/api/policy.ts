@@ -55,7 +55,9 @@ export function policyRoutes(deps: { policies: PolicyCache; functions: FunctionS
     const check = deps.check?.();
     if (check === undefined) throw new ValidationError('this gateway runs no egress proxy, so it has no connection to check');
     try {
-      ctx.body = { function_id: fn.function_id, name: fn.name, ...(await check(fn.function_id, target)) };
+      // The explanation's own `name` (a name's decision) would overwrite the function's name: it is `name_decision` here.
+      const { name: nameDecision, ...explanation } = await check(fn.function_id, target);
+      ctx.body = { function_id: fn.function_id, name: fn.name, ...explanation, ...(nameDecision === undefined ? {} : { name_decision: nameDecision }) };
     } catch (err) {
       if (err instanceof Error && err.name === 'EgressRefusal') throw new ValidationError(err.message);
       throw err;
