@@ -20,6 +20,12 @@ import { ROOT, buildPlatformImage, buildRuntimeImage, installTestRelease, run, s
 const PLATFORM_IMAGE = 'localhost/fnhost-platform:e2e';
 const RUNTIME_IMAGE = 'localhost/fnhost-runtime:e2e';
 const ANNOTATION = 'fnhost.dev/function-id-home';
+/** team-b's namespace totals (chart quotas.namespaces.overrides): KV bytes and recorded-request bytes. */
+const NS_KV_BYTES = 16_384;
+const NS_RECORDED_BYTES = 16_384;
+/** Writes 1 KiB values until refused; answers how many were stored and the refusal's message. */
+const KV_FILL = `export default async (req, res) => { let stored = 0, error = null; for (let i = 0; i < 40 && error === null; i++) { try { await kv.set('k' + i, 'x'.repeat(1000)); stored++; } catch (e) { error = String(e.message); } } res.json({ stored, error }); }`;
+const ECHO = `export default (req, res) => res.json({ size: JSON.stringify(req.body ?? null).length })`;
 /** Answers which team's code runs, and the KV key `owner` (set with ?put=). */
 const code = (team: string) =>
   `export default async (req, res) => { if (req.query.put) await kv.set('owner', req.query.put); res.json({ team: ${JSON.stringify(team)}, owner: (await kv.get('owner')) ?? null }) }`;
@@ -102,6 +108,8 @@ describe('fnhost on Kubernetes: a function\'s identity belongs to its namespace 
       values: {
         gateway: { replicas: 1, defaultNamespace: teamA, resources: { requests: { cpu: '50m', memory: '128Mi' }, limits: { memory: '512Mi' } } },
         functions: { namespaces: [teamA, teamB] },
+        // Issue 28.2: team-b's namespace totals set small by the platform team (overrides per namespace).
+        quotas: { namespaces: { overrides: { [teamB]: { kvBytes: NS_KV_BYTES, recordedBytes: NS_RECORDED_BYTES } } } },
       },
     }));
     // docs/install.md "Access": a team's people get the cluster's edit role in their namespace (RoleBindings only: nothing cluster-wide).
@@ -173,7 +181,10 @@ describe('fnhost on Kubernetes: a function\'s identity belongs to its namespace 
     }, 60_000, 1000);
     expect((await kubectl(['get', 'deployments,secrets', '-n', teamB, '-l', 'app.kubernetes.io/managed-by=fnhost-operator', '-o', 'name'])).stdout.trim()).to.equal('');
     expect((await ready(teamB, 'steal'))!.fn.metadata.finalizers ?? []).to.deep.equal([]);
-    expect(await logCount(teamB, 'steal')).to.equal(null);
+    // Called by name, the claimant is refused with its reason (issue 28.3), never served the id's logs.
+    const byName = await fetch(`${gatewayUrl}/api/v1/functions/steal/logs?namespace=${teamB}`, { headers: { authorization: `Bearer ${adminToken}` }, signal: AbortSignal.timeout(30_000) });
+    expect(byName.status).to.equal(409);
+    expect(((await byName.json()) as { error: string }).error).to.equal('function_refused');
 
     const again = await as(aEditor, ['apply', '-f', '-'], manifest(teamA, 'hello-a', 'a'));
     expect(again.code, again.stderr).to.equal(0);
@@ -247,6 +258,56 @@ describe('fnhost on Kubernetes: a function\'s identity belongs to its namespace 
     const logs = await logCount(teamB, 'hello-moved');
     expect((await kubectl(['delete', 'fn', 'hello-a', '-n', teamA, '--wait=true', '--timeout=120s'])).code).to.equal(0);
     expect(await logCount(teamB, 'hello-moved')).to.equal(logs);
+  });
+
+  it('issue 28.2: a namespace\'s KV and recorded-request totals (set per namespace in the chart) refuse team-b past them, naming the namespace; team-a is unaffected', async () => {
+    for (const ns of [teamA, teamB]) {
+      const fill = JSON.stringify({ apiVersion: 'fnhost.dev/v1alpha1', kind: 'Function', metadata: { name: 'kvfill', namespace: ns }, spec: { code: KV_FILL } });
+      expect((await as(user(ns, 'editor'), ['apply', '-f', '-'], fill)).code).to.equal(0);
+      const rec = JSON.stringify({ apiVersion: 'fnhost.dev/v1alpha1', kind: 'Function', metadata: { name: 'rec', namespace: ns }, spec: { code: ECHO, recordRequests: { enabled: true } } });
+      expect((await as(user(ns, 'editor'), ['apply', '-f', '-'], rec)).code).to.equal(0);
+    }
+    for (const ns of [teamA, teamB]) for (const name of ['kvfill', 'rec']) await waitReason(ns, name, 'Available');
+    const fillIn = async (ns: string) => {
+      const r = await fetch(`${gatewayUrl}/invoke/${derivedFunctionId(ns, 'kvfill')}/`, { signal: AbortSignal.timeout(60_000) });
+      expect(r.status).to.equal(200);
+      return (await r.json()) as { stored: number; error: string | null };
+    };
+    // team-b: refused once its namespace holds NS_KV_BYTES, the handler's error naming the namespace and the quota.
+    const b = await fillIn(teamB);
+    expect(b.stored, JSON.stringify(b)).to.be.within(1, Math.floor(NS_KV_BYTES / 1000));
+    expect(b.error).to.include(`namespace ${teamB}`).and.to.include('namespace_kv_bytes');
+    // team-a: the platform's default total (1 GiB) is far away.
+    expect(await fillIn(teamA)).to.deep.equal({ stored: 40, error: null });
+
+    // Recorded requests: 4 KiB bodies until team-b's total is reached; later exchanges keep no body, saying why.
+    const body = JSON.stringify({ pad: 'y'.repeat(4000) });
+    const recorded = async (ns: string) => {
+      const id = derivedFunctionId(ns, 'rec');
+      for (let i = 0; i < 12; i++) {
+        const r = await fetch(`${gatewayUrl}/invoke/${id}/`, { method: 'POST', headers: { 'content-type': 'application/json' }, body, signal: AbortSignal.timeout(60_000) });
+        expect(r.status).to.equal(200);
+        await r.arrayBuffer();
+      }
+      const auth = { authorization: `Bearer ${adminToken}` };
+      const logs = await waitFor(`12 records of ${ns}/rec`, async () => {
+        const r = await fetch(`${gatewayUrl}/api/v1/functions/rec/logs?namespace=${ns}&limit=20`, { headers: auth });
+        const page = (await r.json()) as { logs: Array<{ id: string }>; pagination: { totalCount: number } };
+        return page.pagination.totalCount >= 12 ? page.logs : null;
+      }, 60_000, 500);
+      const omitted: string[] = [];
+      for (const log of logs) {
+        const r = await fetch(`${gatewayUrl}/api/v1/functions/rec/logs/${log.id}/request?namespace=${ns}`, { headers: auth });
+        expect(r.status).to.equal(200);
+        const ex = (await r.json()) as { request: { body: { omitted?: string } | null } };
+        if (ex.request.body?.omitted !== undefined) omitted.push(ex.request.body.omitted);
+      }
+      return omitted;
+    };
+    const bOmitted = await recorded(teamB);
+    expect(bOmitted.length, 'team-b: exchanges past the total keep no body').to.be.at.least(1);
+    expect(bOmitted[0]).to.include(teamB);
+    expect(await recorded(teamA), 'team-a: every body kept').to.deep.equal([]);
   });
 
   it('helm uninstall removes the policy and its binding: nothing cluster-wide is left', async () => {
