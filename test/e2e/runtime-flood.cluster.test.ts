@@ -50,6 +50,10 @@ import { spawn } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 export default async (req, res) => {
   const env = Object.fromEntries(readFileSync('/proc/self/environ', 'latin1').split('\\0').filter(Boolean).map((e) => [e.slice(0, e.indexOf('=')), e.slice(e.indexOf('=') + 1)]));
+  // Since issue 28 the runtime token is in no environment (read once, unset, blanked in
+  // /proc/self/environ); the runtime keeps it in memory for its own calls. The attacker stands
+  // for a function that found it there: the test hands it over in the call (?token=).
+  env.FNHOST_RUNTIME_TOKEN = req.query.token;
   const gateway = new URL(env.FNHOST_GATEWAY_URL);
   const egress = new URL(env.FNHOST_EGRESS_PROXY);
   writeFileSync('/tmp/flood.mjs', Buffer.from('${Buffer.from(FLOOD).toString('base64')}', 'base64'));
@@ -85,9 +89,9 @@ describe('cluster: a function pod floods the gateway\'s internal API and egress 
     const r = await kubectl(['apply', '-f', '-'], JSON.stringify({ apiVersion: 'fnhost.dev/v1alpha1', kind: 'Function', metadata: { name, namespace: ns }, spec: { code, timeoutSeconds: 60, ...extra } }));
     expect(r.code, r.stderr).to.equal(0);
   };
-  const call = async (name: string, timeoutMs = 10_000) => {
+  const call = async (name: string, timeoutMs = 10_000, query = '') => {
     try {
-      const r = await fetch(`${platform!.gatewayUrl}/invoke/${derivedFunctionId(ns, name)}/`, { signal: AbortSignal.timeout(timeoutMs) });
+      const r = await fetch(`${platform!.gatewayUrl}/invoke/${derivedFunctionId(ns, name)}/${query}`, { signal: AbortSignal.timeout(timeoutMs) });
       return { status: r.status, body: await r.text() };
     } catch (err) {
       return { status: 0, body: (err as Error).message };
@@ -132,7 +136,12 @@ describe('cluster: a function pod floods the gateway\'s internal API and egress 
     const prober = (async () => {
       while (probing) results.push((await call('neighbour')).status);
     })();
-    const attack = await call('flooder', 120_000);
+    // The flooder's runtime token, as the operator wrote it into its Secret (read here as the cluster's admin).
+    const secret = await kubectl(['get', 'secret', 'fn-flooder-tokens', '-n', ns, '-o', 'jsonpath={.data.runtime-token}']);
+    expect(secret.code, secret.stderr).to.equal(0);
+    const token = Buffer.from(secret.stdout, 'base64').toString('utf8');
+    expect(token).to.match(/^[A-Za-z0-9_-]{43}$/);
+    const attack = await call('flooder', 120_000, `?token=${encodeURIComponent(token)}`);
     probing = false;
     await prober;
 
