@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import Koa from 'koa';
 import Router from '@koa/router';
 import { ConnectionCounts, RefusalLog, subjectFields } from '../../gateway/src/internal/connection-bound.ts';
-import { ConsoleRate, ConsoleRateError, ExecutionIds, TokenBucket } from '../../gateway/src/internal/console-rate.ts';
+import { ConsoleRate, ConsoleRateError, ExecutionIds } from '../../gateway/src/internal/console-rate.ts';
 import { addConsoleRoute } from '../../gateway/src/internal/console.ts';
 import { errorMiddleware } from '../../gateway/src/http/errors.ts';
 import type { Logger } from '../../gateway/src/log.ts';
@@ -52,19 +52,6 @@ describe('runtime bounds', () => {
       log.refused('console_rate', 'fn-1', 'refused', { function_id: 'fn-1' });
       expect(lines).to.have.length(3);
       expect(lines[2]!.fields).to.include({ function_id: 'fn-1', reason: 'console_rate', refused_since_last_line: 49 });
-    });
-  });
-
-  describe('TokenBucket', () => {
-    it('starts full, refills at its rate up to its burst, and says when enough is back', () => {
-      const b = new TokenBucket(10, 20, 0);
-      expect(b.has(20, 0)).to.equal(true);
-      b.take(20, 0);
-      expect(b.has(1, 0)).to.equal(false);
-      expect(b.secondsUntil(15, 0)).to.equal(2);
-      expect(b.has(5, 500)).to.equal(true);
-      expect(b.has(21, 100_000)).to.equal(true); // more than the burst asks for a full bucket
-      expect(b.full).to.equal(true);
     });
   });
 

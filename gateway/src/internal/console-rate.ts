@@ -1,4 +1,5 @@
 import { FnhostError } from '@fnhost/core';
+import { takeTokens, type Bucket } from '@fnhost/core/kv-quota.ts';
 
 // Console posts (POST /internal/v1/console) bounded per function (docs/security.md "Resources:
 // internal API, egress, console"): a token bucket of bytes and one of posts per function, checked
@@ -38,52 +39,6 @@ export class ConsoleRateError extends FnhostError {
   }
 }
 
-/** A token bucket: `rate` tokens a second up to `burst`, the clock given on each call. */
-export class TokenBucket {
-  readonly rate: number;
-  readonly burst: number;
-  #tokens: number;
-  #at: number;
-
-  constructor(rate: number, burst: number, now: number) {
-    if (!(rate > 0) || !(burst > 0)) throw new RangeError(`a token bucket needs a positive rate and burst, got ${rate} and ${burst}`);
-    this.rate = rate;
-    this.burst = burst;
-    this.#tokens = burst;
-    this.#at = now;
-  }
-
-  #refill(now: number): void {
-    if (now > this.#at) {
-      this.#tokens = Math.min(this.burst, this.#tokens + ((now - this.#at) / 1000) * this.rate);
-      this.#at = now;
-    }
-  }
-
-  /** Whether `n` tokens are there now (nothing taken). */
-  has(n: number, now: number): boolean {
-    this.#refill(now);
-    return this.#tokens >= Math.min(n, this.burst);
-  }
-
-  /** Takes `n` tokens (the caller checked has()); more than the burst empties the bucket. */
-  take(n: number, now: number): void {
-    this.#refill(now);
-    this.#tokens = Math.max(0, this.#tokens - n);
-  }
-
-  /** Whole seconds until `n` tokens are there (at least 1). */
-  secondsUntil(n: number, now: number): number {
-    this.#refill(now);
-    const missing = Math.min(n, this.burst) - this.#tokens;
-    return Math.max(1, Math.ceil(missing / this.rate));
-  }
-
-  get full(): boolean {
-    return this.#tokens >= this.burst;
-  }
-}
-
 export interface ConsoleRateOptions {
   bytesPerSecond: number;
   burstBytes: number;
@@ -94,7 +49,8 @@ export interface ConsoleRateOptions {
 /** Per function: a bytes bucket and a posts bucket. */
 export class ConsoleRate {
   readonly #o: ConsoleRateOptions;
-  readonly #buckets = new Map<string, { bytes: TokenBucket; posts: TokenBucket }>();
+  /** Per function: the bytes and posts buckets (core's token buckets, as KV's write rate uses). */
+  readonly #buckets = new Map<string, { bytes: Bucket | undefined; posts: Bucket | undefined }>();
 
   constructor(options: ConsoleRateOptions) {
     this.#o = options;
@@ -102,17 +58,33 @@ export class ConsoleRate {
 
   /** Charges one post of `bytes` to functionId, or throws ConsoleRateError (nothing charged). */
   charge(functionId: string, bytes: number, now: number): void {
+    const o = this.#o;
     let b = this.#buckets.get(functionId);
     if (b === undefined) {
-      if (this.#buckets.size >= MAX_BUCKETS) for (const [id, old] of this.#buckets) if (old.bytes.full && old.posts.full) this.#buckets.delete(id);
-      b = { bytes: new TokenBucket(this.#o.bytesPerSecond, this.#o.burstBytes, now), posts: new TokenBucket(this.#o.postsPerSecond, this.#o.burstPosts, now) };
+      // Beyond MAX_BUCKETS, the buckets that have refilled are dropped: dropping one only forgives.
+      if (this.#buckets.size >= MAX_BUCKETS) {
+        for (const [id, old] of this.#buckets) if (refilled(old.bytes, o.bytesPerSecond, o.burstBytes, now) && refilled(old.posts, o.postsPerSecond, o.burstPosts, now)) this.#buckets.delete(id);
+      }
+      b = { bytes: undefined, posts: undefined };
       this.#buckets.set(functionId, b);
     }
-    if (!b.posts.has(1, now)) throw new ConsoleRateError(`${this.#o.postsPerSecond} posts a second`, b.posts.secondsUntil(1, now));
-    if (!b.bytes.has(bytes, now)) throw new ConsoleRateError(`${this.#o.bytesPerSecond} bytes a second`, b.bytes.secondsUntil(bytes, now));
-    b.posts.take(1, now);
-    b.bytes.take(bytes, now);
+    const posts = takeTokens(b.posts, 1, o.postsPerSecond, o.burstPosts, now);
+    if (!posts.ok) throw new ConsoleRateError(`${o.postsPerSecond} posts a second`, seconds(posts.retryAfterMs));
+    const taken = takeTokens(b.bytes, bytes, o.bytesPerSecond, o.burstBytes, now);
+    if (!taken.ok) throw new ConsoleRateError(`${o.bytesPerSecond} bytes a second`, seconds(taken.retryAfterMs));
+    b.posts = posts.bucket;
+    b.bytes = taken.bucket;
   }
+}
+
+/** Whole seconds of a Retry-After (at least 1). */
+function seconds(ms: number): number {
+  return Math.max(1, Math.ceil(ms / 1000));
+}
+
+/** Whether a bucket is full again by now (or was never used). */
+function refilled(bucket: Bucket | undefined, rate: number, capacity: number, now: number): boolean {
+  return bucket === undefined || bucket.tokens + ((now - bucket.at) * rate) / 1000 >= capacity;
 }
 
 /**
