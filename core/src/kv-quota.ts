@@ -154,6 +154,22 @@ export class KvRateLimiter {
     if (writes !== undefined) this.#writes.set(functionId, writes);
   }
 
+  /**
+   * Throws the KvRateError that take() would throw for a write of `bytes` now, taking nothing: a
+   * write refused for its rate is refused on its declared length, before its body is read.
+   */
+  admits(functionId: string, functionName: string, bytes: number, now: number): void {
+    const { writesPerSecond, bytesPerSecond } = this.#settings;
+    if (writesPerSecond > 0) {
+      const w = takeTokens(this.#writes.get(functionId), 1, writesPerSecond, writesPerSecond, now);
+      if (!w.ok) throw new KvRateError(functionName, 'kv_writes_per_second', writesPerSecond, w.retryAfterMs);
+    }
+    if (bytesPerSecond > 0) {
+      const b = takeTokens(this.#bytes.get(functionId), bytes, bytesPerSecond, 2 * bytesPerSecond, now);
+      if (!b.ok) throw new KvRateError(functionName, 'kv_write_bytes_per_second', bytesPerSecond, b.retryAfterMs);
+    }
+  }
+
   #prune(now: number): void {
     if (now - this.#lastPrune < 60_000) return;
     this.#lastPrune = now;

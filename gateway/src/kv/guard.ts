@@ -47,9 +47,18 @@ export class KvGuard {
     return this.#o.kv.delete(fn.function_id, key);
   }
 
+  /** Throws the KvRateError a write of about `bytes` would meet now (nothing taken): checked before its body is read. */
+  admit(fn: FunctionRecord, bytes: number, now: number): void {
+    this.#rated(fn, now, () => this.#rate.admits(fn.function_id, fn.name, bytes, now));
+  }
+
   #takeRate(fn: FunctionRecord, bytes: number, now: number): void {
+    this.#rated(fn, now, () => this.#rate.take(fn.function_id, fn.name, bytes, now));
+  }
+
+  #rated(fn: FunctionRecord, now: number, check: () => void): void {
     try {
-      this.#rate.take(fn.function_id, fn.name, bytes, now);
+      check();
     } catch (err) {
       this.#o.metrics?.refused('kv_write_rate');
       this.#log(fn, 'kv_write_rate', now, { message: (err as Error).message });
