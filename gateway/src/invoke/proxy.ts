@@ -3,7 +3,7 @@ import { performance } from 'node:perf_hooks';
 import { pipeline } from 'node:stream';
 import type { Dispatcher } from 'undici';
 import {
-  NotFoundError, isoTimestamp, limits,
+  NotFoundError, limits,
   type ExecutionLog, type Executor, type FunctionRecord, type RecordedExchange, type RecycleReason, type Trigger, type Upstream,
 } from '@fnhost/core';
 import { UnauthorizedError } from '../auth.ts';
@@ -22,6 +22,7 @@ import { RuntimeUnavailableError } from '../executor/errors.ts';
 import { fastLogId } from './ids.ts';
 import { InvalidResponseError, malformedAnswer, unreadableFraming } from './upstream-answer.ts';
 import { UpstreamPools } from './upstream-pools.ts';
+import { executionRecord } from './execution-record.ts';
 import { noteRequest, noteResponse, noteStreamedResponse, recordedExchange, startRecording } from './recording.ts';
 
 // The invocation path. It asks the Executor for an upstream and sends HTTP to
@@ -440,19 +441,7 @@ export class Invoker {
     this.#armed.delete(ex);
     if (ran) {
       const ms = Math.max(0, Math.round(performance.now() - ex.startedAt));
-      const log: ExecutionLog = {
-        id: ex.logId,
-        function_id: ex.fn.function_id,
-        status_code: statusCode,
-        execution_time_ms: ms,
-        error_message: errorMessage,
-        ...(ex.errorStack === undefined ? {} : { error_stack: ex.errorStack }),
-        executed_at: isoTimestamp(ex.executedAt),
-        trigger: ex.trigger,
-        cold_start: ex.coldStart,
-        wait_ms: Math.round(ex.waitMs),
-        ...(ex.scheduled?.plannedAt === null ? { manual: true as const } : {}),
-      };
+      const log = executionRecord(ex, statusCode, errorMessage, ms);
       const exchange = recordedExchange(ex.recording);
       this.#o.metrics.observe(ex.trigger, statusCode, ms);
       if (ex.coldStart) this.#o.metrics.coldStarts++;

@@ -148,7 +148,8 @@ export class LogWriter {
   /** Queues one record (and its counter increment). Resolves once queued or dropped. */
   record(log: ExecutionLog & Pick<StoredLog, 'exchange'>, retention: RetentionPolicy): void | Promise<void> {
     if (this.#running > 0) this.#running--;
-    const stored: StoredLog = { ...log, expires_at: expiresAt(retention, Date.parse(log.executed_at)) };
+    // executed_at is parsed only when the retention needs it (a count-based one, the default, does not).
+    const stored: StoredLog = { ...log, expires_at: retention.type === 'time' ? expiresAt(retention, Date.parse(log.executed_at)) : null };
     if (this.#closed) {
       // After the last flush nothing would write it: say so, never lose it silently.
       this.dropped++;
