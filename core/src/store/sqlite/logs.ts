@@ -109,20 +109,40 @@ const MAX_BUCKET = Number.MAX_SAFE_INTEGER;
 /** Rows deleted per retention transaction. */
 export const RETENTION_CHUNK = 5000;
 
-/** Count changes of one transaction for one function: per class, and per (bucket class, level, bucket). */
+/**
+ * Count changes of one transaction for one function: per class, and per (bucket class, level, bucket).
+ * Records are added per (class, finest bucket) and spread over the coarser levels once per
+ * distinct second in `perBucket` (every coarser bucket is a whole number of seconds): a batch
+ * of the log writer holds hundreds of records of a few seconds, and this runs for each of them.
+ */
 class CountDelta {
   readonly perClass = [0, 0, 0];
-  readonly perBucket = new Map<string, number>();
+  /** Per class: finest bucket → n (a number key per record, no string built). */
+  readonly #perSecond = [new Map<number, number>(), new Map<number, number>(), new Map<number, number>()];
 
   add(cls: number, executed: number, n: number): void {
     this.perClass[cls]! += n;
-    for (const level of LEVELS) {
-      const bucket = bucketOf(executed, level);
-      for (const c of [cls, BUCKET_ALL]) {
-        const key = `${c}:${level}:${bucket}`;
-        this.perBucket.set(key, (this.perBucket.get(key) ?? 0) + n);
+    const second = bucketOf(executed, FINEST);
+    const mine = this.#perSecond[cls]!;
+    mine.set(second, (mine.get(second) ?? 0) + n);
+  }
+
+  /** `class:level:bucket` → n, for every level and for the class and BUCKET_ALL. */
+  get perBucket(): Map<string, number> {
+    const out = new Map<string, number>();
+    for (const [cls, seconds] of this.#perSecond.entries()) {
+      for (const [second, n] of seconds) {
+        const ms = second * BUCKET_MS[FINEST];
+        for (const level of LEVELS) {
+          const bucket = bucketOf(ms, level);
+          for (const c of [cls, BUCKET_ALL]) {
+            const k = `${c}:${level}:${bucket}`;
+            out.set(k, (out.get(k) ?? 0) + n);
+          }
+        }
       }
     }
+    return out;
   }
 }
 
