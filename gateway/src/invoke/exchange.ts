@@ -1,6 +1,6 @@
-import type { Dispatcher } from 'undici';
 import type { FunctionRecord, Trigger, Upstream } from '@fnhost/core';
 import type { ExchangeRecording } from './recording.ts';
+import type { UpstreamResponse } from './upstream-request.ts';
 
 // One execution on its way through the invocation path, and what the runs
 // outside an HTTP call (./run.ts) need of that path (./proxy.ts implements it).
@@ -67,7 +67,7 @@ export interface ExecutionPath {
   /** Counts the execution in flight; from here on it ends in finish(). */
   begin(fn: FunctionRecord, trigger: Trigger, pinned?: Upstream): Exchange;
   /** Sends the call to the function's runtime with the gateway's own time limit armed. */
-  send(ex: Exchange, method: string, path: string, headers: Record<string, string | string[]>, body: Buffer | null): Promise<Dispatcher.ResponseData>;
+  send(ex: Exchange, method: string, path: string, headers: Record<string, string | string[]>, body: Buffer | null): Promise<UpstreamResponse>;
   /** Ends the execution and writes its log record. */
   finish(ex: Exchange, statusCode: number, errorMessage: string | null): void;
 }

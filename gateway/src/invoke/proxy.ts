@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
-import { pipeline } from 'node:stream';
+import { pipeline, type Readable } from 'node:stream';
 import type { Dispatcher } from 'undici';
 import {
   NotFoundError, limits,
@@ -22,6 +22,7 @@ import { RuntimeUnavailableError } from '../executor/errors.ts';
 import { fastLogId } from './ids.ts';
 import { InvalidResponseError, malformedAnswer, unreadableFraming } from './upstream-answer.ts';
 import { UpstreamPools } from './upstream-pools.ts';
+import { requestUpstream, type UpstreamResponse } from './upstream-request.ts';
 import { executionRecord } from './execution-record.ts';
 import { noteRequest, noteResponse, noteStreamedResponse, recordedExchange, startRecording } from './recording.ts';
 
@@ -254,7 +255,7 @@ export class Invoker {
   }
 
   /** Sends one call to the function's runtime, with the gateway's own time limit armed. */
-  async #send(ex: Exchange, method: string, path: string, headers: Record<string, string | string[]>, body: Buffer | null): Promise<Dispatcher.ResponseData> {
+  async #send(ex: Exchange, method: string, path: string, headers: Record<string, string | string[]>, body: Buffer | null): Promise<UpstreamResponse> {
     const fn = ex.fn;
     ex.deadline = performance.now() + fn.timeout_seconds * 1000 + TIMEOUT_GRACE_MS;
     this.#armed.add(ex);
@@ -278,7 +279,7 @@ export class Invoker {
       if (ex.timedOut) throw new FunctionTimeoutError(fn.timeout_seconds);
       ex.origin = origin;
       try {
-        return await this.#upstreams.get(origin, socketPath).request({ path, method: method as Dispatcher.HttpMethod, headers, body });
+        return await requestUpstream(this.#upstreams.get(origin, socketPath), { path, method: method as Dispatcher.HttpMethod, headers, body });
       } catch (err) {
         if (ex.timedOut) throw new FunctionTimeoutError(fn.timeout_seconds);
         // undici refused the request itself (a header it does not send): nothing reached the runtime, which is fine.
@@ -325,7 +326,7 @@ export class Invoker {
     }
   }
 
-  #respond(ex: Exchange, res: ServerResponse, response: Dispatcher.ResponseData): void {
+  #respond(ex: Exchange, res: ServerResponse, response: UpstreamResponse): void {
     const { statusCode, headers: upstream, body } = response;
     const errorHeader = upstream['x-fnhost-error'];
     let errorMessage = typeof errorHeader === 'string' ? decodeURIComponentSafe(errorHeader) : null;
@@ -360,21 +361,22 @@ export class Invoker {
     const small = typeof length === 'string' && Number(length) <= BUFFER_LIMIT;
     if (small && !(statusCode === 500 && errorMessage === null)) {
       // The common case: a small answer of known size, read in one go and written with one call.
-      body.arrayBuffer().then(
-        (ab) => this.#sendWhole(ex, res, statusCode, headers, Buffer.from(ab), errorMessage),
+      body.whole().then(
+        (data) => this.#sendWhole(ex, res, statusCode, headers, data, errorMessage),
         (err: unknown) => this.#bodyFailed(ex, res, statusCode, err),
       );
       return;
     }
+    const stream = body.stream();
     if (small || (statusCode === 500 && errorMessage === null)) {
-      collect(body, statusCode === 500 ? CAPTURE_LIMIT : BUFFER_LIMIT * 2).then(
+      collect(stream, statusCode === 500 ? CAPTURE_LIMIT : BUFFER_LIMIT * 2).then(
         ({ data, complete }) => {
           if (statusCode === 500 && errorMessage === null) errorMessage = messageFrom500(data, upstream['content-type']);
           if (!complete) {
             // Bigger than it said, or an unlabelled 500 larger than we keep: stream what is left.
             res.writeHead(statusCode, headers);
             res.write(data);
-            this.#stream(ex, res, body, statusCode, errorMessage, headers, data);
+            this.#stream(ex, res, stream, statusCode, errorMessage, headers, data);
             return;
           }
           this.#sendWhole(ex, res, statusCode, headers, data, errorMessage);
@@ -384,7 +386,7 @@ export class Invoker {
       return;
     }
     res.writeHead(statusCode, headers);
-    this.#stream(ex, res, body, statusCode, errorMessage, headers);
+    this.#stream(ex, res, stream, statusCode, errorMessage, headers);
   }
 
   /** A whole (buffered) answer in one write, with its length; recorded when the client's side closes. */
@@ -401,7 +403,7 @@ export class Invoker {
     res.once('close', () => this.#finish(ex, statusCode, res.writableFinished ? errorMessage : (errorMessage ?? 'client disconnected before the response ended'), true));
   }
 
-  #stream(ex: Exchange, res: ServerResponse, body: Dispatcher.ResponseData['body'], statusCode: number, errorMessage: string | null, headers: Record<string, string | string[]>, head?: Buffer): void {
+  #stream(ex: Exchange, res: ServerResponse, body: Readable, statusCode: number, errorMessage: string | null, headers: Record<string, string | string[]>, head?: Buffer): void {
     // A recording sees the part already written (head) too: it starts the body.
     const noted = ex.recording === undefined ? undefined : noteStreamedResponse(ex.recording, statusCode, headers, body, head);
     pipeline(body, res, (err) => {

@@ -1,4 +1,4 @@
-import type { Dispatcher } from 'undici';
+import type { Readable } from 'node:stream';
 import { recordRequest, recordResponse, type RecordedExchange, type RecordedRequest, type RecordedResponse, type RequestRecording } from '@fnhost/core';
 
 // Request recording on the invocation path (docs/replay.md): for a function
@@ -32,7 +32,7 @@ export function noteResponse(rec: ExchangeRecording, status: number, headers: Re
  * stream itself is not slowed or held), and the response noted when it ends.
  * `size` counts every byte, so a cut body says how long it was.
  */
-export function noteStreamedResponse(rec: ExchangeRecording, status: number, headers: Record<string, string | string[] | undefined>, body: Dispatcher.ResponseData['body'], head?: Buffer): () => void {
+export function noteStreamedResponse(rec: ExchangeRecording, status: number, headers: Record<string, string | string[] | undefined>, body: Readable, head?: Buffer): () => void {
   const limit = rec.settings.max_body_bytes;
   const chunks: Buffer[] = [];
   let kept = 0;

@@ -45,7 +45,7 @@ export async function runOutsideHttp(path: ExecutionPath, fn: FunctionRecord, tr
     }
     outHeaders = headersToCaller(response.headers);
     try {
-      const got = await collect(response.body, CAPTURE_LIMIT);
+      const got = await collect(response.body.stream(), CAPTURE_LIMIT);
       data = got.data;
       truncated = !got.complete;
       if (truncated) response.body.dump().catch(() => undefined);
