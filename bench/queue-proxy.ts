@@ -28,6 +28,7 @@ import { startServer, stopAll } from './lib/servers.ts';
 import { HELLO, HOP, cpuCell, createHello, load, median, medianRow, signed, type Row } from './lib/load.ts';
 import { USER_PORT, buildQueueProxy, startQueueProxy } from './lib/queue-proxy.ts';
 import { reportFigure } from './lib/summary.ts';
+import { cpuMicros } from './lib/proc.ts';
 
 const { values } = parseArgs({
   options: {
@@ -37,6 +38,7 @@ const { values } = parseArgs({
     gomaxprocs: { type: 'string', default: '1' },
     baseline: { type: 'string' },
     'skip-paced': { type: 'boolean', default: false },
+    'cpu-rate': { type: 'string', default: '0' },
   },
 });
 
@@ -84,6 +86,23 @@ try {
   for (let round = 0; round < ROUNDS; round++) {
     for (const [i, [name, url, pid]] of targets.entries()) runs[i]!.push(await load(name, url, pid, o));
   }
+  // CPU per request at one fixed, evenly paced rate for every proxy (--cpu-rate): on a busy
+  // machine the closed-loop rates differ, and with them how much each request shares the
+  // per-wakeup and per-interval costs; at the same rate only the per-call work differs.
+  const CPU_RATE = Number(values['cpu-rate']);
+  const fixedCpu: number[][] = targets.map(() => []);
+  if (CPU_RATE > 0) {
+    for (let round = 0; round < ROUNDS; round++) {
+      for (const [i, [, url, pid]] of targets.entries()) {
+        if (pid === undefined) continue;
+        const t = { origin: new URL(url).origin, path: new URL(url).pathname };
+        await paced(t, CPU_RATE, 1);
+        const c0 = cpuMicros([pid]);
+        const r = await paced(t, CPU_RATE, SECONDS);
+        fixedCpu[i]!.push((cpuMicros([pid]) - c0) / (r.achievedRate * SECONDS));
+      }
+    }
+  }
   const load1 = loadavg();
   const rows = runs.map(medianRow);
   const ratio = (a: number, b: number) => median(runs[a]!.map((r, k) => r.rps / runs[b]![k]!.rps));
@@ -109,6 +128,9 @@ try {
   console.log('|---|---|---|---|---|---|');
   for (const r of rows) console.log(`| ${r.name} | ${r.rps.toFixed(0)} | ${r.p50} | ${r.p99} | ${r.errors} | ${cpuCell(r.cpuUs)} |`);
   console.log('');
+  if (CPU_RATE > 0) {
+    console.log(`CPU µs per request at ${CPU_RATE} req/s evenly paced (median of ${ROUNDS} interleaved rounds): ` + targets.map(([name], i) => (fixedCpu[i]!.length === 0 ? '' : `${name} ${median(fixedCpu[i]!).toFixed(0)}`)).filter((x) => x !== '').join('; '));
+  }
   const rps = ratio(2, 1);
   const cpu = cpuRatio(2, 1);
   const p1 = ratio(2, 0);
