@@ -26,9 +26,18 @@ export function hostNameOf(host: string | undefined): string {
 
 /** Is this Host the panel's host name, or a name below it (whose pages could share its cookie domain)? */
 export function isPanelHost(host: string | undefined): boolean {
+  // Asked on every request of the main listener, whose callers mostly send one Host: the last answer is kept.
+  if (host === lastHost && host !== undefined) return lastAnswer;
   const name = hostNameOf(host);
-  return name === PANEL_HOST_NAME || name.endsWith(`.${PANEL_HOST_NAME}`);
+  const answer = name === PANEL_HOST_NAME || name.endsWith(PANEL_HOST_SUFFIX);
+  lastHost = host;
+  lastAnswer = answer;
+  return answer;
 }
+
+const PANEL_HOST_SUFFIX = `.${PANEL_HOST_NAME}`;
+let lastHost: string | undefined;
+let lastAnswer = false;
 
 /** Does a listener bound to `address` take connections to loopback (so the panel's .localhost name reaches it)? */
 export function acceptsLoopback(address: string): boolean {
