@@ -111,22 +111,39 @@ export interface LatencyIncrement {
 
 /** A batch's increments, summed per (function, level, slot, bin). */
 export function latencyIncrements(records: ReadonlyArray<{ function_id: string; executed_at: string; execution_time_ms: number; cold_start?: boolean }>): LatencyIncrement[] {
-  const sums = new Map<string, LatencyIncrement>();
+  // Run for every record of every batch the log writer stores: numeric keys per function (no
+  // string built per record), and executed_at parsed once per distinct value (the gateway's
+  // records of one millisecond share it).
+  const sums = new Map<string, Map<number, LatencyIncrement>>();
+  const out: LatencyIncrement[] = [];
+  let lastAt: string | undefined;
+  let ms = Number.NaN;
   for (const r of records) {
-    const ms = Date.parse(r.executed_at);
+    if (r.executed_at !== lastAt) {
+      lastAt = r.executed_at;
+      ms = Date.parse(lastAt);
+    }
     if (!Number.isFinite(ms)) continue;
     const bin = latencyBin(r.execution_time_ms);
-    for (const level of ['minute', 'hour'] as const) {
+    let mine = sums.get(r.function_id);
+    if (mine === undefined) sums.set(r.function_id, (mine = new Map()));
+    for (let l = 0; l < INCREMENT_LEVELS.length; l++) {
+      const level = INCREMENT_LEVELS[l]!;
       const slot = latencySlot(ms, level);
-      const key = `${r.function_id}|${level}|${slot}|${bin}`;
-      let inc = sums.get(key);
-      if (inc === undefined) sums.set(key, (inc = { functionId: r.function_id, level, slot, bin, n: 0, cold: 0 }));
+      const key = (slot * LATENCY_BINS + bin) * INCREMENT_LEVELS.length + l;
+      let inc = mine.get(key);
+      if (inc === undefined) {
+        mine.set(key, (inc = { functionId: r.function_id, level, slot, bin, n: 0, cold: 0 }));
+        out.push(inc);
+      }
       inc.n++;
       if (r.cold_start === true) inc.cold++;
     }
   }
-  return [...sums.values()];
+  return out;
 }
+
+const INCREMENT_LEVELS = ['minute', 'hour'] as const;
 
 /** Latency over one window: counts, cold starts and percentiles (ms, null with no execution). */
 export interface LatencySummary {
