@@ -95,8 +95,16 @@ interface Position {
   seq: number;
 }
 
+let lastExecutedAt: string | undefined;
+let lastExecutedMs = Number.NaN;
+
+/** executed_at in ms; parsed once per distinct value in a row (a batch's records of one millisecond share it). */
 function executedMs(record: StoredLog): number {
-  const ms = Date.parse(record.executed_at);
+  if (record.executed_at !== lastExecutedAt) {
+    lastExecutedAt = record.executed_at;
+    lastExecutedMs = Date.parse(lastExecutedAt);
+  }
+  const ms = lastExecutedMs;
   if (!Number.isFinite(ms)) {
     throw new ValidationError(`log ${record.id}: executed_at ${JSON.stringify(record.executed_at)} is not an ISO 8601 timestamp`);
   }
