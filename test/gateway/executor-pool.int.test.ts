@@ -81,7 +81,8 @@ describe('gateway local executor: the warm pool (real runtime processes)', funct
 
   it('a pooled runtime is exactly the function’s: env, heap limit, folder, time zone, argv and KV token as in a runtime started for it; the pool refills', async () => {
     const generic = await nextGeneric(pooled);
-    const spec = { env: { GREETING: 'hi', TZ: 'Asia/Tokyo' }, memory_mib: 48 };
+    // The generic runtime's heap size (the default): in process isolation its heap limit was fixed when it started.
+    const spec = { env: { GREETING: 'hi', TZ: 'Asia/Tokyo' }, memory_mib: 128 };
     const fromPoolFn = await pooled.createFunction('probe', PROBE, spec);
     const fromStartFn = await cold.createFunction('probe', PROBE, spec);
     const invoke = async (h: Harness, id: string) => {
@@ -108,7 +109,8 @@ describe('gateway local executor: the warm pool (real runtime processes)', funct
       heapLimitMiB: b.heapLimitMiB,
       cwd: '<data>/functions/<id>',
       tzOffset: -540,
-      execArgv: [],
+      // Process isolation (docs/runtime.md): the function's heap limit is the process's.
+      execArgv: ['--max-old-space-size=128'],
       kv: 'hi',
       sawSpecializeHeader: false,
     });
