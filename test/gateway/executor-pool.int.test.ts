@@ -121,10 +121,10 @@ describe('gateway local executor: the warm pool (real runtime processes)', funct
   it('the function’s memory limit holds in both kinds of runtime: past memory_mib is 502 function_out_of_memory, and the next call works', async () => {
     for (const h of [pooled, cold]) {
       const fn = (await h.api('GET', '/api/v1/functions/probe')).body;
-      expect(fn.memory_mib).to.equal(48);
+      expect(fn.memory_mib).to.equal(128);
       expect((await h.invoke(fn.function_id, '?mib=8')).status).to.equal(200);
-      // 96 MiB kept: within memory_mib + 64 (what the old --max-old-space-size on the process allowed), past memory_mib.
-      const big = await h.invoke(fn.function_id, '?mib=96');
+      // 176 MiB kept: within memory_mib + 64, past memory_mib.
+      const big = await h.invoke(fn.function_id, '?mib=176');
       expect(big.status).to.equal(502);
       expect((await big.json()).error).to.equal('function_out_of_memory');
       expect((await h.invoke(fn.function_id, '?mib=8')).status).to.equal(200);
