@@ -3,7 +3,6 @@
 // thread watches it (heartbeat below) and ends it on timeout; an out-of-memory or
 // process.exit ends only this thread. With FNHOST_ISOLATION=process this same module runs on
 // the main thread instead (./in-thread.ts), and those ends are the process's.
-import { realpathSync } from 'node:fs';
 import type { MessagePort as ThreadPort } from 'node:worker_threads';
 import { FnRequest } from './request.ts';
 import { InvalidJsonError, parseBody } from './request-body.ts';
@@ -188,7 +187,8 @@ process.getBuiltinModule('node:module').setSourceMapsSupport(true);
 /** The module's path and the real one Node names in stacks (./error-stack.ts). */
 const moduleFiles = [data.file];
 try {
-  moduleFiles.push(realpathSync(data.file));
+  // Not an ES import of node:fs (see hide-secrets.ts).
+  moduleFiles.push(process.getBuiltinModule('node:fs').realpathSync(data.file));
 } catch {
   // No such file: the load fails and says so; no stack will need it.
 }
