@@ -87,9 +87,18 @@ async function stop(s: Started): Promise<void> {
   await exited;
 }
 
-async function load(port: number, path = '/'): Promise<{ rps: number; p50: number; p99: number; errors: number }> {
+/** CPU seconds (user + system) a process has used, from /proc/<pid>/stat (clock ticks of 10 ms). */
+async function cpuSeconds(pid: number): Promise<number> {
+  const fields = (await readFile(`/proc/${pid}/stat`, 'utf8')).split(') ')[1]!.split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+}
+
+/** One autocannon run; with `pid`, also the server's CPU per answered request (µs): the figure the machine's load moves least. */
+async function load(port: number, path = '/', pid?: number): Promise<{ rps: number; p50: number; p99: number; errors: number; cpuUs: number }> {
+  const cpu0 = pid === undefined ? 0 : await cpuSeconds(pid);
   const r = await autocannon({ url: `http://127.0.0.1:${port}${path}`, connections, duration: seconds });
-  return { rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, errors: r.errors + r.non2xx };
+  const cpuUs = pid === undefined ? Number.NaN : ((await cpuSeconds(pid)) - cpu0) * 1e6 / Math.max(1, r.requests.average * seconds);
+  return { rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, errors: r.errors + r.non2xx, cpuUs };
 }
 
 interface Rss {
@@ -178,14 +187,15 @@ try {
   await load(rt.port);
   await load(rtThread.port);
   if (before) await load(before.port);
-  const b = await load(bare.port);
-  const r = await load(rt.port);
-  const t = await load(rtThread.port);
-  const p = before && (await load(before.port));
-  const b2 = await load(bare.port);
-  const r2 = await load(rt.port);
-  const t2 = await load(rtThread.port);
-  const p2 = before && (await load(before.port));
+  const b = await load(bare.port, '/', bare.child.pid);
+  const r = await load(rt.port, '/', rt.child.pid);
+  const t = await load(rtThread.port, '/', rtThread.child.pid);
+  const p = before && (await load(before.port, '/', before.child.pid));
+  const b2 = await load(bare.port, '/', bare.child.pid);
+  const r2 = await load(rt.port, '/', rt.child.pid);
+  const t2 = await load(rtThread.port, '/', rtThread.child.pid);
+  const p2 = before && (await load(before.port, '/', before.child.pid));
+  const us = (x: { cpuUs: number }, y: { cpuUs: number }) => `${Math.round((x.cpuUs + y.cpuUs) / 2)} µs`;
   const afterLoad = await rssOf(rt.child.pid!);
   const bareRps = (b.rps + b2.rps) / 2;
   const rtRps = (r.rps + r2.rps) / 2;
@@ -207,6 +217,7 @@ try {
   console.log(`bare node:http hello : ${Math.round(b.rps)} / ${Math.round(b2.rps)} req/s (p50 ${b.p50} ms, p99 ${b.p99} ms, errors ${b.errors + b2.errors})`);
   console.log(`fnhost runtime hello, process isolation : ${Math.round(r.rps)} / ${Math.round(r2.rps)} req/s (p50 ${r.p50} ms, p99 ${r.p99} ms, errors ${r.errors + r2.errors})`);
   console.log(`fnhost runtime hello, thread isolation  : ${Math.round(t.rps)} / ${Math.round(t2.rps)} req/s (p50 ${t.p50} ms, p99 ${t.p99} ms, errors ${t.errors + t2.errors})`);
+  console.log(`server CPU per request (mean of the two runs): bare ${us(b, b2)}, runtime process isolation ${us(r, r2)}, thread isolation ${us(t, t2)}${p && p2 ? `, BEFORE ${us(p, p2)}` : ''}`);
   console.log(`P2b ratio runtime/bare: process isolation ${(rtRps / bareRps).toFixed(2)}x, thread isolation ${((t.rps + t2.rps) / 2 / bareRps).toFixed(2)}x (target >= 0.7x)`);
   if (p && p2) {
     console.log(`runtime BEFORE hello : ${Math.round(p.rps)} / ${Math.round(p2.rps)} req/s (p50 ${p.p50} ms, p99 ${p.p99} ms, errors ${p.errors + p2.errors})`);
