@@ -168,6 +168,23 @@ describe('gateway local executor: the warm pool (real runtime processes)', funct
     expect(isAlive(generic)).to.equal(true);
   });
 
+  it('process isolation: a function of another memory size gets a process started for it with its own heap limit, and its limit holds; the generic one keeps waiting', async () => {
+    const generic = await nextGeneric(pooled);
+    const fn = await pooled.createFunction('small', PROBE, { memory_mib: 48, env: { GREETING: 'small' } });
+    const seen = await (await pooled.invoke(fn.function_id)).json();
+    expect(seen.pid).to.not.equal(generic);
+    expect(seen.execArgv).to.deep.equal(['--max-old-space-size=48']);
+    // V8's heap_size_limit adds its young generation to the old space's limit: 80 MiB below a 128 MiB function's (the first case's probe).
+    const probe = (await pooled.api('GET', '/api/v1/functions/probe')).body;
+    const reference = await (await pooled.invoke(probe.function_id)).json();
+    expect(reference.heapLimitMiB - seen.heapLimitMiB).to.equal(128 - 48);
+    const big = await pooled.invoke(fn.function_id, '?mib=96');
+    expect(big.status).to.equal(502);
+    expect((await big.json()).error).to.equal('function_out_of_memory');
+    expect((await pooled.invoke(fn.function_id, '?mib=8')).status).to.equal(200);
+    expect(pooled.platform.executor.warmPool.pids).to.deep.equal([generic]);
+  });
+
   it('with FNHOST_WARM_POOL=0 no generic runtime is started: each start spawns the function’s own process, as before the pool', async () => {
     expect(cold.platform.executor.warmPool).to.deep.equal({ size: 0, ready: 0, pids: [] });
     const startsBefore = cold.platform.metrics.runtimeStarts;
