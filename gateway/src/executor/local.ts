@@ -411,8 +411,7 @@ export class LocalExecutor implements Executor {
     this.#opts.logger.warn('recycling runtime', { function_id: functionId, reason, pid: current.proc?.pid });
     // Past the gateway's own bound (time limit + 1 s) a runtime cannot answer at all: in process
     // isolation its handler has blocked the only thread, which no SIGTERM reaches, so no drain.
-    if (reason === 'timeout' && this.#isolation === 'process') void this.#kill(current);
-    else void this.#stop(current);
+    void this.#stop(current, reason === 'timeout' && this.#isolation === 'process' ? 'kill' : 'drain');
   }
 
   async sync(functionId: string, fn: FunctionRecord | null): Promise<void> {
@@ -654,21 +653,14 @@ export class LocalExecutor implements Executor {
     });
   }
 
-  /** Never rejects, as #stop. */
-  async #kill(runtime: Runtime): Promise<void> {
+  /**
+   * Never rejects: a stop runs unawaited from timers and recycles, so its failure is reported, not thrown.
+   * `kill`: SIGKILL at once, no drain (a runtime that cannot run its SIGTERM handler).
+   */
+  async #stop(runtime: Runtime, how: 'drain' | 'kill' = 'drain'): Promise<void> {
     if (runtime.exitReason === undefined) runtime.exitReason = 'stopped';
     try {
-      await runtime.proc?.kill();
-    } catch (err) {
-      this.#background.failed('runtime_stop', err, { function_id: runtime.functionId });
-    }
-  }
-
-  /** Never rejects: a stop runs unawaited from timers and recycles, so its failure is reported, not thrown. */
-  async #stop(runtime: Runtime): Promise<void> {
-    if (runtime.exitReason === undefined) runtime.exitReason = 'stopped';
-    try {
-      await runtime.proc?.stop();
+      await (how === 'kill' ? runtime.proc?.kill() : runtime.proc?.stop());
     } catch (err) {
       this.#background.failed('runtime_stop', err, { function_id: runtime.functionId });
     }
