@@ -54,6 +54,9 @@ interface Memory {
   names: string;
   rssMiB: number;
   pssMiB: number;
+  /** The runtimes alone (every Node process but the gateway) and the bubblewrap processes alone. */
+  runtimes: { n: number; rssMiB: number; pssMiB: number };
+  bwrap: { n: number; rssMiB: number; pssMiB: number };
 }
 
 function memoryOf(root: number): Memory {
@@ -61,17 +64,27 @@ function memoryOf(root: number): Memory {
   let rss = 0;
   let pss = 0;
   const names = new Map<string, number>();
+  const runtimes = { n: 0, rssMiB: 0, pssMiB: 0 };
+  const bwrap = { n: 0, rssMiB: 0, pssMiB: 0 };
   for (const pid of pids) {
-    rss += kb(`/proc/${pid}/status`, 'VmRSS');
-    pss += kb(`/proc/${pid}/smaps_rollup`, 'Pss');
+    const r = kb(`/proc/${pid}/status`, 'VmRSS');
+    const p = kb(`/proc/${pid}/smaps_rollup`, 'Pss');
+    rss += r;
+    pss += p;
     try {
       const name = readFileSync(`/proc/${pid}/comm`, 'utf8').trim();
       names.set(name, (names.get(name) ?? 0) + 1);
+      const group = name === 'bwrap' ? bwrap : pid === root ? undefined : runtimes;
+      if (group !== undefined) {
+        group.n++;
+        group.rssMiB += r / 1024;
+        group.pssMiB += p / 1024;
+      }
     } catch {
       // gone
     }
   }
-  return { processes: pids.length, names: [...names].map(([name, n]) => `${n} ${name}`).join(', '), rssMiB: rss / 1024, pssMiB: pss / 1024 };
+  return { processes: pids.length, names: [...names].map(([name, n]) => `${n} ${name}`).join(', '), rssMiB: rss / 1024, pssMiB: pss / 1024, runtimes, bwrap };
 }
 
 async function metric(gw: RunningGateway, name: string): Promise<number> {
@@ -134,7 +147,8 @@ try {
     samples.push(memoryOf(gw.pid));
     await new Promise((r) => setTimeout(r, 500));
   }
-  const steady: Memory = { processes: median(samples.map((s) => s.processes)), names: samples[samples.length - 1]!.names, rssMiB: median(samples.map((s) => s.rssMiB)), pssMiB: median(samples.map((s) => s.pssMiB)) };
+  const last = samples[samples.length - 1]!;
+  const steady: Memory = { processes: median(samples.map((s) => s.processes)), names: last.names, rssMiB: median(samples.map((s) => s.rssMiB)), pssMiB: median(samples.map((s) => s.pssMiB)), runtimes: last.runtimes, bwrap: last.bwrap };
   const gatewayOnly = { rssMiB: kb(`/proc/${gw.pid}/status`, 'VmRSS') / 1024, pssMiB: kb(`/proc/${gw.pid}/smaps_rollup`, 'Pss') / 1024 };
   const idleStops = await metric(gw, 'fnhost_runtime_idle_stops_total');
 
@@ -171,6 +185,8 @@ try {
   console.log(`load average ${load0.map((l) => l.toFixed(2)).join(' ')} → ${load1.map((l) => l.toFixed(2)).join(' ')}; FNHOST_RUNTIME_IDLE_SECONDS=${IDLE_SECONDS}; ${FUNCTIONS} functions created in ${createSeconds.toFixed(1)} s, ${CALLED} called once a second each (${calls} calls, ${failed} not 200)`);
   console.log(`P10 total memory of gateway + runtimes at steady state (${steady.processes} processes: ${steady.names}; ${idleStops} idle stops so far):`);
   console.log(`    RSS summed ${steady.rssMiB.toFixed(0)} MiB = ${((steady.rssMiB * MIB) / 1e9).toFixed(2)} GB (target ≤ 1 GB, read here as 1 GiB = 1024 MiB; gateway alone ${gatewayOnly.rssMiB.toFixed(0)} MiB); PSS summed ${steady.pssMiB.toFixed(0)} MiB (shared pages counted once; gateway ${gatewayOnly.pssMiB.toFixed(0)} MiB)`);
+  const per = (g: Memory['runtimes']) => `${g.n} processes, RSS ${g.rssMiB.toFixed(0)} MiB (${(g.rssMiB / Math.max(1, g.n)).toFixed(1)} each), PSS ${g.pssMiB.toFixed(0)} MiB (${(g.pssMiB / Math.max(1, g.n)).toFixed(1)} each)`;
+  console.log(`    runtimes (last sample): ${per(steady.runtimes)}; bubblewrap: ${per(steady.bwrap)}`);
   console.log(`P10 first call after an idle stop, ${ROUNDS} rounds, each with a full warm pool (${servedByPool} starts served by the pool in the run):`);
   console.log(`    node -e 0:                 ${fmt(node)}`);
   console.log(`    first call after idling:   ${fmt(first)} → ${(f / n).toFixed(2)}× node -e 0 (P5's bound ≤ 3×)`);

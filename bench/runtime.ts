@@ -87,21 +87,33 @@ async function stop(s: Started): Promise<void> {
   await exited;
 }
 
-async function load(port: number, path = '/'): Promise<{ rps: number; p50: number; p99: number; errors: number }> {
+/** CPU seconds (user + system) a process has used, from /proc/<pid>/stat (clock ticks of 10 ms). */
+async function cpuSeconds(pid: number): Promise<number> {
+  const fields = (await readFile(`/proc/${pid}/stat`, 'utf8')).split(') ')[1]!.split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+}
+
+/** One autocannon run; with `pid`, also the server's CPU per answered request (µs): the figure the machine's load moves least. */
+async function load(port: number, path = '/', pid?: number): Promise<{ rps: number; p50: number; p99: number; errors: number; cpuUs: number }> {
+  const cpu0 = pid === undefined ? 0 : await cpuSeconds(pid);
   const r = await autocannon({ url: `http://127.0.0.1:${port}${path}`, connections, duration: seconds });
-  return { rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, errors: r.errors + r.non2xx };
+  const cpuUs = pid === undefined ? Number.NaN : ((await cpuSeconds(pid)) - cpu0) * 1e6 / Math.max(1, r.requests.average * seconds);
+  return { rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, errors: r.errors + r.non2xx, cpuUs };
 }
 
 interface Rss {
   rss: number;
   anon: number;
   file: number;
+  /** Proportional set size (smaps_rollup): shared pages divided among the processes mapping them. */
+  pss: number;
 }
 
 async function rssOf(pid: number): Promise<Rss> {
   const status = await readFile(`/proc/${pid}/status`, 'utf8');
-  const kb = (field: string) => Number(new RegExp(`${field}:\\s+(\\d+)`).exec(status)![1]) / 1024;
-  return { rss: kb('VmRSS'), anon: kb('RssAnon'), file: kb('RssFile') };
+  const rollup = await readFile(`/proc/${pid}/smaps_rollup`, 'utf8');
+  const kb = (text: string, field: string) => Number(new RegExp(`${field}:\\s+(\\d+)`).exec(text)![1]) / 1024;
+  return { rss: kb(status, 'VmRSS'), anon: kb(status, 'RssAnon'), file: kb(status, 'RssFile'), pss: kb(rollup, 'Pss') };
 }
 
 function median(xs: number[]): number {
@@ -117,6 +129,9 @@ const preload = join(dir, 'heap-report.cjs');
 await writeFile(preload, HEAP_REPORT);
 const warmCache = join(dir, 'compile-cache');
 const fnEnv = (cache: string) => ({ PORT: '0', HOST: '127.0.0.1', FNHOST_FUNCTION_FILE: file, FNHOST_FUNCTION_NAME: 'hello', NODE_COMPILE_CACHE: cache });
+// How the local executor starts a runtime (docs/runtime.md "Isolation: a thread or the process"): the handler on the main thread, the function's heap limit on the process.
+const PROCESS_ARGS = ['--max-old-space-size=128', RUNTIME_MAIN];
+const processEnv = (cache: string) => ({ ...fnEnv(cache), FNHOST_ISOLATION: 'process' });
 const load0 = loadavg();
 
 // Idle RSS.
@@ -125,7 +140,9 @@ const variants: Array<[string, () => Promise<Started>]> = [
   ['node:http hello', () => start(['-e', BARE], {})],
   ['node:http hello + 1 idle worker thread', () => start(['-e', BARE_WORKER], {})],
   ['generic runtime (warm pool, no worker yet)', () => start([RUNTIME_MAIN], { PORT: '0', HOST: '127.0.0.1', FNHOST_SPECIALIZE_TOKEN: 'b'.repeat(40), NODE_COMPILE_CACHE: warmCache })],
-  ['runtime, warm compile cache', () => start([RUNTIME_MAIN], fnEnv(warmCache))],
+  ['runtime, process isolation, warm compile cache (the local executor)', () => start(PROCESS_ARGS, processEnv(warmCache))],
+  ['runtime, thread isolation, warm compile cache (pods)', () => start([RUNTIME_MAIN], fnEnv(warmCache))],
+  ['runtime, process isolation, --max-semi-space-size=1', () => start(['--max-semi-space-size=1', ...PROCESS_ARGS], processEnv(warmCache))],
   ['runtime, cold compile cache', async () => start([RUNTIME_MAIN], fnEnv(join(await mkdtemp(join(dir, 'cold-')), 'cache')))],
 ];
 const beforeCache = join(dir, 'compile-cache-before');
@@ -161,30 +178,35 @@ await stop(probe);
 
 // P2b.
 const bare = await start(['-e', BARE], {});
-const rt = await start([RUNTIME_MAIN], fnEnv(warmCache));
+const rt = await start(PROCESS_ARGS, processEnv(warmCache));
+const rtThread = await start([RUNTIME_MAIN], fnEnv(warmCache));
 const before = BEFORE_MAIN ? await start([BEFORE_MAIN], fnEnv(beforeCache)) : undefined;
 try {
   await fetch(`http://127.0.0.1:${rt.port}/`).then((r) => r.text());
   await load(bare.port); // warm-up
   await load(rt.port);
+  await load(rtThread.port);
   if (before) await load(before.port);
-  const b = await load(bare.port);
-  const r = await load(rt.port);
-  const p = before && (await load(before.port));
-  const b2 = await load(bare.port);
-  const r2 = await load(rt.port);
-  const p2 = before && (await load(before.port));
+  const b = await load(bare.port, '/', bare.child.pid);
+  const r = await load(rt.port, '/', rt.child.pid);
+  const t = await load(rtThread.port, '/', rtThread.child.pid);
+  const p = before && (await load(before.port, '/', before.child.pid));
+  const b2 = await load(bare.port, '/', bare.child.pid);
+  const r2 = await load(rt.port, '/', rt.child.pid);
+  const t2 = await load(rtThread.port, '/', rtThread.child.pid);
+  const p2 = before && (await load(before.port, '/', before.child.pid));
+  const us = (x: { cpuUs: number }, y: { cpuUs: number }) => `${Math.round((x.cpuUs + y.cpuUs) / 2)} µs`;
   const afterLoad = await rssOf(rt.child.pid!);
   const bareRps = (b.rps + b2.rps) / 2;
   const rtRps = (r.rps + r2.rps) / 2;
   const mib = (n: number) => n.toFixed(1);
   console.log(`machine: ${machineDescription()}; ${new Date().toISOString()}; load average ${load0.map((l) => l.toFixed(2)).join(' ')} → ${loadavg().map((l) => l.toFixed(2)).join(' ')}`);
   console.log(`\nidle RSS, MiB, medians of ${rssRounds} interleaved rounds (1.5 s after the first answer):`);
-  console.log('| process | RSS | anon | file |');
-  console.log('|---|---|---|---|');
+  console.log('| process | RSS | anon | file | PSS |');
+  console.log('|---|---|---|---|---|');
   for (const [i, [name]] of variants.entries()) {
     const s = samples[i]!;
-    console.log(`| ${name} | ${mib(median(s.map((x) => x.rss)))} | ${mib(median(s.map((x) => x.anon)))} | ${mib(median(s.map((x) => x.file)))} |`);
+    console.log(`| ${name} | ${mib(median(s.map((x) => x.rss)))} | ${mib(median(s.map((x) => x.anon)))} | ${mib(median(s.map((x) => x.file)))} | ${mib(median(s.map((x) => x.pss)))} |`);
   }
   console.log('\nV8 heap per thread of a runtime (warm cache), MiB: physical (used) / new / old / code+trusted / external');
   for (const h of heaps) {
@@ -193,8 +215,10 @@ try {
   }
   console.log(`\nautocannon ${connections} connections, ${seconds} s per run, two alternating runs each`);
   console.log(`bare node:http hello : ${Math.round(b.rps)} / ${Math.round(b2.rps)} req/s (p50 ${b.p50} ms, p99 ${b.p99} ms, errors ${b.errors + b2.errors})`);
-  console.log(`fnhost runtime hello : ${Math.round(r.rps)} / ${Math.round(r2.rps)} req/s (p50 ${r.p50} ms, p99 ${r.p99} ms, errors ${r.errors + r2.errors})`);
-  console.log(`P2b ratio runtime/bare: ${(rtRps / bareRps).toFixed(2)}x (target >= 0.7x)`);
+  console.log(`fnhost runtime hello, process isolation : ${Math.round(r.rps)} / ${Math.round(r2.rps)} req/s (p50 ${r.p50} ms, p99 ${r.p99} ms, errors ${r.errors + r2.errors})`);
+  console.log(`fnhost runtime hello, thread isolation  : ${Math.round(t.rps)} / ${Math.round(t2.rps)} req/s (p50 ${t.p50} ms, p99 ${t.p99} ms, errors ${t.errors + t2.errors})`);
+  console.log(`server CPU per request (mean of the two runs): bare ${us(b, b2)}, runtime process isolation ${us(r, r2)}, thread isolation ${us(t, t2)}${p && p2 ? `, BEFORE ${us(p, p2)}` : ''}`);
+  console.log(`P2b ratio runtime/bare: process isolation ${(rtRps / bareRps).toFixed(2)}x, thread isolation ${((t.rps + t2.rps) / 2 / bareRps).toFixed(2)}x (target >= 0.7x)`);
   if (p && p2) {
     console.log(`runtime BEFORE hello : ${Math.round(p.rps)} / ${Math.round(p2.rps)} req/s (p50 ${p.p50} ms, p99 ${p.p99} ms, errors ${p.errors + p2.errors})`);
     console.log(`P2b ratio BEFORE/bare: ${((p.rps + p2.rps) / 2 / bareRps).toFixed(2)}x; this runtime / BEFORE: ${(rtRps / ((p.rps + p2.rps) / 2)).toFixed(2)}x`);
@@ -206,6 +230,7 @@ try {
 } finally {
   await stop(bare);
   await stop(rt);
+  await stop(rtThread);
   if (before) await stop(before);
   await rm(dir, { recursive: true, force: true });
 }

@@ -24,6 +24,22 @@ export interface RuntimeConfig {
   consoleGraceMs: number;
   /** The function's own environment: the runtime's minus FNHOST_* (and the runtime's PORT/HOST). */
   functionEnv: Record<string, string>;
+  /** FNHOST_ISOLATION: where the handler runs (docs/runtime.md "Isolation: a thread or the process"). */
+  isolation: Isolation;
+}
+
+/**
+ * `thread` (the default): the handler runs in a worker thread the runtime ends and replaces on a
+ * timeout or an out-of-memory. `process`: on the main thread; the process is ended and replaced by
+ * whoever started it, which must also give it its heap limit (`--max-old-space-size`).
+ */
+export type Isolation = 'thread' | 'process';
+
+export function isolationVar(env: NodeJS.ProcessEnv): Isolation {
+  const raw = env.FNHOST_ISOLATION?.trim() ?? '';
+  if (raw === '') return 'thread';
+  if (raw !== 'thread' && raw !== 'process') throw new ConfigError(`FNHOST_ISOLATION="${raw.slice(0, 40)}" must be thread or process`);
+  return raw;
 }
 
 export class ConfigError extends Error {
@@ -119,5 +135,6 @@ export function loadConfig(env: NodeJS.ProcessEnv): RuntimeConfig {
     consoleCapture: consoleCaptureVar(env),
     consoleGraceMs: intVar(env, 'FNHOST_CONSOLE_GRACE_MS', 1000, 0, 10_000),
     functionEnv: functionEnvOf(env),
+    isolation: isolationVar(env),
   };
 }

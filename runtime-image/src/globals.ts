@@ -2,7 +2,8 @@
 import { UNIX_PREFIX, unixFetch } from './unix-http.ts';
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { Console } from 'node:console';
-import { isIP } from 'node:net';
+// Not an ES import of node:net: its namespace's BlockList/SocketAddress getters load more than isIP needs.
+const { isIP } = process.getBuiltinModule('node:net');
 import { PolicyBlockedError } from './egress.ts';
 import * as limits from './limits.ts';
 

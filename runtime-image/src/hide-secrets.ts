@@ -1,4 +1,6 @@
-import { closeSync, openSync, readFileSync, readSync, writeSync } from 'node:fs';
+// Not an ES import of node:fs: its namespace is built from every export, and the `promises` getter
+// loads fs/promises with readline, os and fs watchers (≈ 1 MiB of a hello runtime; docs/runtime.md "Memory").
+const { closeSync, openSync, readFileSync, readSync, writeSync } = process.getBuiltinModule('node:fs');
 
 // The runtime's credentials (FNHOST_RUNTIME_TOKEN; a generic runtime's
 // FNHOST_SPECIALIZE_TOKEN) come in its environment: a Kubernetes pod gets its

@@ -2,7 +2,8 @@
 // compiling it as a CommonJS function body decides (import/export or top-level await do not
 // compile there), the same test Node's own syntax detection makes, but independent of
 // whatever package.json "type" happens to sit above the file.
-import { readFileSync, realpathSync } from 'node:fs';
+// Not an ES import of node:fs (see hide-secrets.ts).
+const { readFileSync, realpathSync } = process.getBuiltinModule('node:fs');
 import { dirname, extname } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { ownerStack } from './error-stack.ts';

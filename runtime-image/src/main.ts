@@ -1,6 +1,7 @@
 // The runtime's main process: its HTTP server (a TCP port, or a Unix socket in a sandbox), health,
 // the warm pool's specialization, and signals. It never runs user code: the supervisor
-// (supervisor.ts) runs the handler in a worker thread.
+// (supervisor.ts) runs the handler in a worker thread; with FNHOST_ISOLATION=process, on this
+// thread (in-thread.ts), and the process is what its starter ends and replaces.
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { ConfigError, loadConfig, type RuntimeConfig } from './config.ts';
 import { MAX_INVOKE_BODY_BYTES } from './limits.ts';
@@ -207,7 +208,7 @@ export async function startGenericRuntime(generic: GenericConfig): Promise<Runni
       // worker: it takes its env, its heap limit and the process's time zone when it is created.
       // The runtime token stays in memory only (hide-secrets.ts): not in the environment a child inherits.
       replaceEnv(withoutSecrets(spec.env));
-      config = spec.config;
+      config = { ...spec.config, isolation: generic.isolation };
       sup = new Supervisor(config, spare);
       spare = undefined;
       sup.start();
@@ -229,7 +230,7 @@ export async function startGenericRuntime(generic: GenericConfig): Promise<Runni
   sameSecret(generic.token, generic.token);
   const port = await listen(server, generic.port, generic.host, generic.socket);
   // After listening: the pool counts this runtime as ready while its worker starts beside it.
-  let spare = generic.warmWorkerMemoryMiB === undefined ? undefined : startSpareWorker(generic.warmWorkerMemoryMiB, HEARTBEAT_MS);
+  let spare = generic.warmWorkerMemoryMiB === undefined ? undefined : startSpareWorker(generic.warmWorkerMemoryMiB, HEARTBEAT_MS, generic.isolation);
   return {
     port,
     socket: generic.socket,
@@ -265,6 +266,9 @@ function hideOrWarn(names: readonly string[]): void {
 async function main(): Promise<void> {
   let runtime: RunningRuntime;
   let generic: GenericConfig | undefined;
+  // Read before the start: with FNHOST_ISOLATION=process the process environment becomes the function's.
+  const parentPipe = process.env.FNHOST_PARENT_PIPE === '1';
+  delete process.env.FNHOST_PARENT_PIPE;
   try {
     // One machine: the credentials come over stdin (never in an environment; hide-secrets.ts). Held in
     // process.env only until the config is read, then removed with the rest.
@@ -289,8 +293,7 @@ async function main(): Promise<void> {
     process.exit(2);
   }
   // A sandboxed runtime's stdin is a pipe from the gateway: its end means the gateway is gone, so is this runtime.
-  if (process.env.FNHOST_PARENT_PIPE === '1') {
-    delete process.env.FNHOST_PARENT_PIPE;
+  if (parentPipe) {
     process.stdin.on('end', () => process.exit(1));
     process.stdin.on('error', () => process.exit(1));
     process.stdin.resume();

@@ -13,8 +13,12 @@
 //   sends the offsets it sees at TZ_PROBES and the worker compares its own, and when they differ
 //   the spare is discarded (W_SPARE_STALE) and a new worker started.
 // Everything else (the environment, the function's configuration) is sent in M_CONFIGURE.
-import { Worker } from 'node:worker_threads';
-import { functionEnvOf } from './config.ts';
+// With FNHOST_ISOLATION=process the "spare" is worker.ts loaded ahead on the main thread
+// (./in-thread.ts): its modules are evaluated while the runtime waits, the heap limit is the
+// process's, and M_CONFIGURE sets the process's environment.
+import type { Worker } from 'node:worker_threads';
+import { functionEnvOf, type Isolation } from './config.ts';
+import { InThreadWorker, startInThread } from './in-thread.ts';
 
 /** Instants whose local-time offsets show the time zone, summer and winter of both hemispheres. */
 export const TZ_PROBES = [Date.UTC(2026, 0, 15, 12), Date.UTC(2026, 6, 15, 12)];
@@ -31,16 +35,18 @@ export interface SpareWorkerData {
 }
 
 export interface SpareWorker {
-  worker: Worker;
+  worker: Worker | InThreadWorker;
   heartbeat: SharedArrayBuffer;
   memoryMiB: number;
   /** Set when the spare ended before it was used (it is then never used). */
   exited: boolean;
 }
 
-export function startSpareWorker(memoryMiB: number, heartbeatMs: number): SpareWorker {
+export function startSpareWorker(memoryMiB: number, heartbeatMs: number, isolation: Isolation = 'thread'): SpareWorker {
   const heartbeat = new SharedArrayBuffer(4);
   const data: SpareWorkerData = { spare: true, heartbeat, heartbeatMs };
+  if (isolation === 'process') return { worker: startInThread(data, new URL('./worker.ts', import.meta.url)), heartbeat, memoryMiB, exited: false };
+  const { Worker } = process.getBuiltinModule('node:worker_threads');
   const worker = new Worker(new URL('./worker.ts', import.meta.url), {
     workerData: data,
     // The generic runtime's environment as a function's would be (NODE_COMPILE_CACHE among it: the

@@ -3,7 +3,7 @@
 // then runs exactly as a runtime started for that function: the same configuration parsed from
 // the same variables, the same process environment, the same working directory, and the worker
 // thread (with the function's heap limit, which is fixed when a worker is created) created only then.
-import { ConfigError, intVar, loadConfig, socketVar, type RuntimeConfig } from './config.ts';
+import { ConfigError, intVar, isolationVar, loadConfig, socketVar, type Isolation, type RuntimeConfig } from './config.ts';
 import * as limits from './limits.ts';
 
 export const SPECIALIZE_PATH = '/_fnhost/specialize';
@@ -14,7 +14,7 @@ export const MAX_SPECIALIZE_BODY_BYTES = 16 * 1024 * 1024;
 const MIN_TOKEN_LENGTH = 32;
 
 /** Variables that belong to the generic runtime itself and are fixed when it starts. */
-const OWN_VARS = ['PORT', 'HOST', 'FNHOST_HEALTH_PORT', 'FNHOST_SPECIALIZE_TOKEN', 'FNHOST_RUNTIME_SOCKET', 'FNHOST_PARENT_PIPE', 'FNHOST_WARM_WORKER_MEMORY_MIB'];
+const OWN_VARS = ['PORT', 'HOST', 'FNHOST_HEALTH_PORT', 'FNHOST_SPECIALIZE_TOKEN', 'FNHOST_RUNTIME_SOCKET', 'FNHOST_PARENT_PIPE', 'FNHOST_WARM_WORKER_MEMORY_MIB', 'FNHOST_ISOLATION'];
 
 export interface GenericConfig {
   port: number;
@@ -26,6 +26,8 @@ export interface GenericConfig {
    * (./spare-worker.ts); a function with another memory size gets a new one. Unset: none.
    */
   warmWorkerMemoryMiB: number | undefined;
+  /** FNHOST_ISOLATION, fixed at the generic start: the spare is loaded in a thread or in this one. */
+  isolation: Isolation;
 }
 
 export function isLoopbackAddress(address: string | undefined): boolean {
@@ -45,7 +47,7 @@ export function loadGenericConfig(env: NodeJS.ProcessEnv): GenericConfig | undef
   const host = env.HOST?.trim() || '127.0.0.1';
   if (host !== 'localhost' && !isLoopbackAddress(host)) throw new ConfigError(`HOST="${host}": a generic runtime listens on loopback only`);
   const warmWorkerMemoryMiB = env.FNHOST_WARM_WORKER_MEMORY_MIB === undefined ? undefined : intVar(env, 'FNHOST_WARM_WORKER_MEMORY_MIB', 0, limits.MIN_MEMORY_MIB, limits.MAX_MEMORY_MIB);
-  return { port: intVar(env, 'PORT', 8080, 0, 65535), host, socket: socketVar(env), token, warmWorkerMemoryMiB };
+  return { port: intVar(env, 'PORT', 8080, 0, 65535), host, socket: socketVar(env), token, warmWorkerMemoryMiB, isolation: isolationVar(env) };
 }
 
 export class SpecializeError extends Error {
@@ -77,7 +79,7 @@ export function parseSpecialization(body: unknown, own: NodeJS.ProcessEnv): Spec
     vars[name] = value;
   }
   if (cwd !== undefined && (typeof cwd !== 'string' || !cwd.startsWith('/'))) throw new SpecializeError('cwd must be an absolute path');
-  for (const name of ['PORT', 'HOST', 'FNHOST_RUNTIME_SOCKET']) if (own[name] !== undefined) vars[name] = own[name];
+  for (const name of ['PORT', 'HOST', 'FNHOST_RUNTIME_SOCKET', 'FNHOST_ISOLATION']) if (own[name] !== undefined) vars[name] = own[name];
   return { config: loadConfig(vars), env: vars, cwd };
 }
 

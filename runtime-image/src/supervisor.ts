@@ -1,9 +1,15 @@
 // The runtime's supervisor of the handler: one worker thread (worker.ts) with its own V8 heap
 // limit, the calls it holds, and the watchdog that ends it on a timeout (even `while (true) {}`)
 // and replaces it when it dies. The HTTP side (main.ts) hands calls to it.
+// With FNHOST_ISOLATION=process the handler runs on this thread instead (./in-thread.ts): the
+// watchdog then sees a blocked loop only once it turns again, and ending the handler ends the
+// process; a loop that never turns again, or an out-of-memory, is ended by whoever started the
+// process (the gateway's time limit + 1 s, the process's --max-old-space-size), who replaces it.
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { Worker } from 'node:worker_threads';
+import type { Worker } from 'node:worker_threads';
 import type { RuntimeConfig } from './config.ts';
+import { InThreadWorker, startInThread } from './in-thread.ts';
+import { replaceEnv } from './specialize.ts';
 import {
   M_ABORT,
   M_CONFIGURE,
@@ -31,6 +37,10 @@ export const HEARTBEAT_MS = 50;
 const BLOCKED_AFTER_MS = 250;
 /** How long the worker may take to load the runtime's own modules before the function's load clock starts (they always finish; a machine under load makes them slow). */
 const OWN_START_GRACE_MS = 30_000;
+/** The exit code of a process-isolated runtime that ended itself for its handler (a blocked loop): its starter replaces it. */
+export const HANDLER_ENDED_EXIT_CODE = 3;
+/** How long a process-isolated runtime ending itself waits for the console output of its calls to reach the gateway. */
+const END_FLUSH_MS = 1000;
 
 interface Pending {
   res: ServerResponse;
@@ -109,7 +119,10 @@ export class Supervisor {
   readonly #pending = new Map<number, Pending>();
   readonly #queue: RequestMsg[] = [];
   #nextId = 1;
-  #worker: Worker | undefined;
+  #worker: Worker | InThreadWorker | undefined;
+  /** FNHOST_ISOLATION=process: the handler runs on this thread, and ends with the process. */
+  readonly #inProcess: boolean;
+  #lastCheckAt = performance.now();
   #ready = false;
   #everReady = false;
   loadError: string | undefined;
@@ -139,6 +152,7 @@ export class Supervisor {
 
   constructor(config: RuntimeConfig, spare?: SpareWorker) {
     this.#config = config;
+    this.#inProcess = config.isolation === 'process';
     this.#spare = spare;
     this.#console = config.consoleCapture && config.gatewayUrl !== undefined
       ? new ConsoleCapture({
@@ -180,7 +194,7 @@ export class Supervisor {
       captureConsole: this.#console !== undefined,
     };
     const spare = this.#takeSpare();
-    let worker: Worker;
+    let worker: Worker | InThreadWorker;
     if (spare !== undefined) {
       // Its own heartbeat, beating since it started: the function's load clock starts at its next beat (#check).
       this.#heartbeat = spare.heartbeat;
@@ -189,8 +203,15 @@ export class Supervisor {
       worker = spare.worker;
       worker.removeAllListeners('error');
       worker.postMessage({ t: M_CONFIGURE, d: fn, env: { ...this.#config.functionEnv }, tz: timeZoneOffsets() });
+    } else if (this.#inProcess) {
+      // The process's environment becomes the function's, as a worker's env option would make the thread's.
+      replaceEnv(this.#config.functionEnv);
+      const data: WorkerData = { ...fn, heartbeat: this.#heartbeat, heartbeatMs: HEARTBEAT_MS };
+      worker = startInThread(data, new URL('./worker.ts', import.meta.url));
     } else {
       const data: WorkerData = { ...fn, heartbeat: this.#heartbeat, heartbeatMs: HEARTBEAT_MS };
+      // Taken here, not imported: a process-isolated runtime never loads node:worker_threads.
+      const { Worker } = process.getBuiltinModule('node:worker_threads');
       worker = new Worker(new URL('./worker.ts', import.meta.url), {
         workerData: data,
         env: { ...this.#config.functionEnv },
@@ -200,6 +221,7 @@ export class Supervisor {
     }
     this.usedSpare = spare !== undefined;
     this.#worker = worker;
+    if (worker instanceof InThreadWorker) worker.onTerminate = () => this.#endInProcess();
     worker.on('message', (msg: FromWorker) => {
       try {
         this.#onMessage(msg);
@@ -229,7 +251,8 @@ export class Supervisor {
     const spare = this.#spare;
     this.#spare = undefined;
     if (spare === undefined || spare.exited) return undefined;
-    if (spare.memoryMiB === this.#config.memoryMiB) return spare;
+    // In process isolation the heap limit is the process's, whatever the spare was told: it is the only handler this process can have.
+    if (spare.memoryMiB === this.#config.memoryMiB || spare.worker instanceof InThreadWorker) return spare;
     void spare.worker.terminate();
     return undefined;
   }
@@ -268,6 +291,35 @@ export class Supervisor {
     this.start();
   }
 
+  /**
+   * Process isolation: the handler cannot be ended apart from the process. A module that never
+   * finished loading is a load error as in a thread (this process keeps answering 500 load, no
+   * restart loop); otherwise the calls it held are answered as a worker's end answers them, and
+   * the process exits for its starter to replace it (the gateway counts a restart).
+   */
+  #endInProcess(): void {
+    if (this.#worker === undefined) return;
+    this.#worker = undefined;
+    const kind = this.#ending ?? 'crash';
+    const message = this.#endingMessage || 'the function runtime ended';
+    if (!this.#ready && !this.#everReady) {
+      this.loadErrorKind = 'failed';
+      this.loadError = message;
+      log('error', 'function module failed to load', { error: message });
+      this.#failAll('load', message);
+      this.#settle();
+      return;
+    }
+    this.#ready = false;
+    log('warn', 'function runtime ending; its starter replaces it', { reason: kind, message, in_flight: this.#pending.size });
+    this.#failAll(kind, message);
+    clearInterval(this.#watch);
+    const exit = () => process.exit(HANDLER_ENDED_EXIT_CODE);
+    const flushed = this.#console?.flushAll() ?? Promise.resolve();
+    setTimeout(exit, END_FLUSH_MS).unref();
+    void flushed.then(exit, exit);
+  }
+
   #failAll(kind: ErrorKind, message: string): void {
     for (const [id, p] of this.#pending) {
       this.#pending.delete(id);
@@ -297,7 +349,10 @@ export class Supervisor {
         this.#startedAt = now;
       }
     }
-    const stale = now - this.#lastBeatAt;
+    // On the handler's own thread the beat and this check run in the same loop: how late this
+    // check comes is how long the loop was just blocked.
+    const stale = this.#inProcess ? now - this.#lastCheckAt - HEARTBEAT_MS : now - this.#lastBeatAt;
+    this.#lastCheckAt = now;
     let timedOut = 0;
     for (const [id, p] of this.#pending) {
       if (now < p.deadline) continue;
@@ -336,11 +391,23 @@ export class Supervisor {
     refuse(p.res, err);
   }
 
+  /**
+   * Process isolation: a call whose handler blocked this thread past its deadline answers after
+   * the deadline, before the watchdog could run: it is a timeout, as in a thread, where the
+   * watchdog answers 504 while the handler is still blocked.
+   */
+  #late(id: number, p: Pending): boolean {
+    if (!this.#inProcess || performance.now() <= p.deadline) return false;
+    this.#pending.delete(id);
+    answerError(p.res, 504, 'timeout', `the function did not answer within its time limit of ${this.#config.timeoutMs} ms`);
+    return true;
+  }
+
   #onMessage(msg: FromWorker): void {
     switch (msg.t) {
       case W_FULL: {
         const p = this.#pending.get(msg.i);
-        if (p === undefined) return;
+        if (p === undefined || this.#late(msg.i, p)) return;
         this.#pending.delete(msg.i);
         let headers: string[];
         try {
@@ -355,7 +422,7 @@ export class Supervisor {
       }
       case W_HEAD: {
         const p = this.#pending.get(msg.i);
-        if (p === undefined) return;
+        if (p === undefined || this.#late(msg.i, p)) return;
         try {
           checkStatus(msg.s);
           p.res.writeHead(msg.s, framedHeaders(msg.h, 'the response'));
@@ -381,7 +448,7 @@ export class Supervisor {
       }
       case W_ERROR: {
         const p = this.#pending.get(msg.i);
-        if (p === undefined) return;
+        if (p === undefined || this.#late(msg.i, p)) return;
         this.#pending.delete(msg.i);
         answerError(p.res, msg.s, msg.k, msg.e, msg.body, msg.st);
         return;
@@ -421,7 +488,8 @@ export class Supervisor {
         log('error', 'function module failed to load', { error: msg.e, kind: msg.k });
         this.#failAll('load', msg.e);
         this.#settle();
-        void this.#worker?.terminate();
+        // On this thread (process isolation) there is nothing to end: the module failed, and nothing else of it runs.
+        if (!this.#inProcess) void this.#worker?.terminate();
         this.#worker = undefined;
         return;
       }
@@ -472,6 +540,7 @@ export class Supervisor {
     await this.#console?.flushAll();
     const w = this.#worker;
     this.#worker = undefined;
-    await w?.terminate();
+    // On this thread the process's own exit ends the handler.
+    if (!(w instanceof InThreadWorker)) await w?.terminate();
   }
 }

@@ -1,9 +1,9 @@
 // The worker thread: the only place user code runs. It loads the module, installs the
 // handler's globals and turns request messages into handler(req, res) calls. The main
 // thread watches it (heartbeat below) and ends it on timeout; an out-of-memory or
-// process.exit ends only this thread.
-import { realpathSync } from 'node:fs';
-import { parentPort, workerData } from 'node:worker_threads';
+// process.exit ends only this thread. With FNHOST_ISOLATION=process this same module runs on
+// the main thread instead (./in-thread.ts), and those ends are the process's.
+import type { MessagePort as ThreadPort } from 'node:worker_threads';
 import { FnRequest } from './request.ts';
 import { InvalidJsonError, parseBody } from './request-body.ts';
 import { compileRoutes } from './routes.ts';
@@ -16,14 +16,18 @@ import {
   M_ABORT, M_CONFIGURE, M_REQUEST, W_CONSOLE, W_ERROR, W_LOAD_ERROR, W_READY, W_SPARE_STALE, type ConfigureMsg, type FromWorker, type FunctionWorkerData, type RequestMsg, type ToWorker,
 } from './protocol.ts';
 import { timeZoneOffsets, type SpareWorkerData } from './spare-worker.ts';
+import { inThreadSide } from './in-thread.ts';
 
 export interface WorkerData extends FunctionWorkerData {
   heartbeat: SharedArrayBuffer;
   heartbeatMs: number;
 }
 
-const initial = workerData as WorkerData | SpareWorkerData;
-const port = parentPort!;
+// On the main thread (FNHOST_ISOLATION=process) the channel of ./in-thread.ts; node:worker_threads is then never loaded.
+const inThread = inThreadSide();
+const threads = inThread === undefined ? process.getBuiltinModule('node:worker_threads') : undefined;
+const initial = (inThread?.data ?? threads!.workerData) as WorkerData | SpareWorkerData;
+const port = (inThread?.port ?? threads!.parentPort!) as Pick<ThreadPort, 'on' | 'off' | 'postMessage'>;
 
 // The event loop turning is what the watchdog watches: a blocked loop stops counting.
 const beat = new Int32Array(initial.heartbeat);
@@ -183,7 +187,8 @@ process.getBuiltinModule('node:module').setSourceMapsSupport(true);
 /** The module's path and the real one Node names in stacks (./error-stack.ts). */
 const moduleFiles = [data.file];
 try {
-  moduleFiles.push(realpathSync(data.file));
+  // Not an ES import of node:fs (see hide-secrets.ts).
+  moduleFiles.push(process.getBuiltinModule('node:fs').realpathSync(data.file));
 } catch {
   // No such file: the load fails and says so; no stack will need it.
 }

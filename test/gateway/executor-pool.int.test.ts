@@ -81,7 +81,8 @@ describe('gateway local executor: the warm pool (real runtime processes)', funct
 
   it('a pooled runtime is exactly the function’s: env, heap limit, folder, time zone, argv and KV token as in a runtime started for it; the pool refills', async () => {
     const generic = await nextGeneric(pooled);
-    const spec = { env: { GREETING: 'hi', TZ: 'Asia/Tokyo' }, memory_mib: 48 };
+    // The generic runtime's heap size (the default): in process isolation its heap limit was fixed when it started.
+    const spec = { env: { GREETING: 'hi', TZ: 'Asia/Tokyo' }, memory_mib: 128 };
     const fromPoolFn = await pooled.createFunction('probe', PROBE, spec);
     const fromStartFn = await cold.createFunction('probe', PROBE, spec);
     const invoke = async (h: Harness, id: string) => {
@@ -108,7 +109,8 @@ describe('gateway local executor: the warm pool (real runtime processes)', funct
       heapLimitMiB: b.heapLimitMiB,
       cwd: '<data>/functions/<id>',
       tzOffset: -540,
-      execArgv: [],
+      // Process isolation (docs/runtime.md): the function's heap limit is the process's.
+      execArgv: ['--max-old-space-size=128'],
       kv: 'hi',
       sawSpecializeHeader: false,
     });
@@ -119,10 +121,10 @@ describe('gateway local executor: the warm pool (real runtime processes)', funct
   it('the function’s memory limit holds in both kinds of runtime: past memory_mib is 502 function_out_of_memory, and the next call works', async () => {
     for (const h of [pooled, cold]) {
       const fn = (await h.api('GET', '/api/v1/functions/probe')).body;
-      expect(fn.memory_mib).to.equal(48);
+      expect(fn.memory_mib).to.equal(128);
       expect((await h.invoke(fn.function_id, '?mib=8')).status).to.equal(200);
-      // 96 MiB kept: within memory_mib + 64 (what the old --max-old-space-size on the process allowed), past memory_mib.
-      const big = await h.invoke(fn.function_id, '?mib=96');
+      // 176 MiB kept: within memory_mib + 64, past memory_mib.
+      const big = await h.invoke(fn.function_id, '?mib=176');
       expect(big.status).to.equal(502);
       expect((await big.json()).error).to.equal('function_out_of_memory');
       expect((await h.invoke(fn.function_id, '?mib=8')).status).to.equal(200);
@@ -164,6 +166,23 @@ describe('gateway local executor: the warm pool (real runtime processes)', funct
     expect(seen.pid).to.not.equal(generic);
     expect(pooled.platform.executor.warmPool.pids).to.deep.equal([generic]);
     expect(isAlive(generic)).to.equal(true);
+  });
+
+  it('process isolation: a function of another memory size gets a process started for it with its own heap limit, and its limit holds; the generic one keeps waiting', async () => {
+    const generic = await nextGeneric(pooled);
+    const fn = await pooled.createFunction('small', PROBE, { memory_mib: 48, env: { GREETING: 'small' } });
+    const seen = await (await pooled.invoke(fn.function_id)).json();
+    expect(seen.pid).to.not.equal(generic);
+    expect(seen.execArgv).to.deep.equal(['--max-old-space-size=48']);
+    // V8's heap_size_limit adds its young generation to the old space's limit: 80 MiB below a 128 MiB function's (the first case's probe).
+    const probe = (await pooled.api('GET', '/api/v1/functions/probe')).body;
+    const reference = await (await pooled.invoke(probe.function_id)).json();
+    expect(reference.heapLimitMiB - seen.heapLimitMiB).to.equal(128 - 48);
+    const big = await pooled.invoke(fn.function_id, '?mib=96');
+    expect(big.status).to.equal(502);
+    expect((await big.json()).error).to.equal('function_out_of_memory');
+    expect((await pooled.invoke(fn.function_id, '?mib=8')).status).to.equal(200);
+    expect(pooled.platform.executor.warmPool.pids).to.deep.equal([generic]);
   });
 
   it('with FNHOST_WARM_POOL=0 no generic runtime is started: each start spawns the function’s own process, as before the pool', async () => {

@@ -86,6 +86,21 @@ describe('gateway local executor (real runtime processes)', function () {
     expect((await h.invoke(fn.function_id)).status).to.equal(404);
   });
 
+  it('process isolation: a handler that calls process.exit() ends its runtime; the call is 502 recorded, a restart is counted, and the next call works in a new process', async () => {
+    const fn = await h.createFunction('quitter', `export default (req, res) => { if (req.query.quit) process.exit(7); res.json({ pid: process.pid }); }`);
+    const before = (await (await h.invoke(fn.function_id)).json()).pid;
+    const restarts = h.platform.metrics.runtimeRestarts;
+    const r = await h.invoke(fn.function_id, '?quit=1');
+    expect(r.status).to.equal(502);
+    await waitFor(() => !isAlive(before), 'the runtime to have exited');
+    const logs = await h.logs('quitter');
+    expect(logs.logs[0]).to.include({ status_code: 502 });
+    const again = await h.invoke(fn.function_id);
+    expect(again.status).to.equal(200);
+    expect((await again.json()).pid).to.not.equal(before);
+    expect(h.platform.metrics.runtimeRestarts).to.be.greaterThan(restarts);
+  });
+
   it('logs an out-of-memory crash as out of memory', async function () {
     const fn = await h.createFunction('hog', `export default (req, res) => { const keep = []; for (;;) keep.push(new Array(1e6).fill(Math.random())); }`, { memory_mib: 32, timeout_seconds: 30 });
     const r = await h.invoke(fn.function_id);

@@ -5,8 +5,14 @@ import { startHarness, waitFor, type Harness } from './harness.ts';
 // runtime (issue 18): each odd output is answered at once with a clear execution record, while a
 // streaming call on the same runtime goes on, and the runtime (its pid and module state) stays.
 
+// The runtime's own channel to its supervisor: a worker thread's parentPort, or with
+// FNHOST_ISOLATION=process (what the gateway starts) the in-thread channel, which the handler can
+// import as any module of the runtime's folder (docs/runtime.md "Isolation: a thread or the process").
+const IN_THREAD = new URL('../../runtime-image/src/in-thread.ts', import.meta.url).href;
+
 const HANDLER = `
-import { parentPort } from 'node:worker_threads';
+import { parentPort as threadPort } from 'node:worker_threads';
+const parentPort = threadPort ?? (await import(${JSON.stringify(IN_THREAD)})).inThreadSide().port;
 const started = Date.now() + Math.random();
 let release;
 let held = new Promise((r) => { release = r; });

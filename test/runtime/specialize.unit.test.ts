@@ -7,7 +7,7 @@ describe('runtime warm pool: pure parts', () => {
 
   it('a generic runtime needs FNHOST_SPECIALIZE_TOKEN (32+ characters), no function file and a loopback HOST', () => {
     expect(loadGenericConfig({ FNHOST_FUNCTION_FILE: '/f' })).to.equal(undefined);
-    expect(loadGenericConfig({ FNHOST_SPECIALIZE_TOKEN: token, PORT: '0' })).to.deep.equal({ port: 0, host: '127.0.0.1', socket: undefined, token, warmWorkerMemoryMiB: undefined });
+    expect(loadGenericConfig({ FNHOST_SPECIALIZE_TOKEN: token, PORT: '0' })).to.deep.equal({ port: 0, host: '127.0.0.1', socket: undefined, token, warmWorkerMemoryMiB: undefined, isolation: 'thread' });
     // A spare worker's heap limit: a function's memory bounds.
     expect(loadGenericConfig({ FNHOST_SPECIALIZE_TOKEN: token, FNHOST_WARM_WORKER_MEMORY_MIB: '128' })?.warmWorkerMemoryMiB).to.equal(128);
     expect(() => loadGenericConfig({ FNHOST_SPECIALIZE_TOKEN: token, FNHOST_WARM_WORKER_MEMORY_MIB: '8' })).to.throw(ConfigError, /FNHOST_WARM_WORKER_MEMORY_MIB/);

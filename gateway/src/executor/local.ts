@@ -106,6 +106,13 @@ export interface LocalExecutorOptions {
   warmPool?: number;
   /** Runs each runtime in a sandbox of its own (docs/sandbox.md); unsandboxed when undefined. */
   sandboxes?: Sandboxes;
+  /**
+   * Where a runtime runs its handler (FNHOST_ISOLATION, docs/runtime.md "Isolation: a thread or
+   * the process"). Default `process`: on the runtime's main thread, with the function's heap limit
+   * on the process; a runtime stuck past its time limit is killed and replaced, and one that ran
+   * out of memory is replaced (both counted in fnhost_runtime_restarts_total).
+   */
+  isolation?: RuntimeIsolation;
   /** A function's runtime with no call for this long is stopped (FNHOST_RUNTIME_IDLE_SECONDS; 0 or undefined: never). */
   idleMs?: number;
   /** The idle timer's clock (tests inject one). */
@@ -116,6 +123,26 @@ export interface LocalExecutorOptions {
 
 /** A generic runtime waits with the default heap's memory (its spare worker's heap limit); the specialization sets its function's. */
 const GENERIC_MEMORY_MIB = DEFAULT_MEMORY_MIB;
+
+export type RuntimeIsolation = 'thread' | 'process';
+
+/**
+ * The node flags a runtime is started with: in process isolation the function's heap limit is the
+ * process's (V8 fixes it when the process starts). In thread isolation none: --max-old-space-size
+ * is process-wide and overrides the worker's resourceLimits, so it would give the handler
+ * memory_mib + headroom instead of memory_mib (measured).
+ */
+export function runtimeNodeArgs(isolation: RuntimeIsolation, memoryMib: number): string[] {
+  return isolation === 'process' ? [`--max-old-space-size=${memoryMib}`] : [];
+}
+
+/**
+ * Whether a warm-pool runtime can become fn's: its env must allow a late start (poolable), and in
+ * process isolation its heap limit, fixed when it started, must be the function's.
+ */
+export function poolFits(fn: FunctionRecord, isolation: RuntimeIsolation): boolean {
+  return poolable(fn) && (isolation === 'thread' || fn.memory_mib === GENERIC_MEMORY_MIB);
+}
 const MIB = 1024 * 1024;
 
 interface Runtime {
@@ -235,12 +262,12 @@ export class LocalExecutor implements Executor {
    * create → first 200 ≈ 5× slower).
    */
   async #warmCompileCache(sandboxes: Sandboxes): Promise<void> {
-    const sandbox = sandboxes.create([process.execPath, this.#opts.runtimeMain ?? DEFAULT_RUNTIME_MAIN], this.#memoryBytes(GENERIC_MEMORY_MIB), { writableCompileCache: true });
+    const sandbox = sandboxes.create(this.#sandboxCommand(GENERIC_MEMORY_MIB), this.#memoryBytes(GENERIC_MEMORY_MIB), { writableCompileCache: true });
     const file = join(sandbox.codeDir, 'hello.mjs');
     await writeFile(file, 'export default (req, res) => res.end();\n', { mode: 0o400 });
     await sandbox.own(file);
     const env = this.#withProcessDefaults({ FNHOST_FUNCTION_FILE: sandbox.inside('hello.mjs'), FNHOST_FUNCTION_ID: 'compile-cache-warmup', FNHOST_FUNCTION_NAME: 'warmup' });
-    const proc = this.#spawn(env, SANDBOX_CWD, 'warmup', 'the compile cache warm-up', sandbox);
+    const proc = this.#spawn(env, SANDBOX_CWD, 'warmup', 'the compile cache warm-up', GENERIC_MEMORY_MIB, sandbox);
     try {
       const origin = await proc.listening;
       const client = new Client(origin, { connect: { socketPath: proc.socketPath! } });
@@ -382,7 +409,9 @@ export class LocalExecutor implements Executor {
     this.#lastExit.set(functionId, reason);
     this.#opts.metrics.runtimeRestarts++;
     this.#opts.logger.warn('recycling runtime', { function_id: functionId, reason, pid: current.proc?.pid });
-    void this.#stop(current);
+    // Past the gateway's own bound (time limit + 1 s) a runtime cannot answer at all: in process
+    // isolation its handler has blocked the only thread, which no SIGTERM reaches, so no drain.
+    void this.#stop(current, reason === 'timeout' && this.#isolation === 'process' ? 'kill' : 'drain');
   }
 
   async sync(functionId: string, fn: FunctionRecord | null): Promise<void> {
@@ -463,14 +492,14 @@ export class LocalExecutor implements Executor {
     return env;
   }
 
-  // No --max-old-space-size on the command line: that V8 flag is process-wide and overrides the
-  // worker's resourceLimits, so it would give the handler memory_mib + headroom instead of
-  // memory_mib (measured). The handler's limit is the worker's (FNHOST_MEMORY_MIB).
-  #spawn(env: Record<string, string>, cwd: string, owner: string, subject: string, sandbox?: SandboxInstance): RuntimeProcess {
-    if (sandbox !== undefined) env = { ...env, FNHOST_RUNTIME_SOCKET: Sandboxes.runtimeSocket };
+  // The heap limit: see runtimeNodeArgs (a sandbox's command carries it, #sandboxCommand).
+  #spawn(env: Record<string, string>, cwd: string, owner: string, subject: string, memoryMib: number, sandbox?: SandboxInstance): RuntimeProcess {
+    env = { ...env, FNHOST_ISOLATION: this.#isolation };
+    if (sandbox !== undefined) env.FNHOST_RUNTIME_SOCKET = Sandboxes.runtimeSocket;
     const proc = new RuntimeProcess({
       sandbox,
       main: this.#opts.runtimeMain ?? DEFAULT_RUNTIME_MAIN,
+      nodeArgs: runtimeNodeArgs(this.#isolation, memoryMib),
       env,
       cwd,
       dataDir: this.#opts.dataDir,
@@ -486,7 +515,15 @@ export class LocalExecutor implements Executor {
   /** The host side of a new sandbox for one runtime (undefined when runtimes run unsandboxed). */
   #sandbox(memoryMib: number): SandboxInstance | undefined {
     const sandboxes = this.#opts.sandboxes;
-    return sandboxes?.create([process.execPath, this.#opts.runtimeMain ?? DEFAULT_RUNTIME_MAIN], this.#memoryBytes(memoryMib));
+    return sandboxes?.create(this.#sandboxCommand(memoryMib), this.#memoryBytes(memoryMib));
+  }
+
+  #sandboxCommand(memoryMib: number): string[] {
+    return [process.execPath, ...runtimeNodeArgs(this.#isolation, memoryMib), this.#opts.runtimeMain ?? DEFAULT_RUNTIME_MAIN];
+  }
+
+  get #isolation(): RuntimeIsolation {
+    return this.#opts.isolation ?? 'process';
   }
 
   #memoryBytes(memoryMib: number): number {
@@ -498,15 +535,15 @@ export class LocalExecutor implements Executor {
     // a specialization then only loads the function's module (runtime-image/src/spare-worker.ts).
     const env = this.#withProcessDefaults({ PORT: '0', HOST: '127.0.0.1', FNHOST_SPECIALIZE_TOKEN: token, FNHOST_WARM_WORKER_MEMORY_MIB: String(GENERIC_MEMORY_MIB) });
     const sandbox = this.#sandbox(GENERIC_MEMORY_MIB);
-    if (sandbox !== undefined) return this.#spawn(env, '/', 'pool', 'a warm-pool runtime', sandbox);
+    if (sandbox !== undefined) return this.#spawn(env, '/', 'pool', 'a warm-pool runtime', GENERIC_MEMORY_MIB, sandbox);
     // Its working directory until the specialization moves it to the function's folder.
     mkdirSync(this.#opts.dataDir, { recursive: true });
-    return this.#spawn(env, this.#opts.dataDir, 'pool', 'a warm-pool runtime');
+    return this.#spawn(env, this.#opts.dataDir, 'pool', 'a warm-pool runtime', GENERIC_MEMORY_MIB);
   }
 
   async #run(fn: FunctionRecord, runtime: Runtime): Promise<Upstream> {
     const name = runtime.hash + moduleExtension(fn.code);
-    const generic = poolable(fn) ? this.#pool?.take() : undefined;
+    const generic = poolFits(fn, this.#isolation) ? this.#pool?.take() : undefined;
     if (generic !== undefined) {
       try {
         const sandbox = generic.proc.sandbox;
@@ -562,7 +599,7 @@ export class LocalExecutor implements Executor {
       throw new RuntimeUnavailableError(`the runtime of function ${fn.name} was stopped while starting`);
     }
     const cwd = sandbox === undefined ? join(this.#opts.dataDir, 'functions', fn.function_id) : SANDBOX_CWD;
-    const proc = this.#spawn(this.#envFor(fn, file), cwd, fn.function_id, `the runtime of function ${fn.name}`, sandbox);
+    const proc = this.#spawn(this.#envFor(fn, file), cwd, fn.function_id, `the runtime of function ${fn.name}`, fn.memory_mib, sandbox);
     runtime.proc = proc;
     this.#watch(runtime, proc);
     const origin = await proc.listening;
@@ -616,11 +653,14 @@ export class LocalExecutor implements Executor {
     });
   }
 
-  /** Never rejects: a stop runs unawaited from timers and recycles, so its failure is reported, not thrown. */
-  async #stop(runtime: Runtime): Promise<void> {
+  /**
+   * Never rejects: a stop runs unawaited from timers and recycles, so its failure is reported, not thrown.
+   * `kill`: SIGKILL at once, no drain (a runtime that cannot run its SIGTERM handler).
+   */
+  async #stop(runtime: Runtime, how: 'drain' | 'kill' = 'drain'): Promise<void> {
     if (runtime.exitReason === undefined) runtime.exitReason = 'stopped';
     try {
-      await runtime.proc?.stop();
+      await (how === 'kill' ? runtime.proc?.kill() : runtime.proc?.stop());
     } catch (err) {
       this.#background.failed('runtime_stop', err, { function_id: runtime.functionId });
     }

@@ -19,6 +19,8 @@ export const STOP_GRACE_MS = 2000;
 
 export interface SpawnOptions {
   main: string;
+  /** Node flags before main (the heap limit in process isolation); a sandbox's command carries its own. */
+  nodeArgs?: string[];
   env: Record<string, string>;
   cwd: string;
   dataDir: string;
@@ -60,7 +62,7 @@ export class RuntimeProcess {
     // Credentials go over stdin, never in an environment the runtime's children inherit (secrets-pipe.ts).
     const { env, message: secrets } = secretsApart(options.env);
     if (sandbox === undefined) {
-      child = spawn(process.execPath, [options.main], { env, cwd: options.cwd, stdio: [secrets === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'] });
+      child = spawn(process.execPath, [...(options.nodeArgs ?? []), options.main], { env, cwd: options.cwd, stdio: [secrets === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'] });
       // No sandbox, so no cgroup: the runtime (just exec'd, before its threads and the function's code) weighs below the gateway.
       if (child.pid !== undefined) lowerPriority(child.pid);
     } else {
