@@ -72,6 +72,23 @@ describe('code store API (one machine)', function () {
     expect(((await (await h.invoke(created.body.function_id)).json()) as { tag: string }).tag).to.equal('big');
   });
 
+  it('GET /internal/v1/code/{digest} streams a runtime only its own function\'s code: 404 for other code and other tokens', async () => {
+    const by = await h.api('GET', '/api/v1/functions/by-ref');
+    const other = await h.createFunction('inline-one', 'export default (req, res) => res.json({})');
+    const get = (digest: string, functionId: string) => fetch(`${h.url}/internal/v1/code/${digest}`, { headers: { authorization: `Bearer ${h.platform.runtimeToken(functionId)}` } });
+    const own = await get(BIG_DIGEST, by.body.function_id);
+    expect(own.status).to.equal(200);
+    expect(own.headers.get('content-type')).to.equal('application/octet-stream');
+    expect(Buffer.from(await own.arrayBuffer()).equals(BIG)).to.equal(true);
+    // Stored, but not this function's code: the same 404 as a digest never stored.
+    const stored = await get(BIG_DIGEST, other.function_id);
+    const never = await get(sha256(Buffer.from('never')), other.function_id);
+    expect([stored.status, never.status]).to.deep.equal([404, 404]);
+    expect(((await stored.json()) as { error: string }).error).to.equal('not_found');
+    expect((await fetch(`${h.url}/internal/v1/code/${BIG_DIGEST}`, { headers: { authorization: 'Bearer wrong' } })).status).to.equal(401);
+    expect((await h.api('DELETE', '/api/v1/functions/inline-one')).status).to.equal(204);
+  });
+
   it('refuses a code_ref that is missing, of the wrong size, malformed, or given with code', async () => {
     const missing = sha256(Buffer.from('never uploaded'));
     const r1 = await h.api('POST', '/api/v1/functions', { name: 'missing', code_ref: { digest: missing, size: 14 } });
