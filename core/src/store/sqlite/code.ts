@@ -3,7 +3,7 @@ import { closeSync, createReadStream, existsSync, fsyncSync, mkdirSync, openSync
 import { open, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { checkCodeBounds } from '../../code/bounds.ts';
-import { digestHex, parseDigest } from '../../code/digest.ts';
+import { digestHex, isDigest, parseDigest } from '../../code/digest.ts';
 import { receiveCode } from '../../code/receive.ts';
 import type { CodeBlobInfo, CodeBounds, CodePutResult, CodeStore } from '../../stores.ts';
 import type { SqliteDb } from './db.ts';
@@ -100,7 +100,7 @@ export class SqliteCodeStore implements CodeStore {
   }
 
   #stat(namespace: string, digest: string): CodeBlobInfo | null {
-    if (!/^sha256:[0-9a-f]{64}$/.test(digest)) return null;
+    if (!isDigest(digest)) return null;
     const row = this.#db.get<{ size: number; uploaded: number }>(
       'SELECT b.size AS size, (SELECT max(uploaded_ms) FROM code_uploads WHERE digest = b.digest) AS uploaded FROM code_blobs b JOIN code_uploads u ON u.digest = b.digest WHERE b.digest = ? AND u.namespace = ?',
       digest, namespace);
@@ -144,7 +144,7 @@ export class SqliteCodeStore implements CodeStore {
 
   delete(digest: string, uploadedBefore: number): Promise<boolean> {
     return this.#db.guard('code delete', () => {
-      if (!/^sha256:[0-9a-f]{64}$/.test(digest)) return false;
+      if (!isDigest(digest)) return false;
       const row = this.#db.get<{ uploaded: number | null; created: number }>(
         'SELECT created_ms AS created, (SELECT max(uploaded_ms) FROM code_uploads WHERE digest = ?) AS uploaded FROM code_blobs WHERE digest = ?', digest, digest);
       if (row === undefined || (row.uploaded ?? row.created) >= uploadedBefore) return false;
