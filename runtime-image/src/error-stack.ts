@@ -19,7 +19,7 @@ const FRAME = /^\s+at /;
  * when there is none. `moduleFiles`: the module's path and its real path (in a pod the module is a
  * ConfigMap file, a symlink into a `..<timestamp>` folder, and Node names the real one).
  */
-export function ownerStack(err: unknown, moduleFiles: readonly string[]): string | undefined {
+export function ownerStack(err: unknown, moduleFiles: readonly string[], lazyMap?: { mapFrame(frame: string): string }): string | undefined {
   const stack = (err as { stack?: unknown } | null)?.stack;
   if (typeof stack !== 'string') return undefined;
   const prefixes = ownerPrefixes(moduleFiles);
@@ -27,8 +27,10 @@ export function ownerStack(err: unknown, moduleFiles: readonly string[]): string
   let encoded = 0;
   for (const line of stack.split('\n')) {
     if (!FRAME.test(line)) continue;
-    const frame = ownerFrame(line.trim(), prefixes);
-    if (frame === undefined) continue;
+    const own = ownerFrame(line.trim(), prefixes);
+    if (own === undefined) continue;
+    // A large bundle's map is read here, not by Node (./lazy-source-map.ts).
+    const frame = lazyMap === undefined ? own : lazyMap.mapFrame(own);
     const size = encodeURIComponent(frame).length + (frames.length === 0 ? 0 : 3);
     if (encoded + size > MAX_ERROR_STACK_ENCODED) break;
     frames.push(frame);

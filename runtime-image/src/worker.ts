@@ -11,6 +11,7 @@ import { FnResponse, type Sink } from './response.ts';
 import { directOf, installEgress, parseEgressProxy } from './egress.ts';
 import { internalClient, invocationContext, makeConsole, makeKv, policedFetch, policyCheck } from './globals.ts';
 import { ownerConsoleText, ownerPrefixes, ownerStack } from './error-stack.ts';
+import { hasLargeInlineMap, LazySourceMap } from './lazy-source-map.ts';
 import { LoadError, loadHandler, type Handler } from './loader.ts';
 import {
   M_ABORT, M_CONFIGURE, M_REQUEST, W_CONSOLE, W_ERROR, W_LOAD_ERROR, W_READY, W_SPARE_STALE, type ConfigureMsg, type FromWorker, type FunctionWorkerData, type RequestMsg, type ToWorker,
@@ -120,7 +121,7 @@ function fail(id: number, err: unknown, how: string): void {
   live.delete(id);
   res.writableEnded = true;
   const message = errorText(err);
-  const stack = ownerStack(err, moduleFiles);
+  const stack = ownerStack(err, moduleFiles, lazyMap);
   flushConsole();
   port.postMessage({ t: W_ERROR, i: id, s: 500, k: 'exception', e: message, ...(stack === undefined ? {} : { st: stack }), body: JSON.stringify({ error: 'function_error', message: 'the function failed; its error is in the execution log' }) } satisfies FromWorker);
 }
@@ -183,7 +184,10 @@ process.on('unhandledRejection', (reason) => orphan(reason, 'unhandled rejection
 
 // Before the module loads (Node reads a module's source map as it loads it): a bundle's inline
 // source map then puts the user's files and lines in every stack (./error-stack.ts).
-process.getBuiltinModule('node:module').setSourceMapsSupport(true);
+// A large map (past LARGE_MAP_BYTES) is read lazily instead, one frame at a time: decoded whole
+// by Node it would take the handler's heap (./lazy-source-map.ts).
+const lazyMap = hasLargeInlineMap(data.file) ? new LazySourceMap(data.file) : undefined;
+process.getBuiltinModule('node:module').setSourceMapsSupport(lazyMap === undefined);
 /** The module's path and the real one Node names in stacks (./error-stack.ts). */
 const moduleFiles = [data.file];
 try {
