@@ -452,6 +452,7 @@ export class Invoker {
         cold_start: ex.coldStart,
         wait_ms: Math.round(ex.waitMs),
         ...(ex.scheduled?.plannedAt === null ? { manual: true as const } : {}),
+        ...(ex.async === undefined ? {} : { async_id: ex.async.id, attempt: ex.async.attempt }),
       };
       const exchange = recordedExchange(ex.recording);
       this.#o.metrics.observe(ex.trigger, statusCode, ms);

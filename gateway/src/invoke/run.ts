@@ -20,6 +20,7 @@ export async function runOutsideHttp(path: ExecutionPath, fn: FunctionRecord, tr
   if (!fn.active) throw new FunctionInactiveError(fn.name);
   const ex = path.begin(fn, trigger, options.pinned);
   ex.scheduled = options.scheduled;
+  ex.async = options.async;
   if (ex.recording !== undefined) noteRequest(ex.recording, request.method, request.path, lowerCaseNames(request.headers), request.body);
   const headers = headersToFunction(lowerCaseNames(request.headers), { remoteAddress: '127.0.0.1', trustProxy: false, executionId: ex.logId, trigger });
   let status: number;

@@ -10,6 +10,7 @@ import { ensureInsightIndexes, MongoInsightStore } from './insight.ts';
 import { ensureRecordIndexes, MongoCounterStore, MongoFunctionStore, MongoKvStore, MongoPolicyStore } from './records.ts';
 import { ensureScheduleRunIndexes, MongoScheduleRunStore } from './schedule-runs.ts';
 import { ensureSessionIndexes, MongoSessionStore } from './sessions.ts';
+import { ensureAsyncCallIndexes, MongoAsyncCallStore } from './async-calls.ts';
 import { DEFAULT_RETRY, runWithRetry, type RetryOptions } from './retry.ts';
 
 // The cluster store: every seam of core/src/stores.ts on MongoDB with the
@@ -54,6 +55,7 @@ export async function openMongoStores(options: MongoStoreOptions): Promise<Store
       await ensureInstanceIndexes(db);
       await ensureSessionIndexes(db);
       await ensureScheduleRunIndexes(db);
+      await ensureAsyncCallIndexes(db);
     }, retry);
   } catch (err) {
     await client.close().catch(() => {});
@@ -72,6 +74,7 @@ export async function openMongoStores(options: MongoStoreOptions): Promise<Store
     instances: new MongoInstanceStore(db, ctx),
     sessions: new MongoSessionStore(db, ctx),
     scheduleRuns: new MongoScheduleRunStore(db, ctx),
+    asyncCalls: new MongoAsyncCallStore(db, ctx),
     close: () => client.close(),
   };
 }

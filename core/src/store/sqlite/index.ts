@@ -10,6 +10,7 @@ import { SqliteCounterStore, SqliteFunctionStore, SqliteKvStore, SqlitePolicySto
 import { prepareDatabase } from './schema.ts';
 import { SqliteScheduleRunStore } from './schedule-runs.ts';
 import { SqliteSessionStore } from './sessions.ts';
+import { SqliteAsyncCallStore } from './async-calls.ts';
 
 // The one-machine store: every seam of core/src/stores.ts on Node's built-in
 // node:sqlite. Calls are synchronous inside (one connection, no thread pool);
@@ -47,6 +48,7 @@ export function openSqliteStores(options: SqliteStoreOptions): Stores {
     instances: new SqliteInstanceStore(db),
     sessions: new SqliteSessionStore(db),
     scheduleRuns: new SqliteScheduleRunStore(db),
+    asyncCalls: new SqliteAsyncCallStore(db),
     close: async () => {
       await checkpointer?.stop();
       db.close();
