@@ -3,6 +3,7 @@ import { resolve } from 'node:path';
 import { DEFAULT_STARTING_DEADLINE_SECONDS, FnhostError, limits } from '@fnhost/core';
 import { PlatformRanges } from './policy/match.ts';
 import { kvSettingsFrom, type KvSettings } from './kv/settings.ts';
+import { asyncSettingsFrom, type AsyncSettings } from './async/settings.ts';
 import { CONNECTION_DEFAULTS } from './internal/connection-bound.ts';
 import { CONSOLE_RATE_DEFAULTS, MAX_CONSOLE_POST_BYTES } from './internal/console-rate.ts';
 
@@ -89,6 +90,8 @@ export interface GatewayConfig {
   scheduleStartingDeadlineSeconds: number;
   /** KV quotas and the write-rate bound (FNHOST_KV_*, FNHOST_NAMESPACE_KV_*; ./kv/settings.ts, docs/kv.md "Quotas"). */
   kv: KvSettings;
+  /** Asynchronous invocation's queue (async/settings.ts, docs/async.md). */
+  async: AsyncSettings;
 }
 
 /** Five minutes: a function called now and then keeps its runtime between calls; one called once a day does not hold memory all day. */
@@ -194,6 +197,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     consoleCapture: onOff(env, 'FNHOST_CONSOLE_CAPTURE', true),
     scheduleStartingDeadlineSeconds: intVar(env, 'FNHOST_SCHEDULE_STARTING_DEADLINE_SECONDS', DEFAULT_STARTING_DEADLINE_SECONDS, 0, 604_800),
     kv: kvSettingsFrom(env),
+    async: asyncSettingsFrom((name, fallback, min, max) => intVar(env, name, fallback, min, max)),
   };
 }
 
