@@ -2,6 +2,7 @@ import { expect } from 'chai';
 import { startGateway, type RunningGateway } from '../helpers/platform.ts';
 import { startMongoServer, type MongoTestServer } from '../helpers/mongo-server.ts';
 import { pollUntil } from '../helpers/wait.ts';
+import { databaseUrl } from './async-helpers.ts';
 
 // Issue 33: asynchronous invocation through a real gateway process and real
 // runtimes, on SQLite (the data folder) and on MongoDB (the stand-in, or
@@ -190,13 +191,6 @@ function describeAsync(storeName: string, storeEnv: () => Record<string, string>
 describeAsync('SQLite', () => ({}));
 
 let mongo: MongoTestServer | undefined;
-/** A database of this run's own on the server. */
-export function databaseUrl(server: MongoTestServer, name: string): string {
-  const parsed = new URL(server.url);
-  parsed.pathname = `/${name}_${process.pid}_${Date.now()}`;
-  return parsed.toString();
-}
-
 describeAsync('MongoDB', () => ({ MONGODB_URL: databaseUrl(mongo!, 'fnhost_async') }), async () => {
   mongo = await startMongoServer();
 }, async () => {
