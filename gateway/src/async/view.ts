@@ -25,17 +25,12 @@ export function publicView(call: AsyncCall) {
 
 export function ownerView(call: AsyncCall) {
   return {
-    async_id: call.id,
-    function_id: call.function_id,
-    state: call.state,
-    accepted_at: isoTimestamp(call.accepted_at),
-    finished_at: iso(call.finished_at),
+    ...publicView(call),
     attempt: call.attempt,
     next_attempt_at: call.state === 'queued' ? isoTimestamp(call.next_at) : null,
     lease_until: iso(call.lease_until),
     dead_reason: call.dead_reason,
     attempts: call.attempts,
-    result: call.result,
     bytes: call.bytes,
     idempotency_key: call.idempotency_key,
     kept_until: iso(call.kept_until),
