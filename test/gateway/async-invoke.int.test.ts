@@ -114,7 +114,7 @@ function describeAsync(storeName: string, storeEnv: () => Record<string, string>
 
       // Fixed, and requeued: it runs again as a new call and succeeds.
       expect((await api(gw, 'PATCH', '/api/v1/functions/flaky', { code: `export default (req, res) => res.json({ ok: true })` })).status).to.equal(200);
-      const retry = await api(gw, 'POST', '/api/v1/functions/flaky/async/retry', { all: true });
+      const retry = await api(gw, 'POST', '/api/v1/functions/flaky/dead-letters/retry', { all: true });
       expect(retry.body).to.deep.include({ requeued: 1 });
       const done = await waitState(gw, 'flaky', r.body.async_id, ['succeeded']);
       expect(done.attempts.at(-1)).to.include({ attempt: 1, status_code: 200 });

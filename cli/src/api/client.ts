@@ -220,7 +220,7 @@ export class ApiClient {
 
   /** Requeues dead calls: these ids, or all of the function's. */
   retryAsync(ref: string, which: readonly string[] | 'all'): Promise<{ requeued: number }> {
-    return this.#json('POST', fnPath(ref, '/async/retry'), which === 'all' ? { all: true } : { ids: which }, { ref });
+    return this.#json('POST', fnPath(ref, '/dead-letters/retry'), which === 'all' ? { all: true } : { ids: which }, { ref });
   }
 
   /**

@@ -72,7 +72,7 @@ export function asyncRoutes(deps: AsyncRoutesDeps): Router {
     ctx.body = ownerView(call);
   });
 
-  router.post('/:ref/async/retry', async (ctx) => {
+  router.post('/:ref/dead-letters/retry', async (ctx) => {
     const fn = await authorizedFunction(ctx, functions, access, 'create', 'test');
     const which = parseRetry(await readJson(ctx, limits.MAX_API_BODY_BYTES));
     const requeued = await store.requeue(fn.function_id, which, deps.now());
