@@ -29,6 +29,7 @@ interface Bench {
 const BENCHES: Bench[] = [
   { name: 'gateway', file: 'gateway.ts', args: [], quick: ['--seconds', '2', '--rounds', '1', '--p5-rounds', '3'] },
   { name: 'replay', file: 'replay.ts', args: [], quick: ['--seconds', '2', '--rounds', '1'] },
+  { name: 'async', file: 'async.ts', args: [], quick: ['--seconds', '2', '--rate', '20'] },
   { name: 'runtime', file: 'runtime.ts', args: [], quick: ['2', '50', '2'] },
   { name: 'sandbox', file: 'sandbox.ts', args: [], quick: ['--seconds', '2', '--rounds', '1', '--p5-rounds', '3'] },
   { name: 'idle', file: 'idle.ts', args: [], quick: ['--functions', '20', '--called', '3', '--rounds', '3'] },

@@ -13,5 +13,6 @@ export * from './instances.ts';
 export * from './recording.ts';
 export * from './kv-quota.ts';
 export * from './replay-diff.ts';
+export * from './async-call.ts';
 export type * from './stores.ts';
 export type * from './executor.ts';

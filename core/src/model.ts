@@ -1,4 +1,5 @@
 import type { CodeRef } from './code/digest.ts';
+import type { FunctionAsyncSettings } from './async-call.ts';
 import type { FunctionScalingSettings } from './scaling.ts';
 // The fnhost domain model, shared by the gateway, the operator and the CLI.
 // Field names of records that leave the process (logs, functions) follow the
@@ -19,7 +20,7 @@ export interface Schedule {
 }
 
 /** What started an execution. `replay`: a recorded request sent again (function:replay). */
-export type Trigger = 'http' | 'schedule' | 'test' | 'replay';
+export type Trigger = 'http' | 'schedule' | 'test' | 'replay' | 'async';
 
 /**
  * Whether a function keeps each execution's request and response for replay
@@ -96,6 +97,8 @@ export interface FunctionRecord {
   record_requests?: RequestRecording;
   /** This function's KV quota; a field absent or null takes the platform's default (core/src/kv-quota.ts). */
   kv_quota?: FunctionKvQuota;
+  /** Asynchronous invocation's retries and age (core/src/async-call.ts); absent fields take the defaults. */
+  async?: FunctionAsyncSettings;
   /** ISO 8601 UTC with milliseconds and `Z`. */
   created_at: string;
   updated_at: string;
@@ -144,6 +147,10 @@ export interface ExecutionLog {
    * schedule. Present (true) only on such runs.
    */
   manual?: true;
+  /** An `async` execution: the call it is an attempt of (docs/async.md). */
+  async_id?: string;
+  /** An `async` execution: which attempt, from 1. */
+  attempt?: number;
 }
 
 export type StatusFilter = 'all' | 'success' | 'error';

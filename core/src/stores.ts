@@ -5,6 +5,7 @@ import type {
 } from './model.ts';
 import type { ScheduleRun } from './schedule-ledger.ts';
 import type { FunctionIdHome } from './function-id-home.ts';
+import type { AcceptResult, AsyncBounds, AsyncCall, AsyncCompletion, AsyncState, AsyncStats, NewAsyncCall } from './async-call.ts';
 
 // The storage seams. One machine implements them on node:sqlite
 // (core/src/store/sqlite/), a cluster on MongoDB (core/src/store/mongo/); in
@@ -406,6 +407,43 @@ export interface CodeStore {
   delete(digest: string, uploadedBefore: number): Promise<boolean>;
 }
 
+/**
+ * The queue of asynchronous calls (core/src/async-call.ts, docs/async.md).
+ * Every write is durable when it returns (SQLite: committed; MongoDB: the
+ * strongest write concern the deployment offers). Leases, never TTL deletion:
+ * a running call holds a lease (owner, until); a gateway that dies leaves it
+ * to expire, and reap() puts it back in the queue for any gateway to claim.
+ */
+export interface AsyncCallStore {
+  /**
+   * Stores a new call unless its Idempotency-Key was seen within the window
+   * (the first call is returned, nothing stored) or the bytes of the calls
+   * holding a request (queued, running, dead) would pass a bound.
+   */
+  accept(call: NewAsyncCall, bounds: AsyncBounds, now: number): Promise<AcceptResult>;
+  /** Functions with a queued call due at `now` (at most `limit`). */
+  dueFunctions(now: number, limit: number): Promise<string[]>;
+  /**
+   * Takes up to `max` of the function's queued calls due at `now`, oldest
+   * accepted first, for `owner`: each becomes running, its attempt counted,
+   * leased until `leaseUntil`.
+   */
+  claim(functionId: string, owner: string, now: number, leaseUntil: number, max: number): Promise<AsyncCall[]>;
+  /** Ends the attempt `attempt` that `owner` holds; false (nothing written) when the lease was lost meanwhile. */
+  complete(id: string, owner: string, attempt: number, completion: AsyncCompletion, now: number): Promise<boolean>;
+  /** Running calls whose lease expired at `now` go back to the queue (their attempt noted as lost). Returns how many. */
+  reap(now: number): Promise<number>;
+  get(functionId: string, id: string): Promise<AsyncCall | null>;
+  /** The function's calls in these states, oldest accepted first, at most `limit`. */
+  list(functionId: string, states: readonly AsyncState[], limit: number): Promise<AsyncCall[]>;
+  /** Dead calls (all of the function's, or these ids) back to the queue as new: attempts from 0, due at once, aged from `now`. Returns how many. */
+  requeue(functionId: string, ids: readonly string[] | 'all', now: number): Promise<number>;
+  stats(): Promise<AsyncStats>;
+  /** Deletes finished and dead calls past their kept_until. Returns how many. */
+  sweep(now: number): Promise<number>;
+  deleteFunction(functionId: string): Promise<number>;
+}
+
 export interface Stores {
   functions: FunctionStore;
   homes: FunctionIdHomeStore;
@@ -419,5 +457,6 @@ export interface Stores {
   sessions: SessionStore;
   scheduleRuns: ScheduleRunStore;
   code: CodeStore;
+  asyncCalls: AsyncCallStore;
   close(): Promise<void>;
 }

@@ -53,6 +53,10 @@ import { DEFAULT_RUNTIME_MAIN } from './executor/local.ts';
 import { Background } from './background.ts';
 import { boundListener, deriveBounds, serverOptions } from './http/connection-bounds.ts';
 import { BodyBudget } from './invoke/body-budget.ts';
+import { AsyncAcceptor, ASYNC_CALLS_PREFIX, ASYNC_INVOKE_PREFIX } from './async/acceptor.ts';
+import { AsyncDispatcher } from './async/dispatcher.ts';
+import { asyncMetricsText } from './async/metrics.ts';
+import { asyncRoutes } from './async/routes.ts';
 import { readNofile, type NofileLimits } from './resources/descriptors.ts';
 import { Refusals } from './resources/refusals.ts';
 import { loadResourceSettings, type ResourceSettings } from './resources/settings.ts';
@@ -269,6 +273,15 @@ export async function startPlatform(options: PlatformOptions): Promise<Platform<
     bodies: { budget: bodyBudget, idleTimeoutMs: resources.bodyIdleTimeoutMs, refusals },
     executions: { began: (f, id) => perFunction.executions.began(f, id), ended: (f, id) => perFunction.executions.ended(f, id, now()) },
   });
+  // Asynchronous invocation (async/, docs/async.md): accepted into the store, delivered by every gateway's dispatcher through the same run path.
+  const asyncDispatcher = new AsyncDispatcher({
+    store: stores.asyncCalls, functions, runner: invoker, settings: config.async, owner: instances.id, now, background,
+  });
+  const asyncAcceptor = new AsyncAcceptor({
+    store: stores.asyncCalls, functions, settings: config.async, now, logger, refusals,
+    bodies: { budget: bodyBudget, idleTimeoutMs: resources.bodyIdleTimeoutMs, refusals },
+    accepted: () => asyncDispatcher.wake(),
+  });
   // Cluster mode: several gateway replicas share the policies in MongoDB, so none may cache them.
   const policies = new PolicyCache(stores.policies, { shared: cluster !== undefined });
 
@@ -285,7 +298,7 @@ export async function startPlatform(options: PlatformOptions): Promise<Platform<
         logWriteFailures: writer.failures,
         runningRuntimes: executor.running,
         lostRecords: instances.totals,
-      }) + (cluster?.metricsText() ?? '') + (egress?.proxy.metricsText() ?? ''),
+      }) + asyncMetricsText(asyncDispatcher, now()) + (cluster?.metricsText() ?? '') + (egress?.proxy.metricsText() ?? ''),
   });
   // Who may do what: one machine, the admin token only; cluster mode, the namespace rule and Kubernetes RBAC too.
   const access = new AccessControl({ kube: cluster?.kubeAccess, gate: cluster?.namespaceGate });
@@ -293,6 +306,7 @@ export async function startPlatform(options: PlatformOptions): Promise<Platform<
     functionRoutes({ functions, invoker, writer, stores, now, access }),
     executionRoutes({ functions, writer, stores, now, access }),
     replayRoutes({ functions, invoker, writer, stores, now, access, throwaway: cluster?.throwaway ?? ((fn) => executor.throwaway!(fn)) }),
+    asyncRoutes({ functions, store: stores.asyncCalls, now, access, requeued: () => asyncDispatcher.wake() }),
     scheduleRunRoutes({ functions, invoker, ledger, now, access, startingDeadlineSeconds: cluster === undefined ? config.scheduleStartingDeadlineSeconds : undefined }),
     policyRoutes({ policies, functions, now, access, check: () => (egress === undefined ? undefined : (id, target) => egress!.proxy.explain(id, target)) }),
     infoRoutes({ mode: cluster === undefined ? 'local' : 'cluster', default_namespace: functions.defaultNamespace, sandbox: sandbox === undefined ? undefined : { enabled: sandbox.enabled, warning: sandbox.warning } }),
@@ -316,6 +330,7 @@ export async function startPlatform(options: PlatformOptions): Promise<Platform<
     // Nothing is served on the panel's host name: its cookie jar is the panel's alone (admin/panel-host.ts).
     if (refusePanelHost(req, res)) return;
     if (req.url!.startsWith('/invoke/')) invoker.handleHttp(req, res);
+    else if (req.url!.startsWith(ASYNC_INVOKE_PREFIX) || req.url!.startsWith(ASYNC_CALLS_PREFIX)) asyncAcceptor.handleHttp(req, res);
     else void koa(req, res);
   });
   // Connections: a global bound from the descriptor limit minus the reserve, a per-client bound, header and request timeouts (http/connection-bounds.ts).
@@ -365,6 +380,7 @@ export async function startPlatform(options: PlatformOptions): Promise<Platform<
     request_timeout_ms: bounds.main.requestTimeoutMs, body_idle_timeout_ms: resources.bodyIdleTimeoutMs, body_memory_bytes: resources.bodyMemoryBytes,
   });
   for (const late of lateRuns) scheduler.start(late.functionId, late.plannedAt);
+  asyncDispatcher.start();
 
   const sweep = async () => {
     const t = now();
@@ -379,6 +395,11 @@ export async function startPlatform(options: PlatformOptions): Promise<Platform<
       await stores.scheduleRuns.sweep(t);
     } catch (err) {
       background.failed('retention_sweep', err, { what: 'schedule ledger' });
+    }
+    try {
+      await stores.asyncCalls.sweep(t);
+    } catch (err) {
+      background.failed('retention_sweep', err, { what: 'async calls' });
     }
     try {
       await stores.kv.sweep(t);
@@ -421,6 +442,8 @@ export async function startPlatform(options: PlatformOptions): Promise<Platform<
       server.closeIdleConnections();
       const idleCloser = setInterval(() => server.closeIdleConnections(), 100);
       await Promise.race([stopped, new Promise((resolve) => setTimeout(resolve, Math.max(0, deadline - Date.now())).unref())]);
+      // Async attempts under way end and are recorded; past the grace their leases expire and another gateway runs them.
+      await asyncDispatcher.stop(Math.max(0, deadline - Date.now()));
       await invoker.drain(Math.max(0, deadline - Date.now()));
       clearInterval(idleCloser);
       if (!allClosed) server.closeAllConnections();

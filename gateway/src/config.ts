@@ -4,6 +4,7 @@ import { DEFAULT_STARTING_DEADLINE_SECONDS, FnhostError, limits } from '@fnhost/
 import { PlatformRanges } from './policy/match.ts';
 import { kvSettingsFrom, type KvSettings } from './kv/settings.ts';
 import { CODE_SETTING_DEFAULTS as CODE, type CodeSettings } from './code/settings.ts';
+import { asyncSettingsFrom, type AsyncSettings } from './async/settings.ts';
 import { CONNECTION_DEFAULTS } from './internal/connection-bound.ts';
 import { CONSOLE_RATE_DEFAULTS, MAX_CONSOLE_POST_BYTES } from './internal/console-rate.ts';
 
@@ -92,6 +93,8 @@ export interface GatewayConfig {
   kv: KvSettings;
   /** The code store's bounds and GC (FNHOST_CODE_*; ./code/settings.ts, docs/gateway.md "The code store"). */
   code: CodeSettings;
+  /** Asynchronous invocation's queue (async/settings.ts, docs/async.md). */
+  async: AsyncSettings;
 }
 
 /** Five minutes: a function called now and then keeps its runtime between calls; one called once a day does not hold memory all day. */
@@ -204,6 +207,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       gcGraceMs: intVar(env, 'FNHOST_CODE_GC_GRACE_SECONDS', CODE.gcGraceMs / 1000, 0, 30 * 86_400) * 1000,
       gcIntervalMs: intVar(env, 'FNHOST_CODE_GC_INTERVAL_SECONDS', CODE.gcIntervalMs / 1000, 1, 86_400) * 1000,
     },
+    async: asyncSettingsFrom((name, fallback, min, max) => intVar(env, name, fallback, min, max)),
   };
 }
 

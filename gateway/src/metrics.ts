@@ -3,7 +3,7 @@
 
 const BUCKETS_SECONDS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
 const CLASSES = ['1xx', '2xx', '3xx', '4xx', '5xx'] as const;
-const TRIGGERS = ['http', 'schedule', 'test', 'replay'] as const;
+const TRIGGERS = ['http', 'schedule', 'test', 'replay', 'async'] as const;
 
 export class Metrics {
   /** invocations[trigger][class] */
@@ -112,5 +112,6 @@ export const REFUSAL_REASONS = [
   'internal_connections_per_function', 'egress_connections_per_function', 'console_rate',
   'kv_bytes', 'kv_keys', 'kv_write_rate', 'namespace_kv_bytes', 'namespace_recorded_bytes',
   'code_store_bytes', 'namespace_code_bytes', 'code_uploads',
+  'async_queue_function_bytes', 'async_queue_total_bytes',
 ] as const;
 export type RefusalReason = (typeof REFUSAL_REASONS)[number];

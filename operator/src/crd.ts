@@ -1,4 +1,4 @@
-import { limits, MAX_KV_QUOTA_BYTES, MAX_KV_QUOTA_KEYS } from '@fnhost/core';
+import { limits, MAX_KV_QUOTA_BYTES, MAX_KV_QUOTA_KEYS, MAX_ASYNC_RETRIES, MIN_ASYNC_MAX_AGE_SECONDS, MAX_ASYNC_MAX_AGE_SECONDS } from '@fnhost/core';
 import { MAX_CRONJOB_NAME_LENGTH } from './names.ts';
 import * as scale from '@fnhost/core/scaling.ts';
 
@@ -198,6 +198,14 @@ function specSchema() {
         properties: {
           maxBytes: { type: 'integer', minimum: 1, maximum: MAX_KV_QUOTA_BYTES, description: 'Bytes of keys (UTF-8) plus values (JSON) the function may store.' },
           maxKeys: { type: 'integer', minimum: 1, maximum: MAX_KV_QUOTA_KEYS, description: 'Keys the function may store.' },
+        },
+      },
+      async: {
+        type: 'object',
+        description: 'Asynchronous invocation (docs/async.md): retries after a 5xx, a timeout or an out-of-memory, and how long after acceptance a call may still start; a field left out takes the default (2, 21600: as Lambda).',
+        properties: {
+          maxRetries: { type: 'integer', minimum: 0, maximum: MAX_ASYNC_RETRIES },
+          maxAgeSeconds: { type: 'integer', minimum: MIN_ASYNC_MAX_AGE_SECONDS, maximum: MAX_ASYNC_MAX_AGE_SECONDS },
         },
       },
       retention: {

@@ -143,12 +143,13 @@ describe('SQLite store (file)', () => {
     }
     await first.close();
     // Back to version 1: the bucket table, the error_stack and manual columns, the execution insight tables and columns,
-    // the recorded exchanges and the ledger of scheduled runs did not exist yet.
+    // the recorded exchanges, the ledger of scheduled runs and the async calls did not exist yet.
     const raw = new DatabaseSync(path);
     raw.exec(`DROP TABLE log_buckets; ALTER TABLE logs DROP COLUMN error_stack; ALTER TABLE logs DROP COLUMN manual;
       DROP INDEX logs_by_id; ALTER TABLE logs DROP COLUMN cold_start; ALTER TABLE logs DROP COLUMN wait_ms;
       DROP TABLE console_output; DROP TABLE latency_buckets; DROP TABLE log_exchanges; DROP TABLE schedule_runs;
-      DROP INDEX kv_by_expiry; DROP TABLE kv_usage; ALTER TABLE kv DROP COLUMN bytes; PRAGMA user_version = 1`);
+      DROP INDEX kv_by_expiry; DROP TABLE kv_usage; ALTER TABLE kv DROP COLUMN bytes; DROP TABLE async_calls; DROP TABLE async_usage; DROP TABLE async_idempotency; ALTER TABLE logs DROP COLUMN async_id; ALTER TABLE logs DROP COLUMN attempt;
+      PRAGMA user_version = 1`);
     raw.close();
     const second = openSqliteStores({ path });
     try {
@@ -211,6 +212,7 @@ describe('SQLite store (file)', () => {
     raw.exec(`DROP INDEX kv_by_expiry; DROP TABLE kv_usage; ALTER TABLE kv DROP COLUMN bytes; DROP TABLE log_exchanges;
       CREATE TABLE log_exchanges (seq INTEGER PRIMARY KEY REFERENCES logs (seq) ON DELETE CASCADE, id TEXT NOT NULL UNIQUE, exchange TEXT NOT NULL);
       INSERT INTO log_exchanges (seq, id, exchange) SELECT seq, id, json_object('request', json_object('method', 'GET', 'path', '/' || id, 'query', '', 'headers', json_object(), 'body', NULL), 'response', NULL) FROM logs;
+      DROP TABLE async_calls; DROP TABLE async_usage; DROP TABLE async_idempotency; ALTER TABLE logs DROP COLUMN async_id; ALTER TABLE logs DROP COLUMN attempt;
       PRAGMA user_version = 10`);
     raw.close();
     const second = openSqliteStores({ path });
@@ -231,6 +233,7 @@ describe('SQLite store (file)', () => {
     const raw = new DatabaseSync(path);
     raw.exec(`DROP INDEX kv_by_expiry; DROP TABLE kv_usage; ALTER TABLE kv DROP COLUMN bytes;
       INSERT INTO kv (namespace, key, value, expires_at) VALUES ('fn-a', 'é', '"✓"', NULL), ('fn-a', 'k2', '12345', NULL), ('fn-b', 'k', '1', NULL);
+      DROP TABLE async_calls; DROP TABLE async_usage; DROP TABLE async_idempotency; ALTER TABLE logs DROP COLUMN async_id; ALTER TABLE logs DROP COLUMN attempt;
       PRAGMA user_version = 11`);
     raw.close();
     const stores = openSqliteStores({ path });

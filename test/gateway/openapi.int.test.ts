@@ -55,7 +55,9 @@ describe('gateway OpenAPI document', function () {
       }
     }
     // The invocation path is served by node:http directly (see gateway/src/invoke/proxy.ts): every method.
-    for (const path of ['/invoke/{functionId}', '/invoke/{functionId}/{subPath}']) for (const m of METHODS) served.add(`${m.toUpperCase()} ${path}`);
+    for (const path of ['/invoke/{functionId}', '/invoke/{functionId}/{subPath}', '/async-invoke/{functionId}', '/async-invoke/{functionId}/{subPath}']) for (const m of METHODS) served.add(`${m.toUpperCase()} ${path}`);
+    // So is the async call's capability URL (gateway/src/async/acceptor.ts).
+    served.add('GET /async-calls/{functionId}/{asyncId}');
     const missing = [...served].filter((r) => !documented.has(r));
     const extra = [...documented].filter((r) => !served.has(r));
     expect(missing, 'served but not documented').to.deep.equal([]);

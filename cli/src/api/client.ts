@@ -14,6 +14,8 @@ import {
   type ApiError,
 } from './errors.ts';
 import type {
+  ApiAsyncCall,
+  ApiAsyncCalls,
   ApiFunction,
   CreateFunctionBody,
   ApiRecordedExchange,
@@ -235,6 +237,31 @@ export class ApiClient {
   /** Fires the schedule now; waits as long as the function may run (`timeoutMs`). */
   runSchedule(ref: string, timeoutMs?: number): Promise<ScheduleRunResult> {
     return this.#json('POST', fnPath(ref, '/schedule/run'), undefined, { ref, timeoutMs });
+  }
+
+  /** A function's async calls in these states, oldest first (docs/async.md). */
+  asyncCalls(ref: string, states: readonly string[], limit: number): Promise<ApiAsyncCalls> {
+    return this.#json('GET', `${fnPath(ref, '/async')}?state=${states.join(',')}&limit=${limit}`, undefined, { ref });
+  }
+
+  asyncCall(ref: string, id: string): Promise<ApiAsyncCall> {
+    return this.#json('GET', fnPath(ref, `/async/${encodeURIComponent(id)}`), undefined, { ref });
+  }
+
+  /** Requeues dead calls: these ids, or all of the function's. */
+  retryAsync(ref: string, which: readonly string[] | 'all'): Promise<{ requeued: number }> {
+    return this.#json('POST', fnPath(ref, '/dead-letters/retry'), which === 'all' ? { all: true } : { ids: which }, { ref });
+  }
+
+  /**
+   * A call through the public path as a caller makes it (no admin token):
+   * `/invoke/{id}{path}` or `/async-invoke/{id}{path}`. Any status is returned, not thrown.
+   */
+  async callPublic(path: string, method: string, headers: Record<string, string>, body: string | undefined, timeoutMs?: number): Promise<{ status: number; body: string }> {
+    const target = new URL(this.url + path);
+    const sent: Record<string, string> = { 'user-agent': 'fnhost-cli', ...headers };
+    if (body !== undefined) sent['content-length'] = String(Buffer.byteLength(body));
+    return this.#request(target, { method, headers: sent }, body, timeoutMs ?? this.#timeoutMs);
   }
 
   listLogs(ref: string, query: LogQuery): Promise<LogPage> {

@@ -1,6 +1,6 @@
 import { functionIdOf } from '@fnhost/core/function-identity.ts';
 import { API_VERSION, KIND, type FunctionEnvVar, type FunctionResource, type FunctionSpec } from '@fnhost/core/function-resource.ts';
-import { limits, isoTimestamp, validateRequestRecording, type FunctionKvQuota, type FunctionRecord, type RequestRecording, type RetentionPolicy, type Schedule } from '@fnhost/core';
+import { limits, isoTimestamp, validateRequestRecording, type FunctionKvQuota, type FunctionAsyncSettings, type FunctionRecord, type RequestRecording, type RetentionPolicy, type Schedule } from '@fnhost/core';
 import type { ApiRollout } from '@fnhost/core/api.ts';
 import { DEFAULT_IDLE_SECONDS, DEFAULT_MAX_REPLICAS, DEFAULT_MIN_REPLICAS, DEFAULT_TARGET_CONCURRENCY, type FunctionScalingSettings } from '@fnhost/core/scaling.ts';
 
@@ -65,6 +65,20 @@ function kvQuotaOf(spec: FunctionSpec): { kv_quota?: FunctionKvQuota } {
   if (typeof q.maxBytes === 'number') out.max_bytes = q.maxBytes;
   if (typeof q.maxKeys === 'number') out.max_keys = q.maxKeys;
   return Object.keys(out).length === 0 ? {} : { kv_quota: out };
+}
+
+/** spec.async as the function's async settings (the CRD checks the bounds). */
+function asyncOf(spec: FunctionSpec): { async?: FunctionAsyncSettings } {
+  const a = spec.async;
+  if (a === undefined || a === null) return {};
+  const out: FunctionAsyncSettings = {};
+  if (typeof a.maxRetries === 'number') out.max_retries = a.maxRetries;
+  if (typeof a.maxAgeSeconds === 'number') out.max_age_seconds = a.maxAgeSeconds;
+  return Object.keys(out).length === 0 ? {} : { async: out };
+}
+
+function specAsync(a: FunctionAsyncSettings | undefined): { maxRetries: number | null; maxAgeSeconds: number | null } {
+  return { maxRetries: a?.max_retries ?? null, maxAgeSeconds: a?.max_age_seconds ?? null };
 }
 
 function specKvQuota(q: FunctionKvQuota | undefined): { maxBytes: number | null; maxKeys: number | null } {
@@ -145,6 +159,7 @@ export function recordFromResource(res: FunctionResource): FunctionRecord | null
     updated_at: updatedAt(res, created),
     ...(recording === undefined ? {} : { record_requests: recording }),
     ...kvQuotaOf(spec),
+    ...asyncOf(spec),
     scaling: scalingOf(spec),
   };
 }
@@ -201,6 +216,9 @@ export function resourceForCreate(fn: FunctionRecord): FunctionResource {
   if (fn.kv_quota?.max_bytes != null || fn.kv_quota?.max_keys != null) {
     spec.kvQuota = { ...(fn.kv_quota.max_bytes == null ? {} : { maxBytes: fn.kv_quota.max_bytes }), ...(fn.kv_quota.max_keys == null ? {} : { maxKeys: fn.kv_quota.max_keys }) };
   }
+  if (fn.async?.max_retries != null || fn.async?.max_age_seconds != null) {
+    spec.async = { ...(fn.async.max_retries == null ? {} : { maxRetries: fn.async.max_retries }), ...(fn.async.max_age_seconds == null ? {} : { maxAgeSeconds: fn.async.max_age_seconds }) };
+  }
   return {
     apiVersion: API_VERSION,
     kind: KIND,
@@ -236,6 +254,7 @@ export function specPatch(before: FunctionRecord, after: FunctionRecord, current
   if (after.record_requests !== undefined && !same(before.record_requests, after.record_requests)) spec.recordRequests = specRecording(after.record_requests);
   // A merge patch: null removes a field, so the platform's default applies again.
   if (!same(before.kv_quota ?? {}, after.kv_quota ?? {})) spec.kvQuota = specKvQuota(after.kv_quota);
+  if (!same(before.async ?? {}, after.async ?? {})) spec.async = specAsync(after.async);
   if (!same(before.schedule, after.schedule)) spec.schedule = after.schedule === null ? null : specSchedule(after.schedule);
   Object.assign(spec, scalingPatch(before.scaling, after.scaling));
   if (Object.keys(spec).length === 0) return null;

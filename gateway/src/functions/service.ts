@@ -3,7 +3,7 @@ import { CodeRefusedError } from './code-check.ts';
 import {
   CodeMissingError, ConflictError, FunctionRefusedError, NotFoundError, ValidationError, isUuid, isoTimestamp, limits, newFunctionId,
   validateCodeSource, validateCron, validateEnv, validateFunctionName, validateMemoryMiB, validateRetention, validateRoutes,
-  validateTimeoutSeconds, validateTimezone, validateRequestRecording, recordingOf, validateKvQuota,
+  validateTimeoutSeconds, validateTimezone, validateRequestRecording, recordingOf, validateKvQuota, validateAsyncSettings,
   type CodeRef, type CodeSource, type Executor, type KvQuota, type FunctionRecord, type PreparedRuntime, type RetentionPolicy, type Schedule, type Stores,
 } from '@fnhost/core';
 import type { ApiKvUsage, ApiRollout } from '@fnhost/core/api.ts';
@@ -107,8 +107,8 @@ export interface FunctionServiceOptions {
   kvQuota?: (fn: FunctionRecord) => KvQuota;
 }
 
-const CREATE_FIELDS = new Set(['name', 'code', 'code_ref', 'env', 'routes', 'timeout_seconds', 'memory_mib', 'active', 'retention', 'schedule', 'record_requests', 'kv_quota']);
-const PATCH_FIELDS = new Set(['code', 'code_ref', 'env', 'routes', 'timeout_seconds', 'memory_mib', 'record_requests', 'kv_quota']);
+const CREATE_FIELDS = new Set(['name', 'code', 'code_ref', 'env', 'routes', 'timeout_seconds', 'memory_mib', 'active', 'retention', 'schedule', 'record_requests', 'kv_quota', 'async']);
+const PATCH_FIELDS = new Set(['code', 'code_ref', 'env', 'routes', 'timeout_seconds', 'memory_mib', 'record_requests', 'kv_quota', 'async']);
 
 function checkFields(body: unknown, allowed: Set<string>, what: string): Record<string, unknown> {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new ValidationError(`${what} body must be a JSON object`);
@@ -235,6 +235,7 @@ export class FunctionService {
     const schedule: Schedule | null = raw.schedule === undefined || raw.schedule === null ? null : { ...parseScheduleBody(raw.schedule), enabled: true };
     const recording = raw.record_requests === undefined ? undefined : validateRequestRecording(raw.record_requests);
     const kvQuota = raw.kv_quota === undefined ? undefined : validateKvQuota(raw.kv_quota);
+    const asyncSettings = raw.async === undefined ? undefined : validateAsyncSettings(raw.async);
     return this.#serial(async () => {
       if (this.#index.getByName(ns, name) !== undefined) throw new ConflictError(`a function named "${name}" already exists${this.#o.multiNamespace ? ` in namespace "${ns}"` : ''}`);
       await this.#checkCodeRef(ns, source.code_ref);
@@ -244,6 +245,7 @@ export class FunctionService {
         active: raw.active === undefined ? true : (raw.active as boolean), retention, schedule, created_at: now, updated_at: now,
         ...(recording === undefined ? {} : { record_requests: recording }),
         ...(kvQuota === undefined || Object.keys(kvQuota).length === 0 ? {} : { kv_quota: kvQuota }),
+        ...(asyncSettings === undefined || Object.keys(asyncSettings).length === 0 ? {} : { async: asyncSettings }),
       };
       const prepared = await this.#prepared(fn, !options.allowLoadError);
       try {
@@ -351,6 +353,7 @@ export class FunctionService {
     // Fields of record_requests not named keep their current values.
     const recording = raw.record_requests;
     if (raw.kv_quota !== undefined) validateKvQuota(raw.kv_quota); // refused before anything is written
+    if (raw.async !== undefined) validateAsyncSettings(raw.async);
     return this.#replace(ref, namespace, (fn) => {
       const next: FunctionRecord = {
         ...fn, ...patch, ...(recording === undefined ? {} : { record_requests: validateRequestRecording(recording, recordingOf(fn)) }),
@@ -364,6 +367,11 @@ export class FunctionService {
         const quota = validateKvQuota(raw.kv_quota, fn.kv_quota);
         if (Object.keys(quota).length === 0) delete next.kv_quota;
         else next.kv_quota = quota;
+      }
+      if (raw.async !== undefined) {
+        const settings = validateAsyncSettings(raw.async, fn.async);
+        if (Object.keys(settings).length === 0) delete next.async;
+        else next.async = settings;
       }
       return next;
     }, true, true, options);
@@ -433,6 +441,7 @@ export class FunctionService {
       await this.#o.stores.logs.deleteFunction(fn.function_id);
       await this.#o.stores.counters.delete(fn.function_id);
       await this.#o.stores.scheduleRuns.deleteFunction(fn.function_id);
+      await this.#o.stores.asyncCalls.deleteFunction(fn.function_id);
       await this.#o.stores.kv.deleteNamespace(fn.function_id);
       const policy = await this.#o.stores.policies.get(fn.function_id);
       if (policy !== null) await this.#o.stores.policies.set(fn.function_id, null, 'system (function deleted)', this.#o.now());

@@ -49,6 +49,14 @@ export interface Exchange {
   pinned: Upstream | undefined;
   /** A schedule run for the ledger: the time it was planned for, or null when fired by hand (`manual`). */
   scheduled: ScheduledFor | undefined;
+  /** An attempt of an asynchronous call (gateway/src/async/): its id and attempt number go into the record. */
+  async?: AsyncAttemptOf;
+}
+
+/** Which asynchronous call an execution is an attempt of. */
+export interface AsyncAttemptOf {
+  id: string;
+  attempt: number;
 }
 
 /** Which planned run of a schedule an execution is: plannedAt null means fired by hand. */
@@ -60,6 +68,7 @@ export interface ScheduledFor {
 export interface RunOptions {
   pinned?: Upstream;
   scheduled?: ScheduledFor;
+  async?: AsyncAttemptOf;
 }
 
 /** The send path as ./run.ts uses it: begin an execution, send it, write its one record. */

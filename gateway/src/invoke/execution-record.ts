@@ -35,5 +35,9 @@ export function executionRecord(ex: Exchange, statusCode: number, errorMessage: 
   // Optional fields only when they say something, as before (a stored or listed record has no `error_stack: undefined`).
   if (ex.errorStack !== undefined) log.error_stack = ex.errorStack;
   if (ex.scheduled?.plannedAt === null) log.manual = true;
+  if (ex.async !== undefined) {
+    log.async_id = ex.async.id;
+    log.attempt = ex.async.attempt;
+  }
   return log;
 }

@@ -20,8 +20,14 @@ export async function runOutsideHttp(path: ExecutionPath, fn: FunctionRecord, tr
   if (!fn.active) throw new FunctionInactiveError(fn.name);
   const ex = path.begin(fn, trigger, options.pinned);
   ex.scheduled = options.scheduled;
+  ex.async = options.async;
   if (ex.recording !== undefined) noteRequest(ex.recording, request.method, request.path, lowerCaseNames(request.headers), request.body);
   const headers = headersToFunction(lowerCaseNames(request.headers), { remoteAddress: '127.0.0.1', trustProxy: false, executionId: ex.logId, trigger });
+  // An async attempt tells the handler which call and attempt it is (delivery is at least once: the id lets it skip a repeat).
+  if (options.async !== undefined) {
+    headers['x-fnhost-async-id'] = options.async.id;
+    headers['x-fnhost-attempt'] = String(options.async.attempt);
+  }
   let status: number;
   let errorMessage: string | null;
   let outHeaders: Record<string, string | string[]> = {};

@@ -11,6 +11,7 @@ import { ensureInsightIndexes, MongoInsightStore } from './insight.ts';
 import { ensureRecordIndexes, MongoCounterStore, MongoFunctionStore, MongoKvStore, MongoPolicyStore } from './records.ts';
 import { ensureScheduleRunIndexes, MongoScheduleRunStore } from './schedule-runs.ts';
 import { ensureSessionIndexes, MongoSessionStore } from './sessions.ts';
+import { ensureAsyncCallIndexes, MongoAsyncCallStore } from './async-calls.ts';
 import { DEFAULT_RETRY, runWithRetry, type RetryOptions } from './retry.ts';
 
 // The cluster store: every seam of core/src/stores.ts on MongoDB with the
@@ -56,6 +57,7 @@ export async function openMongoStores(options: MongoStoreOptions): Promise<Store
       await ensureSessionIndexes(db);
       await ensureScheduleRunIndexes(db);
       await ensureCodeIndexes(db);
+      await ensureAsyncCallIndexes(db);
     }, retry);
   } catch (err) {
     await client.close().catch(() => {});
@@ -75,6 +77,7 @@ export async function openMongoStores(options: MongoStoreOptions): Promise<Store
     sessions: new MongoSessionStore(db, ctx),
     scheduleRuns: new MongoScheduleRunStore(db, ctx),
     code: new MongoCodeStore(db, ctx),
+    asyncCalls: new MongoAsyncCallStore(db, ctx),
     close: () => client.close(),
   };
 }

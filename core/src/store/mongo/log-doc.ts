@@ -24,6 +24,9 @@ export interface LogDoc {
   wait_ms?: number;
   /** Only on a schedule run fired by hand (ExecutionLog.manual). */
   manual?: true;
+  /** Only on an async attempt (ExecutionLog.async_id, attempt). */
+  async_id?: string;
+  attempt?: number;
   expireAt?: Date;
 }
 
@@ -40,5 +43,7 @@ export function toLog(doc: LogDoc): ExecutionLog {
     ...(doc.cold_start === undefined ? {} : { cold_start: doc.cold_start }),
     ...(doc.wait_ms === undefined ? {} : { wait_ms: doc.wait_ms }),
     ...(doc.manual === true ? { manual: true as const } : {}),
+    ...(doc.async_id === undefined ? {} : { async_id: doc.async_id }),
+    ...(doc.attempt === undefined ? {} : { attempt: doc.attempt }),
   };
 }

@@ -107,6 +107,8 @@ export function toLogDoc(record: StoredLog, seq: number): LogDoc {
   if (record.cold_start !== undefined) doc.cold_start = record.cold_start;
   if (record.wait_ms !== undefined) doc.wait_ms = record.wait_ms;
   if (record.manual === true) doc.manual = true;
+  if (record.async_id !== undefined) doc.async_id = record.async_id;
+  if (record.attempt !== undefined) doc.attempt = record.attempt;
   if (record.expires_at !== null) doc.expireAt = new Date(record.expires_at);
   return doc;
 }

@@ -14,6 +14,7 @@ import { SqliteCounterStore, SqliteFunctionStore, SqliteKvStore, SqlitePolicySto
 import { prepareDatabase } from './schema.ts';
 import { SqliteScheduleRunStore } from './schedule-runs.ts';
 import { SqliteSessionStore } from './sessions.ts';
+import { SqliteAsyncCallStore } from './async-calls.ts';
 
 // The one-machine store: every seam of core/src/stores.ts on Node's built-in
 // node:sqlite. Calls are synchronous inside (one connection, no thread pool);
@@ -66,6 +67,7 @@ export function openSqliteStores(options: SqliteStoreOptions): Stores {
     sessions: new SqliteSessionStore(db),
     scheduleRuns: new SqliteScheduleRunStore(db),
     code,
+    asyncCalls: new SqliteAsyncCallStore(db),
     close: async () => {
       await checkpointer?.stop();
       db.close();

@@ -6,7 +6,7 @@ import type { ExecutionLog, Trigger } from '../../model.ts';
 
 export const DAY_MS = 86_400_000;
 
-export const LOG_COLUMNS = 'seq, executed_ms, id, status_code, execution_time_ms, error_message, error_stack, trigger, cold_start, wait_ms, manual';
+export const LOG_COLUMNS = 'seq, executed_ms, id, status_code, execution_time_ms, error_message, error_stack, trigger, cold_start, wait_ms, manual, async_id, attempt';
 
 export interface LogRow {
   seq: number;
@@ -20,6 +20,8 @@ export interface LogRow {
   cold_start: number | null;
   wait_ms: number | null;
   manual: number | null;
+  async_id: string | null;
+  attempt: number | null;
 }
 
 export function toLog(row: LogRow, functionId: string): ExecutionLog {
@@ -35,5 +37,7 @@ export function toLog(row: LogRow, functionId: string): ExecutionLog {
     ...(row.cold_start === null ? {} : { cold_start: row.cold_start === 1 }),
     ...(row.wait_ms === null ? {} : { wait_ms: row.wait_ms }),
     ...(row.manual === 1 ? { manual: true as const } : {}),
+    ...(row.async_id === null ? {} : { async_id: row.async_id }),
+    ...(row.attempt === null ? {} : { attempt: row.attempt }),
   };
 }

@@ -185,14 +185,15 @@ export class SqliteLogStore implements LogStore {
         delta.add(cls, ms, 1);
       }
       const insert = this.db.stmt(
-        'INSERT INTO logs (fn, executed_ms, class, id, status_code, execution_time_ms, error_message, error_stack, trigger, cold_start, wait_ms, manual) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
+        'INSERT INTO logs (fn, executed_ms, class, id, status_code, execution_time_ms, error_message, error_stack, trigger, cold_start, wait_ms, manual, async_id, attempt) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
       );
       return this.db.transaction((): InsertResult => {
         const keys = new Map<string, number>();
         for (const functionId of deltas.keys()) keys.set(functionId, this.keyFor(functionId));
         for (const { r, ms, cls } of rows) {
           const { lastInsertRowid } = insert.run(keys.get(r.function_id)!, ms, cls, r.id, r.status_code, Math.round(r.execution_time_ms), r.error_message, r.error_stack ?? null, r.trigger,
-            r.cold_start === undefined ? null : r.cold_start ? 1 : 0, r.wait_ms === undefined ? null : Math.round(r.wait_ms), r.manual === true ? 1 : null);
+            r.cold_start === undefined ? null : r.cold_start ? 1 : 0, r.wait_ms === undefined ? null : Math.round(r.wait_ms), r.manual === true ? 1 : null,
+            r.async_id ?? null, r.attempt ?? null);
           if (r.exchange !== undefined) insertExchangeSync(this.db, lastInsertRowid, r.exchange);
         }
         for (const [functionId, delta] of deltas) this.applyDelta(keys.get(functionId)!, delta);

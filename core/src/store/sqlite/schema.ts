@@ -5,7 +5,7 @@ import { StoreError } from '../../errors.ts';
 // version a database file was last migrated to; MIGRATIONS[i] moves a database
 // from version i to i + 1, so a later release appends, never edits.
 
-export const SCHEMA_VERSION = 14;
+export const SCHEMA_VERSION = 15;
 
 const MIGRATIONS: readonly string[] = [
   // 0 -> 1: the first schema.
@@ -277,6 +277,52 @@ const MIGRATIONS: readonly string[] = [
     PRIMARY KEY (digest, namespace)
   ) WITHOUT ROWID;
   CREATE INDEX IF NOT EXISTS code_uploads_by_namespace ON code_uploads (namespace);
+  `,
+  // 14 -> 15 (issue 33): asynchronous invocation
+  // (core/src/async-call.ts, sqlite/async-calls.ts). async_calls: one row per
+  // accepted call, seq its acceptance order; the request is kept while the
+  // call may still be sent or requeued (queued, running, dead), and its bytes
+  // are in async_usage (per function; the total is their sum) in the same
+  // transaction. async_idempotency: an Idempotency-Key's call until its
+  // window ends. logs.async_id and logs.attempt: an async execution's call
+  // and attempt number.
+  `
+  CREATE TABLE IF NOT EXISTS async_calls (
+    seq          INTEGER PRIMARY KEY,
+    id           TEXT    NOT NULL UNIQUE,
+    function_id  TEXT    NOT NULL,
+    state        TEXT    NOT NULL,
+    accepted_ms  INTEGER NOT NULL,
+    attempt      INTEGER NOT NULL,
+    next_ms      INTEGER NOT NULL,
+    lease_owner  TEXT,
+    lease_until  INTEGER,
+    attempts     TEXT    NOT NULL,     -- AsyncAttempt[] as JSON
+    dead_reason  TEXT,
+    result       TEXT,                 -- AsyncResult as JSON
+    bytes        INTEGER NOT NULL,
+    idem_key     TEXT,
+    kept_until   INTEGER,
+    finished_ms  INTEGER,
+    request      TEXT,                 -- method, path, headers as JSON; NULL once finished
+    body         BLOB
+  );
+  CREATE INDEX IF NOT EXISTS async_due ON async_calls (state, function_id, seq);
+  CREATE INDEX IF NOT EXISTS async_by_function ON async_calls (function_id, state, seq);
+  CREATE INDEX IF NOT EXISTS async_kept ON async_calls (kept_until) WHERE kept_until IS NOT NULL;
+  CREATE TABLE IF NOT EXISTS async_usage (
+    function_id TEXT PRIMARY KEY,
+    bytes       INTEGER NOT NULL
+  ) WITHOUT ROWID;
+  CREATE TABLE IF NOT EXISTS async_idempotency (
+    function_id TEXT    NOT NULL,
+    key         TEXT    NOT NULL,
+    call_id     TEXT    NOT NULL,
+    until_ms    INTEGER NOT NULL,
+    PRIMARY KEY (function_id, key)
+  ) WITHOUT ROWID;
+  ALTER TABLE logs ADD COLUMN async_id TEXT;
+  ALTER TABLE logs ADD COLUMN attempt INTEGER;
   `,
 ];
 

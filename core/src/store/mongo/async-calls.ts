@@ -1,0 +1,314 @@
+import { Binary, type Collection, type Db, type WriteConcernSettings } from 'mongodb';
+import { lostAttempt } from '../../async-call.ts';
+import type {
+  AcceptResult, AsyncAttempt, AsyncBounds, AsyncCall, AsyncCompletion, AsyncState, AsyncStats, DeadReason, NewAsyncCall,
+} from '../../async-call.ts';
+import type { AsyncCallStore } from '../../stores.ts';
+import type { MongoContext } from './context.ts';
+
+// The queue of asynchronous calls on MongoDB (collections async_calls,
+// async_usage, async_idempotency). Every write asks for w: 'majority' with
+// the journal: the strongest concern a deployment offers (on a standalone
+// server, its own journal). Leases are fields (lease_owner, lease_until)
+// taken by findOneAndUpdate and given back by reap(); nothing here relies on
+// a TTL index (the stand-in in the tests never deletes by TTL), and
+// retention is the sweep's.
+
+const DURABLE: WriteConcernSettings = { w: 'majority', journal: true };
+/** The usage document of the queue's total (function ids are UUIDs or names: never this). */
+const TOTAL = ':total';
+
+interface CallDoc {
+  _id: string;
+  function_id: string;
+  /** Acceptance order: ms × 1024 + a counter of the accepting process. */
+  seq: number;
+  state: AsyncState;
+  accepted_at: number;
+  attempt: number;
+  next_at: number;
+  lease_owner: string | null;
+  lease_until: number | null;
+  attempts: AsyncAttempt[];
+  dead_reason: DeadReason | null;
+  result: AsyncCall['result'];
+  bytes: number;
+  idem_key: string | null;
+  kept_until: number | null;
+  finished_at: number | null;
+  /** Headers as [name, value] pairs: a header name may hold a `.` or `$`, which field names should not. */
+  request: { method: string; path: string; headers: Array<[string, string]>; body: Binary | null } | null;
+}
+
+interface UsageDoc {
+  _id: string;
+  bytes: number;
+}
+
+interface KeyDoc {
+  _id: string;
+  call_id: string;
+  until: number;
+}
+
+function toCall(doc: CallDoc): AsyncCall {
+  return {
+    id: doc._id,
+    function_id: doc.function_id,
+    state: doc.state,
+    accepted_at: doc.accepted_at,
+    attempt: doc.attempt,
+    next_at: doc.next_at,
+    lease_owner: doc.lease_owner,
+    lease_until: doc.lease_until,
+    attempts: doc.attempts,
+    dead_reason: doc.dead_reason,
+    result: doc.result,
+    bytes: doc.bytes,
+    idempotency_key: doc.idem_key,
+    kept_until: doc.kept_until,
+    finished_at: doc.finished_at,
+    request: doc.request === null ? null : {
+      method: doc.request.method,
+      path: doc.request.path,
+      headers: Object.fromEntries(doc.request.headers),
+      body: doc.request.body === null ? null : Buffer.from(doc.request.body.buffer),
+    },
+  };
+}
+
+function isDuplicateKey(err: unknown): boolean {
+  let e: unknown = err;
+  while (e !== undefined && e !== null) {
+    if ((e as { code?: unknown }).code === 11000) return true;
+    e = (e as { cause?: unknown }).cause;
+  }
+  return false;
+}
+
+let counter = 0;
+
+export class MongoAsyncCallStore implements AsyncCallStore {
+  readonly #ctx: MongoContext;
+  readonly #calls: Collection<CallDoc>;
+  readonly #usage: Collection<UsageDoc>;
+  readonly #keys: Collection<KeyDoc>;
+
+  constructor(db: Db, ctx: MongoContext) {
+    this.#ctx = ctx;
+    this.#calls = db.collection<CallDoc>('async_calls', { writeConcern: DURABLE });
+    this.#usage = db.collection<UsageDoc>('async_usage', { writeConcern: DURABLE });
+    this.#keys = db.collection<KeyDoc>('async_idempotency', { writeConcern: DURABLE });
+  }
+
+  async accept(call: NewAsyncCall, bounds: AsyncBounds, now: number): Promise<AcceptResult> {
+    const keyId = call.idempotency_key === null ? null : `${call.function_id}\n${call.idempotency_key}`;
+    if (keyId !== null) {
+      // The key is taken first, by its _id: of two replicas accepting the same key at once, one inserts.
+      const first = await this.#takeKey(keyId, call.id, now, bounds.idempotencyWindowMs);
+      if (first !== null) return { outcome: 'duplicate', id: first };
+    }
+    const refusal = await this.#reserve(call.function_id, call.bytes, bounds.functionBytes, 'function')
+      ?? await this.#reserve(TOTAL, call.bytes, bounds.totalBytes, 'total', call.function_id);
+    if (refusal !== null) {
+      if (keyId !== null) await this.#ctx.run('async key release', true, () => this.#keys.deleteOne({ _id: keyId, call_id: call.id }));
+      return refusal;
+    }
+    const doc: CallDoc = {
+      _id: call.id,
+      function_id: call.function_id,
+      seq: call.accepted_at * 1024 + (counter++ % 1024),
+      state: 'queued',
+      accepted_at: call.accepted_at,
+      attempt: 0,
+      next_at: call.accepted_at,
+      lease_owner: null,
+      lease_until: null,
+      attempts: [],
+      dead_reason: null,
+      result: null,
+      bytes: call.bytes,
+      idem_key: call.idempotency_key,
+      kept_until: null,
+      finished_at: null,
+      request: {
+        method: call.request.method,
+        path: call.request.path,
+        headers: Object.entries(call.request.headers),
+        body: call.request.body === null ? null : new Binary(call.request.body),
+      },
+    };
+    try {
+      // Idempotent by its _id: a resend after a lost answer finds it stored.
+      await this.#ctx.run('async accept', true, async () => {
+        try {
+          await this.#calls.insertOne(doc);
+        } catch (err) {
+          if (!isDuplicateKey(err)) throw err;
+        }
+      });
+    } catch (err) {
+      await this.#release(call.function_id, call.bytes).catch(() => undefined);
+      throw err;
+    }
+    return { outcome: 'accepted', call: toCall(doc) };
+  }
+
+  async dueFunctions(now: number, limit: number): Promise<string[]> {
+    const ids = await this.#ctx.run('async due', true, () => this.#calls.distinct('function_id', { state: 'queued', next_at: { $lte: now } }));
+    return (ids as string[]).slice(0, limit);
+  }
+
+  async claim(functionId: string, owner: string, now: number, leaseUntil: number, max: number): Promise<AsyncCall[]> {
+    const out: AsyncCall[] = [];
+    for (let i = 0; i < max; i++) {
+      // Not resent: a lost answer leaves a claimed call whose lease expires, and reap() returns it.
+      const doc = await this.#ctx.run('async claim', false, () =>
+        this.#calls.findOneAndUpdate(
+          { function_id: functionId, state: 'queued', next_at: { $lte: now } },
+          { $set: { state: 'running', lease_owner: owner, lease_until: leaseUntil }, $inc: { attempt: 1 } },
+          { sort: { seq: 1 }, returnDocument: 'after' },
+        ));
+      if (doc === null) break;
+      out.push(toCall(doc));
+    }
+    return out;
+  }
+
+  async complete(id: string, owner: string, attempt: number, completion: AsyncCompletion, now: number): Promise<boolean> {
+    const filter = { _id: id, state: 'running' as const, lease_owner: owner, attempt };
+    const push = completion.attempt === null ? {} : { $push: { attempts: completion.attempt } };
+    if (completion.state === 'queued') {
+      const r = await this.#ctx.run('async complete', true, () =>
+        this.#calls.updateOne(filter, { $set: { state: 'queued', next_at: completion.next_at, lease_owner: null, lease_until: null }, ...push }));
+      return r.matchedCount === 1;
+    }
+    const finished = completion.state !== 'dead';
+    const doc = await this.#ctx.run('async complete', true, () =>
+      this.#calls.findOneAndUpdate(filter, {
+        $set: {
+          state: completion.state, lease_owner: null, lease_until: null,
+          dead_reason: completion.state === 'dead' ? completion.reason : null,
+          result: completion.result, kept_until: completion.kept_until, finished_at: now,
+          ...(finished ? { request: null } : {}),
+        },
+        ...push,
+      }, { projection: { bytes: 1, function_id: 1 } }));
+    if (doc === null) return false;
+    if (finished) await this.#release(doc.function_id, doc.bytes);
+    return true;
+  }
+
+  async reap(now: number): Promise<number> {
+    const expired = await this.#ctx.run('async reap', true, () =>
+      this.#calls.find({ state: 'running', lease_until: { $lt: now } }, { projection: { attempt: 1, lease_until: 1 } }).limit(1000).toArray());
+    let n = 0;
+    for (const doc of expired) {
+      const r = await this.#ctx.run('async reap', true, () =>
+        this.#calls.updateOne(
+          { _id: doc._id, state: 'running', attempt: doc.attempt, lease_until: doc.lease_until },
+          { $set: { state: 'queued', next_at: now, lease_owner: null, lease_until: null }, $push: { attempts: lostAttempt(doc.attempt, doc.lease_until!) } },
+        ));
+      n += r.modifiedCount;
+    }
+    return n;
+  }
+
+  async get(functionId: string, id: string): Promise<AsyncCall | null> {
+    const doc = await this.#ctx.run('async get', true, () => this.#calls.findOne({ _id: id, function_id: functionId }));
+    return doc === null ? null : toCall(doc);
+  }
+
+  async list(functionId: string, states: readonly AsyncState[], limit: number): Promise<AsyncCall[]> {
+    if (states.length === 0) return [];
+    const docs = await this.#ctx.run('async list', true, () =>
+      this.#calls.find({ function_id: functionId, state: { $in: [...states] } }).sort({ seq: 1 }).limit(limit).toArray());
+    return docs.map(toCall);
+  }
+
+  async requeue(functionId: string, ids: readonly string[] | 'all', now: number): Promise<number> {
+    const filter = ids === 'all' ? { function_id: functionId, state: 'dead' as const } : { function_id: functionId, state: 'dead' as const, _id: { $in: [...ids] } };
+    const r = await this.#ctx.run('async requeue', true, () =>
+      this.#calls.updateMany(filter, { $set: { state: 'queued', attempt: 0, next_at: now, accepted_at: now, dead_reason: null, result: null, kept_until: null, finished_at: null } }));
+    return r.modifiedCount;
+  }
+
+  async stats(): Promise<AsyncStats> {
+    const [queued, running, dead, oldest] = await Promise.all([
+      this.#ctx.run('async stats', true, () => this.#calls.countDocuments({ state: 'queued' })),
+      this.#ctx.run('async stats', true, () => this.#calls.countDocuments({ state: 'running' })),
+      this.#ctx.run('async stats', true, () => this.#calls.countDocuments({ state: 'dead' })),
+      this.#ctx.run('async stats', true, () => this.#calls.find({ state: 'queued' }, { projection: { accepted_at: 1 } }).sort({ accepted_at: 1 }).limit(1).next()),
+    ]);
+    return { queued, running, dead, oldestQueuedAt: oldest?.accepted_at ?? null };
+  }
+
+  async sweep(now: number): Promise<number> {
+    const dead = await this.#ctx.run('async sweep', true, () =>
+      this.#calls.find({ state: 'dead', kept_until: { $lte: now } }, { projection: { function_id: 1, bytes: 1 } }).toArray());
+    let n = 0;
+    for (const d of dead) {
+      const r = await this.#ctx.run('async sweep', true, () => this.#calls.deleteOne({ _id: d._id, state: 'dead' }));
+      if (r.deletedCount === 1) await this.#release(d.function_id, d.bytes);
+      n += r.deletedCount;
+    }
+    await this.#ctx.run('async sweep', true, () => this.#keys.deleteMany({ until: { $lte: now } }));
+    const r = await this.#ctx.run('async sweep', true, () => this.#calls.deleteMany({ state: { $in: ['succeeded', 'failed'] }, kept_until: { $lte: now } }));
+    return n + r.deletedCount;
+  }
+
+  async deleteFunction(functionId: string): Promise<number> {
+    const usage = await this.#ctx.run('async delete', true, () => this.#usage.findOneAndDelete({ _id: functionId }));
+    if (usage !== null && usage.bytes > 0) await this.#ctx.run('async delete', false, () => this.#usage.updateOne({ _id: TOTAL }, { $inc: { bytes: -usage.bytes } }));
+    const prefix = `${functionId}\n`;
+    await this.#ctx.run('async delete', true, () => this.#keys.deleteMany({ _id: { $gte: prefix, $lt: `${functionId}\u000b` } }));
+    const r = await this.#ctx.run('async delete', true, () => this.#calls.deleteMany({ function_id: functionId }));
+    return r.deletedCount;
+  }
+
+  /** The key's call when it was seen within its window, else null (the key is now this call's). */
+  async #takeKey(keyId: string, callId: string, now: number, windowMs: number): Promise<string | null> {
+    for (let i = 0; i < 3; i++) {
+      try {
+        await this.#ctx.run('async key', false, () => this.#keys.insertOne({ _id: keyId, call_id: callId, until: now + windowMs }));
+        return null;
+      } catch (err) {
+        if (!isDuplicateKey(err)) throw err;
+      }
+      const seen = await this.#ctx.run('async key', true, () => this.#keys.findOne({ _id: keyId }));
+      if (seen !== null && seen.until > now) return seen.call_id;
+      // An expired key is taken over by whoever swaps it first.
+      const taken = await this.#ctx.run('async key', false, () =>
+        this.#keys.updateOne({ _id: keyId, until: { $lte: now } }, { $set: { call_id: callId, until: now + windowMs } }));
+      if (taken.modifiedCount === 1) return null;
+    }
+    const seen = await this.#ctx.run('async key', true, () => this.#keys.findOne({ _id: keyId }));
+    return seen?.call_id ?? callId;
+  }
+
+  /** Adds `bytes` to a usage unless it would pass `limit` (a conditional $inc); the refusal otherwise. */
+  async #reserve(id: string, bytes: number, limit: number, bound: 'function' | 'total', undoFunction?: string): Promise<AcceptResult | null> {
+    await this.#ctx.run('async usage', true, () => this.#usage.updateOne({ _id: id }, { $setOnInsert: { bytes: 0 } }, { upsert: true }));
+    const r = await this.#ctx.run('async usage', false, () => this.#usage.updateOne({ _id: id, bytes: { $lte: limit - bytes } }, { $inc: { bytes } }));
+    if (r.modifiedCount === 1) return null;
+    if (undoFunction !== undefined) await this.#ctx.run('async usage', false, () => this.#usage.updateOne({ _id: undoFunction }, { $inc: { bytes: -bytes } }));
+    const used = (await this.#ctx.run('async usage', true, () => this.#usage.findOne({ _id: id })))?.bytes ?? 0;
+    return { outcome: 'full', bound, used, limit };
+  }
+
+  async #release(functionId: string, bytes: number): Promise<void> {
+    await this.#ctx.run('async usage', false, () => this.#usage.bulkWrite([
+      { updateOne: { filter: { _id: functionId }, update: { $inc: { bytes: -bytes } } } },
+      { updateOne: { filter: { _id: TOTAL }, update: { $inc: { bytes: -bytes } } } },
+    ]));
+  }
+}
+
+export async function ensureAsyncCallIndexes(db: Db): Promise<void> {
+  await db.collection('async_calls').createIndexes([
+    { key: { function_id: 1, state: 1, seq: 1 }, name: 'function_state_seq' },
+    { key: { state: 1, next_at: 1 }, name: 'state_next' },
+    { key: { state: 1, lease_until: 1 }, name: 'state_lease' },
+    { key: { kept_until: 1 }, name: 'kept_until' },
+  ]);
+}
