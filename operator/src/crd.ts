@@ -255,6 +255,17 @@ function statusSchema() {
           properties: { stable: { type: 'number', minimum: 0 }, panic: { type: 'number', minimum: 0 }, at: { type: 'string', format: 'date-time' } },
         },
       },
+      loadFailure: {
+        type: 'object',
+        description: 'A runtime pod failed to load the module (written by the gateway, which asks each starting pod; the operator shows it as CodeLoaded=False LoadFailed while that pod runs the current code, and removes it once the function is ready).',
+        required: ['pod', 'kind', 'message', 'at'],
+        properties: {
+          pod: { type: 'string', maxLength: 253 },
+          kind: { type: 'string', enum: ['syntax', 'no_handler', 'failed'] },
+          message: { type: 'string', maxLength: 4096, description: "The runtime's text: the module's error with its line and column in the user's file." },
+          at: { type: 'string', format: 'date-time' },
+        },
+      },
       autoscaler: {
         type: 'object',
         description: 'What the autoscaler decided last (written by the operator).',

@@ -18,6 +18,8 @@ import { idleDecision, idleSecondsOf } from './idle.ts';
 import type { IdleDecision } from './idle.ts';
 import { checkSchedule, checkSpec, checkThrowaway } from './validate.ts';
 import { namespaceProblem } from './namespaces.ts';
+import { LOAD_FAILED, loadFailureOf } from './load-failure.ts';
+import { configHash } from './builders/index.ts';
 import type { FunctionIdHomes } from './identities.ts';
 import type { CodeChecker, SpecProblem } from './validate.ts';
 
@@ -145,6 +147,9 @@ export class Reconciler {
         scheduled: scheduleProblem === null ? null : { status: 'False', reason: scheduleProblem.reason, message: `${scheduleProblem.message}; the CronJob is withheld until the schedule is fixed (HTTP calls are served)` },
         autoscaler: scaling === undefined ? null : autoscalerStatus(scaling.decision, scaling.observed),
         dropConcurrency: staleConcurrencyKeys(fn.status?.concurrency, now),
+        // CodeLoaded is there only while the current code is known not to load (Ready says the same, and why).
+        codeLoaded: ready.reason === LOAD_FAILED ? { status: 'False', reason: LOAD_FAILED, message: ready.message } : null,
+        dropLoadFailure: ready.status === 'True',
       },
       false,
     );
@@ -338,6 +343,9 @@ export class Reconciler {
   async #podProblem(fn: FunctionResource): Promise<ReadyInput | null> {
     const ns = fn.metadata.namespace!;
     const pods = await this.#d.client.request<{ items: any[] }>('GET', paths.pods(ns), { query: { labelSelector: `${LABEL_FUNCTION}=${fn.metadata.name},${LABEL_ROLE}=${ROLE_RUNTIME}` } });
+    // A pod of the current code that the gateway found failing to load (status.loadFailure): no wait can help.
+    const loadFailed = loadFailureOf(fn, pods.items ?? [], configHash(fn, this.#d.settings));
+    if (loadFailed !== null) return loadFailed;
     for (const pod of pods.items ?? []) {
       for (const cs of pod.status?.containerStatuses ?? []) {
         const waiting = cs.state?.waiting;

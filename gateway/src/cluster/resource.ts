@@ -278,6 +278,8 @@ export const UNRUNNABLE_REASONS: ReadonlySet<string> = new Set([
   'FunctionIdChanged',
   'Rejected',
   'RuntimeCrashing',
+  // A pod of the current code failed to load it (status.loadFailure, written by the gateway's load watch): waiting cannot help.
+  'LoadFailed',
   // An older operator refused a whole Function for its schedule; this one withholds only the CronJob.
   'InvalidSchedule',
 ]);
