@@ -1,0 +1,4 @@
+// Content-addressed code (docs/gateway.md "The code store").
+export * from './digest.ts';
+export * from './errors.ts';
+export * from './gc.ts';
