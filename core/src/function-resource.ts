@@ -92,8 +92,18 @@ export interface FunctionRecordRequests {
   redact?: { headers?: string[]; jsonPaths?: string[] };
 }
 
+/** spec.codeRef: code held in the platform's code store by digest (core/src/code/), instead of inline spec.code. */
+export interface FunctionCodeRef {
+  /** `sha256:<64 hex>` of the bundle's bytes. */
+  digest: string;
+  /** Its size in bytes. */
+  size: number;
+}
+
 export interface FunctionSpec {
-  code: string;
+  /** The module inline; exactly one of code and codeRef (the CRD's rule, and the operator's). */
+  code?: string;
+  codeRef?: FunctionCodeRef;
   functionId?: string;
   routes?: string[];
   env?: FunctionEnvVar[];
@@ -188,6 +198,8 @@ export interface FunctionStatus {
   concurrency?: Record<string, ConcurrencyReport | null>;
   /** Written by the operator. */
   autoscaler?: AutoscalerStatus;
+  /** Written by the operator: `inline`, or the codeRef's digest shortened (the Code column of kubectl get fn). */
+  code?: string;
   /** Written by the gateway: a starting pod's module failed to load; removed by the operator once the function is ready (null in a merge patch). */
   loadFailure?: LoadFailure | null;
 }

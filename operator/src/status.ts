@@ -14,6 +14,8 @@ export interface StatusInput {
   functionId: string;
   url: string;
   generation: number;
+  /** status.code: `inline` or the short digest of spec.codeRef (the Code column); undefined keeps it. */
+  code?: string;
   ready: ReadyInput;
   /** The Scheduled condition: a schedule the operator cannot run (InvalidSchedule); null removes it; undefined keeps it. */
   scheduled?: ReadyInput | null;
@@ -53,6 +55,7 @@ export function desiredStatus(current: FunctionStatus | undefined, next: StatusI
     observedGeneration: next.generation,
     conditions: [ready, ...others],
   };
+  if (next.code !== undefined) status.code = next.code;
   if (next.autoscaler === null) {
     // A merge patch removes a field given as null.
     if (current?.autoscaler !== undefined) status.autoscaler = null as unknown as undefined;

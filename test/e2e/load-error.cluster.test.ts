@@ -26,7 +26,8 @@ export default (req, res) => res.json({ ok: true });
 `;
 const FIXED = `export default (req, res) => res.json({ fixed: true });\n`;
 const NO_HANDLER = `export const notAHandler = 1;\n`;
-const NEVER = `await new Promise(() => {});\nexport default (req, res) => res.json({ never: true });\n`;
+/** A top level waiting for what never comes while the loop stays alive (a network call that never answers). */
+const NEVER = `await new Promise(() => setInterval(() => {}, 1000));\nexport default (req, res) => res.json({ never: true });\n`;
 
 interface Condition { type: string; status: string; reason: string; message: string; observedGeneration?: number }
 
@@ -134,10 +135,13 @@ describe('fnhost on Kubernetes: code that fails to load shows on the Function (i
     expect(JSON.parse(call.body)).to.deep.equal({ fixed: true });
   });
 
-  it('a top-level await that never settles fails at the runtime\'s load deadline (the function\'s time limit)', async () => {
+  it('a top-level await that never settles (the loop alive) fails past the function\'s time limit and the start\'s slack', async () => {
     const created = await cli(['function:create', 'never', '--file', 'never.mjs', '--timeout', '3']);
     expect(created.code, created.stderr).to.equal(0);
     const code = await loadFailed('never');
-    expect(code.message).to.include('did not finish loading within 3000 ms');
+    expect(code.message).to.include('did not finish loading within 3 s');
+    const call = await invoke('never');
+    expect(call.status, call.body).to.equal(503);
+    expect(call.ms).to.be.below(FAST_MS);
   });
 });

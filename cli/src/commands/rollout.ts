@@ -16,6 +16,8 @@ export const REFUSED_REASONS = new Set([
   'CodeDoesNotParse', 'Rejected', 'NamespaceNotAllowed', 'FunctionIdChanged',
   // A pod of the new code failed to load it: the message is the module's error at its line and column.
   'LoadFailed',
+  // spec.codeRef names code the namespace has not uploaded (the CLI uploads before it writes: only a collection in between).
+  'CodeMissing',
 ]);
 
 export type RolloutState = { state: 'serving'; reason: string } | { state: 'refused'; reason: string; message: string } | { state: 'pending'; reason: string; message: string };

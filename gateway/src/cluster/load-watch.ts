@@ -26,8 +26,13 @@ export const RETRY_MS = 2_000;
 export const MAX_ATTEMPTS = 30;
 /** The runtime's text is the module's error and its position; a longer one is cut here. */
 export const MAX_MESSAGE_CHARS = 2_048;
-/** Past the function's own time limit (the runtime's load deadline) and a code fetch, the question is given up. */
-const ASK_SLACK_MS = 120_000;
+/**
+ * A load still unsettled this long after the function's own time limit is a failure: the runtime
+ * ends a load that blocks its thread past the time limit itself, but a top-level await that
+ * never settles while the loop stays alive (a network call that never answers) keeps it starting
+ * for ever. The slack covers the runtime's own start and a code fetch (30 s each at most).
+ */
+export const LOAD_SLACK_MS = 60_000;
 
 export type LoadAnswer = { kind: LoadFailureKind; message: string } | undefined;
 
@@ -121,10 +126,14 @@ export class LoadWatch {
     this.asked++;
     let answer: LoadAnswer;
     try {
-      answer = await this.#o.ask(item.origin, (fn.spec.timeoutSeconds ?? 30) * 1000 + ASK_SLACK_MS);
-    } catch {
-      // Not listening yet (a code fetch, a slow start) or unreachable: asked again a little later, a bounded number of times.
-      return this.#retry(key, item.service);
+      answer = await this.#o.ask(item.origin, (fn.spec.timeoutSeconds ?? 30) * 1000 + LOAD_SLACK_MS);
+    } catch (err) {
+      if ((err as Error).name === 'TimeoutError') {
+        answer = { kind: 'failed', message: `the module did not finish loading within ${fn.spec.timeoutSeconds ?? 30} s (the function's time limit) and ${LOAD_SLACK_MS / 1000} s for the pod's start: its top level awaits something that never settles` };
+      } else {
+        // Not listening yet (a code fetch, a slow start) or unreachable: asked again a little later, a bounded number of times.
+        return this.#retry(key, item.service);
+      }
     }
     if (answer !== undefined) {
       const current = this.#o.functionOf(item.service) ?? fn;

@@ -91,6 +91,17 @@ describe('cluster mode: the load watch of starting pods', () => {
     expect(t.clock.timers).to.deep.equal([]);
   });
 
+  it('a load still unsettled at the function\'s time limit and the start\'s slack is a failure (a top-level await that never settles)', async () => {
+    const t = setup(async () => {
+      throw new DOMException('The operation was aborted due to timeout', 'TimeoutError');
+    });
+    t.put(slice('s1', [pod('10.0.0.1', 'fn-hello-abc')]));
+    await settle();
+    expect(t.reports).to.have.length(1);
+    expect(t.reports[0]!.message).to.include('did not finish loading within 5 s');
+    expect(t.clock.timers, 'not asked again').to.deep.equal([]);
+  });
+
   it('never asks a pod that is ready, terminating or of no known function', async () => {
     const t = setup(async () => failed);
     t.put(slice('s1', [pod('10.0.0.1', 'a', true), { addresses: ['10.0.0.3'], conditions: { ready: false, terminating: true }, targetRef: { kind: 'Pod', name: 'c' } }]));
