@@ -387,14 +387,23 @@ export interface CodeStore {
   put(source: AsyncIterable<Uint8Array>, options: { expectedDigest: string; namespace: string; maxBytes: number; bounds: CodeBounds; now: number }): Promise<CodePutResult>;
   /** The blob when `namespace` uploaded it, else null. */
   stat(namespace: string, digest: string): Promise<CodeBlobInfo | null>;
+  /**
+   * stat for a function about to be written with this reference: also moves the namespace's
+   * upload time to `now`, so GC (which deletes only blobs uploaded before its grace) cannot take
+   * the blob between this check and the write.
+   */
+  use(namespace: string, digest: string, now: number): Promise<CodeBlobInfo | null>;
   /** The blob's bytes as a stream when `namespace` uploaded it, else null. */
   openRead(namespace: string, digest: string): Promise<AsyncIterable<Uint8Array> | null>;
   /** Bytes stored: of distinct blobs in all, or of the blobs `namespace` uploaded. */
   usage(namespace?: string): Promise<{ bytes: number; blobs: number }>;
   /** Every blob with its newest upload time (for GC). */
   list(): Promise<CodeBlobInfo[]>;
-  /** Removes a blob and its uploaders (GC). True when it existed. */
-  delete(digest: string): Promise<boolean>;
+  /**
+   * Removes a blob and its uploaders (GC), only when its newest upload (or use) is before
+   * `uploadedBefore` (ms): one uploaded or used again since GC listed it stays. True when removed.
+   */
+  delete(digest: string, uploadedBefore: number): Promise<boolean>;
 }
 
 export interface Stores {
@@ -409,5 +418,6 @@ export interface Stores {
   instances: InstanceStore;
   sessions: SessionStore;
   scheduleRuns: ScheduleRunStore;
+  code: CodeStore;
   close(): Promise<void>;
 }

@@ -2,3 +2,5 @@
 export * from './digest.ts';
 export * from './errors.ts';
 export * from './gc.ts';
+export * from './bounds.ts';
+export * from './receive.ts';
