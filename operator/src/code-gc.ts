@@ -57,10 +57,12 @@ export class CodeCollector {
     const blobs: CodeBlobInfo[] = await this.#d.store.list();
     const [functions, replicaSets] = await Promise.all([this.#d.listFunctions(), this.#d.listReplicaSets()]);
     const used = digestsInUse(functions, replicaSets);
-    const doomed = collectableCode(blobs.map((b) => ({ digest: b.digest, uploadedAt: b.uploadedAt })), used, this.#d.clock.now(), this.#d.graceMs);
+    const now = this.#d.clock.now();
+    const doomed = collectableCode(blobs.map((b) => ({ digest: b.digest, uploadedAt: b.uploadedAt })), used, now, this.#d.graceMs);
     const gone: string[] = [];
     for (const digest of doomed) {
-      if (await this.#d.store.delete(digest)) gone.push(digest);
+      // Only if not uploaded (or used by a write) again since the listing: the store checks it in the same step.
+      if (await this.#d.store.delete(digest, now - this.#d.graceMs)) gone.push(digest);
     }
     this.deleted += gone.length;
     if (gone.length > 0) this.#d.log.info('unreferenced code collected', { deleted: gone, kept: blobs.length - gone.length });

@@ -113,7 +113,7 @@ async function main(): Promise<void> {
   if (stores === undefined) log.warn('no MONGODB_URL: functionId homes are kept in memory only, so an operator restart forgets them');
   const homes = new FunctionIdHomes({ store: stores?.homes ?? new MemoryFunctionIdHomeStore(), index: identities, clock: systemClock, grants: settings.functionIdGrants === true });
   // Referenced code (spec.codeRef) lives in the store's code bucket (GridFS): whether a namespace uploaded a digest, and GC.
-  const codeStore = (stores as (Stores & { code?: CodeStore }) | undefined)?.code;
+  const codeStore: CodeStore | undefined = stores?.code;
   const codePresence = codeStore === undefined ? undefined : async (namespace: string, digest: string) => (await codeStore.stat(namespace, digest)) !== null;
   const reconciler = new Reconciler({ client, settings, codeChecker: makeCodeChecker(), logCleaner, clock: systemClock, log, events, homes, codePresence });
   const codeCollector =

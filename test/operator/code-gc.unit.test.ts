@@ -18,15 +18,16 @@ const rs = (digest: string, replicas: number, statusReplicas = replicas): Replic
 
 function collector(blobs: CodeBlobInfo[], functions: () => Promise<FunctionResource[]>, replicaSets: () => Promise<ReplicaSetView[]>) {
   const deleted: string[] = [];
+  const before: number[] = [];
   const c = new CodeCollector({
-    store: { list: async () => blobs, delete: async (digest) => (deleted.push(digest), true) },
+    store: { list: async () => blobs, delete: async (digest, uploadedBefore) => (deleted.push(digest), before.push(uploadedBefore), true) },
     listFunctions: functions,
     listReplicaSets: replicaSets,
     clock: { now: () => NOW, setTimeout: () => 0, clearTimeout: () => undefined },
     log: { info() {}, warn() {}, error() {}, debug() {} } as never,
     graceMs: HOUR,
   });
-  return { c, deleted };
+  return { c, deleted, before };
 }
 
 describe('operator: code GC', () => {
@@ -45,9 +46,11 @@ describe('operator: code GC', () => {
       { digest: d('3'), size: 5, uploadedAt: NOW - 2 * HOUR }, // a rolling update's old pods run it
       { digest: d('4'), size: 5, uploadedAt: NOW - HOUR / 2 }, // unreferenced but young (an upload before its apply)
     ];
-    const { c, deleted } = collector(blobs, async () => [fn('team-a', d('2'))], async () => [rs(d('3'), 1)]);
+    const { c, deleted, before } = collector(blobs, async () => [fn('team-a', d('2'))], async () => [rs(d('3'), 1)]);
     expect(await c.runOnce()).to.deep.equal([d('1')]);
     expect(deleted).to.deep.equal([d('1')]);
+    // The store deletes it only when not uploaded or used again since the grace began.
+    expect(before).to.deep.equal([NOW - HOUR]);
   });
 
   it('deletes nothing when the Functions or the ReplicaSets cannot be listed', async () => {
