@@ -303,11 +303,7 @@ export class Supervisor {
     const kind = this.#ending ?? 'crash';
     const message = this.#endingMessage || 'the function runtime ended';
     if (!this.#ready && !this.#everReady) {
-      this.loadErrorKind = 'failed';
-      this.loadError = message;
-      log('error', 'function module failed to load', { error: message });
-      this.#failAll('load', message);
-      this.#settle();
+      this.failLoad(message);
       return;
     }
     this.#ready = false;
@@ -318,6 +314,18 @@ export class Supervisor {
     const flushed = this.#console?.flushAll() ?? Promise.resolve();
     setTimeout(exit, END_FLUSH_MS).unref();
     void flushed.then(exit, exit);
+  }
+
+  /**
+   * The module cannot be loaded (referenced code that could not be fetched before any worker
+   * starts: code-fetch.ts; or a module that ended its process while loading): a load error like any other (503 on /healthz, 500 to calls), no exit.
+   */
+  failLoad(message: string): void {
+    this.loadErrorKind = 'failed';
+    this.loadError = message;
+    log('error', 'function module failed to load', { error: message });
+    this.#failAll('load', message);
+    this.#settle();
   }
 
   #failAll(kind: ErrorKind, message: string): void {
