@@ -5,6 +5,7 @@ export * from './ids.ts';
 export * from './status.ts';
 export * from './insight.ts';
 export * from './validation.ts';
+export * from './code/index.ts';
 export * from './cron.ts';
 export * from './schedule-ledger.ts';
 export * as limits from './limits.ts';

@@ -12,6 +12,18 @@ export const MAX_FUNCTION_NAME_LENGTH = 40;
  * `kubectl apply` copies it into: docs/cluster-mode.md says to apply with --server-side.
  */
 export const MAX_CODE_BYTES = 768 * 1024;
+/**
+ * Code stored apart from the function, by digest (a `code_ref`, core/src/code/): the bundle the CLI
+ * makes with its source map, up to 50 MiB, as Lambda takes zipped. Neither etcd nor a ConfigMap
+ * holds it (one machine: the data folder; cluster mode: MongoDB GridFS).
+ */
+export const MAX_CODE_REF_BYTES = 50 * 1024 * 1024;
+/**
+ * The CLI sends code larger than this as a reference (uploaded first) rather than inline, so a
+ * Function resource stays under the 256 KiB annotation client-side `kubectl apply` writes, and
+ * kubectl users keep editing small code in place. The API still takes inline code up to MAX_CODE_BYTES.
+ */
+export const INLINE_CODE_BYTES = 256 * 1024;
 /** Invocation request body. */
 export const MAX_INVOKE_BODY_BYTES = 6 * 1024 * 1024;
 /**

@@ -1,3 +1,4 @@
+import type { CodeRef } from './code/digest.ts';
 import type { FunctionScalingSettings } from './scaling.ts';
 // The fnhost domain model, shared by the gateway, the operator and the CLI.
 // Field names of records that leave the process (logs, functions) follow the
@@ -75,8 +76,13 @@ export interface FunctionRecord {
   name: string;
   /** Kubernetes namespace in cluster mode; `default` on one machine. */
   namespace: string;
-  /** The module source (ESM or CommonJS). */
+  /**
+   * The module source (ESM or CommonJS), inline; '' when the code is held apart (`code_ref`).
+   * A function has exactly one of the two (validateCodeSource).
+   */
   code: string;
+  /** The code held in the code store by digest (docs/gateway.md "The code store"): set exactly when `code` is ''. */
+  code_ref?: CodeRef;
   env: Record<string, string>;
   /** Route patterns such as `/users/:userId` that fill `req.params`. */
   routes: string[];

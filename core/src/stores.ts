@@ -350,6 +350,62 @@ export interface FunctionIdHomeStore {
   move(from: string, to: FunctionIdHome): Promise<FunctionIdHome | null>;
 }
 
+/** A stored code blob (core/src/code/). Times are ms. */
+export interface CodeBlobInfo {
+  digest: string;
+  size: number;
+  /** The newest upload of the blob by any namespace (GC's grace runs from it). */
+  uploadedAt: number;
+}
+
+/** What CodeStore.put did: `created` false when the blob was stored already (the namespace is recorded as an uploader either way). */
+export interface CodePutResult {
+  digest: string;
+  size: number;
+  created: boolean;
+}
+
+/** The byte bounds an upload is checked against (docs/gateway.md "The code store"): the store's total of distinct blobs, and a namespace's (each blob it uploaded, whole). */
+export interface CodeBounds {
+  maxTotalBytes: number;
+  maxNamespaceBytes: number;
+}
+
+/**
+ * Code stored by digest, once (one machine: files under the data folder, SQLite for who uploaded
+ * what; MongoDB: GridFS, bucket `code`). Tenancy: the store records which namespaces uploaded a
+ * blob, and every read for a namespace that did not is answered as for a missing digest, so a
+ * team can neither probe nor run another's code by digest.
+ */
+export interface CodeStore {
+  /**
+   * Streams the bytes in (never all in memory), hashing as they come, and stores them under
+   * `expectedDigest` when they match (else CodeDigestMismatchError, nothing stored). Past
+   * `maxBytes`: CodeTooLargeError; past a bound: CodeStoreFullError. A refused or broken upload
+   * leaves nothing behind. Two uploads of one digest at once both succeed, with one blob.
+   */
+  put(source: AsyncIterable<Uint8Array>, options: { expectedDigest: string; namespace: string; maxBytes: number; bounds: CodeBounds; now: number }): Promise<CodePutResult>;
+  /** The blob when `namespace` uploaded it, else null. */
+  stat(namespace: string, digest: string): Promise<CodeBlobInfo | null>;
+  /**
+   * stat for a function about to be written with this reference: also moves the namespace's
+   * upload time to `now`, so GC (which deletes only blobs uploaded before its grace) cannot take
+   * the blob between this check and the write.
+   */
+  use(namespace: string, digest: string, now: number): Promise<CodeBlobInfo | null>;
+  /** The blob's bytes as a stream when `namespace` uploaded it, else null. */
+  openRead(namespace: string, digest: string): Promise<AsyncIterable<Uint8Array> | null>;
+  /** Bytes stored: of distinct blobs in all, or of the blobs `namespace` uploaded. */
+  usage(namespace?: string): Promise<{ bytes: number; blobs: number }>;
+  /** Every blob with its newest upload time (for GC). */
+  list(): Promise<CodeBlobInfo[]>;
+  /**
+   * Removes a blob and its uploaders (GC), only when its newest upload (or use) is before
+   * `uploadedBefore` (ms): one uploaded or used again since GC listed it stays. True when removed.
+   */
+  delete(digest: string, uploadedBefore: number): Promise<boolean>;
+}
+
 export interface Stores {
   functions: FunctionStore;
   homes: FunctionIdHomeStore;
@@ -362,5 +418,6 @@ export interface Stores {
   instances: InstanceStore;
   sessions: SessionStore;
   scheduleRuns: ScheduleRunStore;
+  code: CodeStore;
   close(): Promise<void>;
 }

@@ -1,5 +1,6 @@
 import { ValidationError } from './errors.ts';
 import * as limits from './limits.ts';
+import { validateCodeRef, type CodeRef } from './code/digest.ts';
 import type { LogQuery, RetentionPolicy, StatusFilter } from './model.ts';
 
 // Validation shared by the management API (authoritative) and the CLI (early,
@@ -109,6 +110,25 @@ export function validateRoutes(raw: unknown): string[] {
 export function validateCode(code: unknown): string {
   if (typeof code !== 'string' || code.trim() === '') throw new ValidationError('code is required: the source of a JavaScript module that exports a handler');
   const size = Buffer.byteLength(code);
-  if (size > limits.MAX_CODE_BYTES) throw new ValidationError(`code is ${size} bytes; the limit is ${limits.MAX_CODE_BYTES} bytes`);
+  if (size > limits.MAX_CODE_BYTES) throw new ValidationError(`code is ${size} bytes; the limit inline is ${limits.MAX_CODE_BYTES} bytes (larger code, up to ${limits.MAX_CODE_REF_BYTES} bytes, is uploaded and named by code_ref: the CLI does it)`);
   return code;
+}
+
+/** A function's code as given: inline `code`, or `code_ref` naming stored code, exactly one of them. */
+export type CodeSource = { code: string; code_ref?: undefined } | { code: ''; code_ref: CodeRef };
+
+/**
+ * Exactly one of `code` (inline, up to MAX_CODE_BYTES) and `code_ref` ({digest, size}, up to
+ * MAX_CODE_REF_BYTES). `required` false (an update): neither given is undefined (unchanged).
+ */
+export function validateCodeSource(raw: { code?: unknown; code_ref?: unknown }, required: boolean): CodeSource | undefined {
+  const hasCode = raw.code !== undefined;
+  const hasRef = raw.code_ref !== undefined && raw.code_ref !== null;
+  if (hasCode && hasRef) throw new ValidationError('give either code (the module source inline) or code_ref ({digest, size} of uploaded code), not both');
+  if (hasRef) return { code: '', code_ref: validateCodeRef(raw.code_ref) };
+  if (hasCode || required) {
+    if (!hasCode) throw new ValidationError('code is required: the source of a JavaScript module that exports a handler (or code_ref: {digest, size} of code uploaded with PUT /api/v1/code/{digest})');
+    return { code: validateCode(raw.code) };
+  }
+  return undefined;
 }

@@ -1,6 +1,7 @@
 import { MongoClient, type MongoClientOptions } from 'mongodb';
 import { ValidationError } from '../../errors.ts';
 import type { Stores } from '../../stores.ts';
+import { ensureCodeIndexes, MongoCodeStore } from './code.ts';
 import { MongoContext } from './context.ts';
 import { ensureExchangeIndexes, MongoExchangeStore } from './exchanges.ts';
 import { MongoFunctionIdHomeStore } from './homes.ts';
@@ -54,6 +55,7 @@ export async function openMongoStores(options: MongoStoreOptions): Promise<Store
       await ensureInstanceIndexes(db);
       await ensureSessionIndexes(db);
       await ensureScheduleRunIndexes(db);
+      await ensureCodeIndexes(db);
     }, retry);
   } catch (err) {
     await client.close().catch(() => {});
@@ -72,6 +74,7 @@ export async function openMongoStores(options: MongoStoreOptions): Promise<Store
     instances: new MongoInstanceStore(db, ctx),
     sessions: new MongoSessionStore(db, ctx),
     scheduleRuns: new MongoScheduleRunStore(db, ctx),
+    code: new MongoCodeStore(db, ctx),
     close: () => client.close(),
   };
 }

@@ -1,5 +1,9 @@
 import type { Stores } from '../../stores.ts';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
 import { BackgroundCheckpointer } from './checkpointer.ts';
+import { SqliteCodeStore } from './code.ts';
 import { SqliteDb } from './db.ts';
 import { SqliteExchangeStore } from './exchanges.ts';
 import { SqliteFunctionIdHomeStore } from './homes.ts';
@@ -24,12 +28,26 @@ export interface SqliteStoreOptions {
    * waits for the database file's fsync on its event loop.
    */
   backgroundCheckpoints?: boolean;
+  /**
+   * The code store's folder (blobs under <codeDir>/sha256/): `code` beside the database file by
+   * default (the data folder's `code/`); a folder of its own removed at close for `:memory:`.
+   */
+  codeDir?: string;
 }
 
 export function openSqliteStores(options: SqliteStoreOptions): Stores {
   const db = new SqliteDb(options.path);
   try {
     prepareDatabase(db.db, options.path);
+  } catch (err) {
+    db.close();
+    throw err;
+  }
+  const scratch = options.codeDir === undefined && options.path === ':memory:' ? mkdtempSync(join(tmpdir(), 'fnhost-code-')) : undefined;
+  const codeDir = options.codeDir ?? scratch ?? join(dirname(options.path), 'code');
+  let code: SqliteCodeStore;
+  try {
+    code = new SqliteCodeStore(db, codeDir);
   } catch (err) {
     db.close();
     throw err;
@@ -47,9 +65,11 @@ export function openSqliteStores(options: SqliteStoreOptions): Stores {
     instances: new SqliteInstanceStore(db),
     sessions: new SqliteSessionStore(db),
     scheduleRuns: new SqliteScheduleRunStore(db),
+    code,
     close: async () => {
       await checkpointer?.stop();
       db.close();
+      if (scratch !== undefined) rmSync(scratch, { recursive: true, force: true });
     },
   };
 }

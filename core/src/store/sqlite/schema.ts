@@ -5,7 +5,7 @@ import { StoreError } from '../../errors.ts';
 // version a database file was last migrated to; MIGRATIONS[i] moves a database
 // from version i to i + 1, so a later release appends, never edits.
 
-export const SCHEMA_VERSION = 13;
+export const SCHEMA_VERSION = 14;
 
 const MIGRATIONS: readonly string[] = [
   // 0 -> 1: the first schema.
@@ -260,6 +260,23 @@ const MIGRATIONS: readonly string[] = [
     how         TEXT    NOT NULL,   -- 'derived', 'claimed' or 'moved'
     at_ms       INTEGER NOT NULL
   );
+  `,
+  // 13 -> 14: the code store (core/src/code/, sqlite/code.ts): the blobs' bytes are files under
+  // the data folder (code/sha256/<hex>); these tables say which are complete and which
+  // namespaces uploaded each (tenancy), with the newest upload (GC's grace runs from it).
+  `
+  CREATE TABLE IF NOT EXISTS code_blobs (
+    digest     TEXT PRIMARY KEY,
+    size       INTEGER NOT NULL,
+    created_ms INTEGER NOT NULL
+  ) WITHOUT ROWID;
+  CREATE TABLE IF NOT EXISTS code_uploads (
+    digest      TEXT    NOT NULL REFERENCES code_blobs (digest) ON DELETE CASCADE,
+    namespace   TEXT    NOT NULL,
+    uploaded_ms INTEGER NOT NULL,
+    PRIMARY KEY (digest, namespace)
+  ) WITHOUT ROWID;
+  CREATE INDEX IF NOT EXISTS code_uploads_by_namespace ON code_uploads (namespace);
   `,
 ];
 
