@@ -1,8 +1,7 @@
-import { createHash } from 'node:crypto';
 import { expect } from 'chai';
 import { installFixtureProject, PACKAGE_FIXTURES, type FixtureProject } from '../helpers/fixture-project.ts';
 import { startMongoServer, type MongoTestServer } from '../helpers/mongo-server.ts';
-import { parseAuthorization, sigV4Signature } from '../helpers/sigv4.ts';
+import { expectSignedPut, expectZodAnswers, S3_KEY, ZOD_INVALID, ZOD_VALID } from '../helpers/real-packages.ts';
 import { startCliPlatform, type CliPlatform } from './helpers/platform.ts';
 import { runCli } from './helpers/run.ts';
 
@@ -66,14 +65,7 @@ describe('real packages from npm created through the real CLI (one machine): zod
   it('zod 4: a valid body is answered, an invalid one gets 400 with zod’s issues', async () => {
     const fn = await create('orders-zod', projects.zod!, 'src/handler.ts');
     const post = (body: unknown) => invoke(fn.function_id, '/', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
-    const ok = await post({ email: 'ada@example.com', quantity: 3 });
-    expect(ok.status, JSON.stringify(ok.body)).to.equal(200);
-    expect(ok.body).to.deep.equal({ ok: true, order: { email: 'ada@example.com', quantity: 3 } });
-    const bad = await post({ email: 'not-an-email', quantity: 0, note: 7 });
-    expect(bad.status, JSON.stringify(bad.body)).to.equal(400);
-    expect(bad.body.error).to.equal('invalid_body');
-    const byPath = Object.fromEntries((bad.body.issues as { path: string[]; code: string }[]).map((i) => [i.path.join('.'), i.code]));
-    expect(byPath).to.deep.equal({ email: 'invalid_format', quantity: 'too_small', note: 'invalid_type' });
+    expectZodAnswers(await post(ZOD_VALID), await post(ZOD_INVALID));
   });
 
   it('mongodb: the driver reaches the stand-in through the egress proxy once a policy allows its address and port', async () => {
@@ -95,19 +87,6 @@ describe('real packages from npm created through the real CLI (one machine): zod
 
   it('@aws-sdk/client-s3: a PutObject request signed with SigV4, without network; the signature checks out', async () => {
     const fn = await create('s3-sign', projects.s3!, 'src/handler.js');
-    const key = 'reports/2026 11.csv';
-    const res = await invoke(fn.function_id, `/?key=${encodeURIComponent(key)}`);
-    expect(res.status, JSON.stringify(res.body)).to.equal(200);
-    const signed = res.body as { method: string; hostname: string; path: string; query: Record<string, string>; headers: Record<string, string> };
-    expect(signed).to.include({ method: 'PUT', hostname: 'fnhost-fixture.s3.eu-west-1.amazonaws.com', path: '/reports/2026%2011.csv' });
-    const auth = parseAuthorization(signed.headers.authorization ?? '');
-    expect(auth, signed.headers.authorization).to.not.equal(null);
-    expect(auth).to.deep.include({ accessKeyId: 'AKIDEXAMPLE', region: 'eu-west-1', service: 's3' });
-    expect(auth!.signedHeaders).to.include.members(['host', 'x-amz-date', 'x-amz-content-sha256']);
-    expect(signed.headers['x-amz-content-sha256']).to.equal(createHash('sha256').update('hello from fnhost').digest('hex'));
-    const signedAt = Date.parse(signed.headers['x-amz-date']!.replace(/^(\d{4})(\d\d)(\d\d)T(\d\d)(\d\d)(\d\d)Z$/, '$1-$2-$3T$4:$5:$6Z'));
-    expect(Math.abs(Date.now() - signedAt)).to.be.lessThan(15 * 60_000);
-    // The test's own SigV4 over the same request with the same secret gives the SDK's signature.
-    expect(auth!.signature).to.equal(sigV4Signature(signed, 'wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY'));
+    expectSignedPut(await invoke(fn.function_id, `/?key=${encodeURIComponent(S3_KEY)}`));
   });
 });

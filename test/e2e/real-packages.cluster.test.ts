@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -6,7 +5,7 @@ import { expect } from 'chai';
 import { derivedFunctionId } from '../../gateway/src/cluster/resource.ts';
 import { installFixtureProject, PACKAGE_FIXTURES, type FixtureProject } from '../helpers/fixture-project.ts';
 import { startMongoServer, type MongoTestServer } from '../helpers/mongo-server.ts';
-import { parseAuthorization, sigV4Signature } from '../helpers/sigv4.ts';
+import { expectSignedPut, expectZodAnswers, S3_KEY, ZOD_INVALID, ZOD_VALID } from '../helpers/real-packages.ts';
 import { getCluster, makeKubectl, uniqueName, type ClusterAccess } from '../operator/harness.ts';
 import { NODE, ROOT, buildPlatformImage, buildRuntimeImage, installPlatform, run, startRelay, waitFor, type InstalledPlatform } from './helpers.ts';
 
@@ -21,7 +20,6 @@ import { NODE, ROOT, buildPlatformImage, buildRuntimeImage, installPlatform, run
 
 const PLATFORM_IMAGE = 'localhost/fnhost-platform:e2e';
 const RUNTIME_IMAGE = 'localhost/fnhost-runtime:e2e';
-const SECRET = 'wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY';
 
 describe('fnhost on Kubernetes: real packages from npm created through the CLI (issue 30)', function () {
   this.timeout(600_000);
@@ -107,13 +105,7 @@ describe('fnhost on Kubernetes: real packages from npm created through the CLI (
   it('zod 4: created as a code reference; a valid body is answered, an invalid one gets 400 with zod’s issues', async () => {
     await create('orders-zod', projects.zod!, 'src/handler.ts');
     const post = (body: unknown) => ({ method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
-    const ok = await served('orders-zod', '/', post({ email: 'ada@example.com', quantity: 3 }));
-    expect(ok.status, JSON.stringify(ok.body)).to.equal(200);
-    expect(ok.body).to.deep.equal({ ok: true, order: { email: 'ada@example.com', quantity: 3 } });
-    const bad = await invoke('orders-zod', '/', post({ email: 'not-an-email', quantity: 0, note: 7 }));
-    expect(bad.status, JSON.stringify(bad.body)).to.equal(400);
-    const byPath = Object.fromEntries((bad.body.issues as { path: string[]; code: string }[]).map((i) => [i.path.join('.'), i.code]));
-    expect(byPath).to.deep.equal({ email: 'invalid_format', quantity: 'too_small', note: 'invalid_type' });
+    expectZodAnswers(await served('orders-zod', '/', post(ZOD_VALID)), await invoke('orders-zod', '/', post(ZOD_INVALID)));
   });
 
   it('mongodb: the driver reaches a MongoDB on the host through the gateway’s egress proxy once a policy allows its address and port', async () => {
@@ -141,13 +133,6 @@ describe('fnhost on Kubernetes: real packages from npm created through the CLI (
 
   it('@aws-sdk/client-s3: a PutObject request signed with SigV4 in the pod, without network; the signature checks out', async () => {
     await create('s3-sign', projects.s3!, 'src/handler.js');
-    const res = await served('s3-sign', `/?key=${encodeURIComponent('reports/2026 11.csv')}`);
-    expect(res.status, JSON.stringify(res.body)).to.equal(200);
-    const signed = res.body as { method: string; hostname: string; path: string; query: Record<string, string>; headers: Record<string, string> };
-    expect(signed).to.include({ method: 'PUT', hostname: 'fnhost-fixture.s3.eu-west-1.amazonaws.com', path: '/reports/2026%2011.csv' });
-    const auth = parseAuthorization(signed.headers.authorization ?? '');
-    expect(auth).to.deep.include({ accessKeyId: 'AKIDEXAMPLE', region: 'eu-west-1', service: 's3' });
-    expect(signed.headers['x-amz-content-sha256']).to.equal(createHash('sha256').update('hello from fnhost').digest('hex'));
-    expect(auth!.signature).to.equal(sigV4Signature(signed, SECRET));
+    expectSignedPut(await served('s3-sign', `/?key=${encodeURIComponent(S3_KEY)}`));
   });
 });
