@@ -25,6 +25,8 @@ import { errorMiddleware } from './http/errors.ts';
 import { healthRoutes } from './http/health.ts';
 import { listen } from './http/listen.ts';
 import { mainApp } from './http/main-app.ts';
+import { CodeCollector } from './code/collector.ts';
+import { codeRoutes } from './code/routes.ts';
 import { refusePanelHost } from './admin/panel-host.ts';
 import { EGRESS_SOCKET, startEgress, type Egress } from './egress/start.ts';
 import { Invoker, type Diagnoser, type ExecutionRecorder } from './invoke/proxy.ts';
@@ -144,6 +146,8 @@ export interface Platform<E extends Executor = LocalExecutor> {
   bodyBudget: BodyBudget;
   /** A function's runtime token (what its runtime presents to /internal/v1). */
   runtimeToken(functionId: string): string;
+  /** One machine's code GC (code/collector.ts). */
+  codeCollector: CodeCollector | undefined;
   sweep(): Promise<void>;
   /** Graceful: stop accepting, finish in-flight (bounded), flush logs, stop runtimes, close stores. */
   close(): Promise<void>;
@@ -198,6 +202,7 @@ export async function startPlatform(options: PlatformOptions): Promise<Platform<
   const local = cluster !== undefined ? undefined : new LocalExecutor({
     sandboxes,
     dataDir: config.dataDir,
+    code: stores.code,
     gatewayUrl: () => listenUrl,
     consoleCapture: config.consoleCapture,
     egressProxy: () => egress?.runtimeSetting,
@@ -291,11 +296,12 @@ export async function startPlatform(options: PlatformOptions): Promise<Platform<
     scheduleRunRoutes({ functions, invoker, ledger, now, access, startingDeadlineSeconds: cluster === undefined ? config.scheduleStartingDeadlineSeconds : undefined }),
     policyRoutes({ policies, functions, now, access, check: () => (egress === undefined ? undefined : (id, target) => egress!.proxy.explain(id, target)) }),
     infoRoutes({ mode: cluster === undefined ? 'local' : 'cluster', default_namespace: functions.defaultNamespace, sandbox: sandbox === undefined ? undefined : { enabled: sandbox.enabled, warning: sandbox.warning } }),
+    codeRoutes({ store: stores.code, functions, access, settings: config.code, bodyIdleTimeoutMs: resources.bodyIdleTimeoutMs, refusals, now }),
   ];
   const kvGuard = new KvGuard({ kv: stores.kv, settings: config.kv, cluster: cluster !== undefined, metrics, logger });
   // The machine itself (its interfaces, in cluster mode the node) and the platform's ranges: protected (docs/egress.md).
   const machine = new MachineAddresses({ platform: config.egressPlatform, extra: config.egressNodeAddresses });
-  const internal = internalRoutes({ tokens: cluster?.runtimeTokens ?? tokens, functions, kv: stores.kv, kvGuard, insight: stores.insight, consoleCapture: config.consoleCapture, flushRecords: () => writer.flush(), policies, protection: () => machine.current(), now, connections: perFunction.internalConnections, console: perFunction.console });
+  const internal = internalRoutes({ tokens: cluster?.runtimeTokens ?? tokens, functions, kv: stores.kv, kvGuard, insight: stores.insight, consoleCapture: config.consoleCapture, flushRecords: () => writer.flush(), policies, protection: () => machine.current(), now, connections: perFunction.internalConnections, console: perFunction.console, code: { store: stores.code, functions } });
   const app = mainApp({ health, api, internal, adminToken: options.adminToken, kubeAccess: cluster?.kubeAccess, trustProxy: config.trustProxy, logger });
   // The admin panel: its page, sign-in and session-authenticated API, on its own listener.
   const admin = adminPanel({ token: options.adminToken, now, sessionStore: stores.sessions, logger, background });
@@ -380,6 +386,11 @@ export async function startPlatform(options: PlatformOptions): Promise<Platform<
       background.failed('retention_sweep', err, { what: 'kv' });
     }
   };
+  // One machine's code GC (cluster mode has its own, beside the operator).
+  const codeCollector = cluster !== undefined ? undefined : new CodeCollector({
+    store: stores.code, references: () => functions.all().map((fn) => fn.code_ref), graceMs: config.code.gcGraceMs, intervalMs: config.code.gcIntervalMs, now, background, logger,
+  });
+  codeCollector?.start();
   const sweeper = setInterval(background.guard('retention_sweep', sweep), options.sweepIntervalMs ?? 3_600_000);
   sweeper.unref();
   // One sweep soon after start too, so a gateway restarted often still applies retention.
@@ -392,6 +403,7 @@ export async function startPlatform(options: PlatformOptions): Promise<Platform<
       ready = false;
       clearInterval(sweeper);
       clearTimeout(firstSweep);
+      await codeCollector?.close();
       admin.close();
       scheduler.stop();
       // Stop accepting; connections end as they fall idle (a caller's keep-alive connection
@@ -431,7 +443,7 @@ export async function startPlatform(options: PlatformOptions): Promise<Platform<
     return closing;
   };
 
-  return { url: listenUrl, server, app, adminUrl, adminServer, routers: [health, admin.router, ...api, internal], functions, executor, scheduler, ledger, writer, instances, invoker, metrics, egress, background, bodyBudget, runtimeToken: (id) => (cluster?.runtimeTokens ?? tokens).tokenFor(id), sweep, close };
+  return { url: listenUrl, server, app, adminUrl, adminServer, routers: [health, admin.router, ...api, internal], functions, executor, scheduler, ledger, writer, instances, invoker, metrics, egress, background, bodyBudget, runtimeToken: (id) => (cluster?.runtimeTokens ?? tokens).tokenFor(id), codeCollector, sweep, close };
 }
 
 /** Unsandboxed runtimes share the gateway's view: they reach the proxy's socket at its own path. */

@@ -3,6 +3,7 @@ import { resolve } from 'node:path';
 import { DEFAULT_STARTING_DEADLINE_SECONDS, FnhostError, limits } from '@fnhost/core';
 import { PlatformRanges } from './policy/match.ts';
 import { kvSettingsFrom, type KvSettings } from './kv/settings.ts';
+import { CODE_SETTING_DEFAULTS as CODE, type CodeSettings } from './code/settings.ts';
 import { CONNECTION_DEFAULTS } from './internal/connection-bound.ts';
 import { CONSOLE_RATE_DEFAULTS, MAX_CONSOLE_POST_BYTES } from './internal/console-rate.ts';
 
@@ -89,6 +90,8 @@ export interface GatewayConfig {
   scheduleStartingDeadlineSeconds: number;
   /** KV quotas and the write-rate bound (FNHOST_KV_*, FNHOST_NAMESPACE_KV_*; ./kv/settings.ts, docs/kv.md "Quotas"). */
   kv: KvSettings;
+  /** The code store's bounds and GC (FNHOST_CODE_*; ./code/settings.ts, docs/gateway.md "The code store"). */
+  code: CodeSettings;
 }
 
 /** Five minutes: a function called now and then keeps its runtime between calls; one called once a day does not hold memory all day. */
@@ -194,6 +197,13 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     consoleCapture: onOff(env, 'FNHOST_CONSOLE_CAPTURE', true),
     scheduleStartingDeadlineSeconds: intVar(env, 'FNHOST_SCHEDULE_STARTING_DEADLINE_SECONDS', DEFAULT_STARTING_DEADLINE_SECONDS, 0, 604_800),
     kv: kvSettingsFrom(env),
+    code: {
+      maxTotalBytes: intVar(env, 'FNHOST_CODE_STORE_MAX_BYTES', CODE.maxTotalBytes, limits.MAX_CODE_REF_BYTES, 2 ** 50),
+      maxNamespaceBytes: intVar(env, 'FNHOST_CODE_STORE_NAMESPACE_MAX_BYTES', CODE.maxNamespaceBytes, limits.MAX_CODE_REF_BYTES, 2 ** 50),
+      maxConcurrentUploads: intVar(env, 'FNHOST_CODE_UPLOADS_MAX_CONCURRENT', CODE.maxConcurrentUploads, 1, 64),
+      gcGraceMs: intVar(env, 'FNHOST_CODE_GC_GRACE_SECONDS', CODE.gcGraceMs / 1000, 0, 30 * 86_400) * 1000,
+      gcIntervalMs: intVar(env, 'FNHOST_CODE_GC_INTERVAL_SECONDS', CODE.gcIntervalMs / 1000, 1, 86_400) * 1000,
+    },
   };
 }
 

@@ -4,13 +4,14 @@ import { mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Client, request } from 'undici';
-import { FnhostError, type Executor, type FunctionRecord, type PreparedRuntime, type RecycleReason, type ThrowawayRuntime, type Upstream } from '@fnhost/core';
+import { FnhostError, type CodeStore, type Executor, type FunctionRecord, type PreparedRuntime, type RecycleReason, type ThrowawayRuntime, type Upstream } from '@fnhost/core';
 import { SANDBOX_CODE_DIR } from '../sandbox/argv.ts';
 import { Sandboxes, type SandboxInstance } from '../sandbox/sandbox.ts';
 import type { Logger } from '../log.ts';
 import type { Metrics } from '../metrics.ts';
 import { CodeRefusedError, FunctionFailedToLoadError, loadFailureText } from '../functions/code-check.ts';
 import { loadsAsModule, moduleExtension } from './module-file.ts';
+import { writeModuleFile } from '../code/module-writer.ts';
 import { WAIT_LOAD_HEADER, loadFailureOf } from './load-check.ts';
 import { WarmPool, warmPoolSize, type GenericRuntime } from './pool.ts';
 import { loggingOnly, type BackgroundFailures } from '../background.ts';
@@ -65,7 +66,7 @@ export function configHash(fn: FunctionRecord): string {
   let hash = hashes.get(fn);
   if (hash === undefined) {
     hash = createHash('sha256')
-      .update(JSON.stringify([fn.code, fn.env, fn.routes, fn.timeout_seconds, fn.memory_mib, fn.name, ...(fn.cpu === undefined ? [] : [fn.cpu])]))
+      .update(JSON.stringify([fn.code, fn.env, fn.routes, fn.timeout_seconds, fn.memory_mib, fn.name, ...(fn.cpu === undefined ? [] : [fn.cpu]), ...(fn.code_ref === undefined ? [] : [fn.code_ref.digest])]))
       .digest('hex')
       .slice(0, 16);
     hashes.set(fn, hash);
@@ -87,6 +88,8 @@ export interface RuntimeTokenSource {
 
 export interface LocalExecutorOptions {
   dataDir: string;
+  /** Where code by reference (a function's code_ref) is read from (core/src/code/). */
+  code?: CodeStore;
   /** Base URL of the gateway's internal API (KV, policy check), known once it listens. */
   gatewayUrl: () => string;
   /** false: runtimes capture no console output for the records (FNHOST_CONSOLE_CAPTURE=off). */
@@ -505,7 +508,7 @@ export class LocalExecutor implements Executor {
   }
 
   async #run(fn: FunctionRecord, runtime: Runtime): Promise<Upstream> {
-    const name = runtime.hash + moduleExtension(fn.code);
+    const name = runtime.hash;
     const generic = poolable(fn) ? this.#pool?.take() : undefined;
     if (generic !== undefined) {
       try {
@@ -528,19 +531,16 @@ export class LocalExecutor implements Executor {
     return await this.#launch(fn, runtime, name);
   }
 
-  /** Unsandboxed: the code in FNHOST_DATA_DIR/functions/<id>/, the runtime's working directory. */
+  /** Unsandboxed: the code in FNHOST_DATA_DIR/functions/<id>/, the runtime's working directory (`name` without its extension). */
   async #writeCode(fn: FunctionRecord, name: string): Promise<string> {
     const dir = join(this.#opts.dataDir, 'functions', fn.function_id);
-    const file = join(dir, name);
     await mkdir(dir, { recursive: true });
-    await writeFile(file, fn.code, { mode: 0o600 });
-    return file;
+    return await writeModuleFile(dir, name, fn, 0o600, this.#opts.code);
   }
 
   /** Sandboxed: the code in the sandbox's own folder (its /fn, read-only inside), readable by its uid only. */
   async #writeSandboxCode(sandbox: SandboxInstance, fn: FunctionRecord, name: string): Promise<string> {
-    const file = join(sandbox.codeDir, name);
-    await writeFile(file, fn.code, { mode: 0o400 });
+    const file = await writeModuleFile(sandbox.codeDir, name, fn, 0o400, this.#opts.code);
     await sandbox.own(file);
     return sandbox.inside(basename(file));
   }

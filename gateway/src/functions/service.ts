@@ -1,10 +1,10 @@
 import { applyScalingChange, parseScalingChange } from '@fnhost/core/scaling.ts';
 import { CodeRefusedError } from './code-check.ts';
 import {
-  ConflictError, FunctionRefusedError, NotFoundError, ValidationError, isUuid, isoTimestamp, limits, newFunctionId,
-  validateCode, validateCron, validateEnv, validateFunctionName, validateMemoryMiB, validateRetention, validateRoutes,
+  CodeMissingError, ConflictError, FunctionRefusedError, NotFoundError, ValidationError, isUuid, isoTimestamp, limits, newFunctionId,
+  validateCodeSource, validateCron, validateEnv, validateFunctionName, validateMemoryMiB, validateRetention, validateRoutes,
   validateTimeoutSeconds, validateTimezone, validateRequestRecording, recordingOf, validateKvQuota,
-  type Executor, type KvQuota, type FunctionRecord, type PreparedRuntime, type RetentionPolicy, type Schedule, type Stores,
+  type CodeRef, type CodeSource, type Executor, type KvQuota, type FunctionRecord, type PreparedRuntime, type RetentionPolicy, type Schedule, type Stores,
 } from '@fnhost/core';
 import type { ApiKvUsage, ApiRollout } from '@fnhost/core/api.ts';
 import type { Logger } from '../log.ts';
@@ -107,8 +107,8 @@ export interface FunctionServiceOptions {
   kvQuota?: (fn: FunctionRecord) => KvQuota;
 }
 
-const CREATE_FIELDS = new Set(['name', 'code', 'env', 'routes', 'timeout_seconds', 'memory_mib', 'active', 'retention', 'schedule', 'record_requests', 'kv_quota']);
-const PATCH_FIELDS = new Set(['code', 'env', 'routes', 'timeout_seconds', 'memory_mib', 'record_requests', 'kv_quota']);
+const CREATE_FIELDS = new Set(['name', 'code', 'code_ref', 'env', 'routes', 'timeout_seconds', 'memory_mib', 'active', 'retention', 'schedule', 'record_requests', 'kv_quota']);
+const PATCH_FIELDS = new Set(['code', 'code_ref', 'env', 'routes', 'timeout_seconds', 'memory_mib', 'record_requests', 'kv_quota']);
 
 function checkFields(body: unknown, allowed: Set<string>, what: string): Record<string, unknown> {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new ValidationError(`${what} body must be a JSON object`);
@@ -198,7 +198,7 @@ export class FunctionService {
     const next = schedule?.enabled && fn.active ? this.#o.scheduler.nextRun(fn.function_id) : undefined;
     return {
       ...rest,
-      ...(includeCode ? { code } : {}),
+      ...(includeCode && fn.code_ref === undefined ? { code } : {}),
       schedule: schedule === null ? null : { ...schedule, next_run_at: next === undefined ? null : isoTimestamp(next) },
       record_requests: recordingOf(fn),
       total_executions: total,
@@ -225,7 +225,7 @@ export class FunctionService {
     const ns = this.namespace(namespace);
     const raw = checkFields(body, CREATE_FIELDS, 'create function');
     const name = validateFunctionName(raw.name);
-    const code = validateCode(raw.code);
+    const source = validateCodeSource(raw, true)!;
     const env = validateEnv(raw.env);
     const routes = validateRoutes(raw.routes);
     const timeout = raw.timeout_seconds === undefined ? Math.min(limits.DEFAULT_TIMEOUT_SECONDS, this.#o.maxTimeoutSeconds) : validateTimeoutSeconds(raw.timeout_seconds, this.#o.maxTimeoutSeconds);
@@ -237,9 +237,10 @@ export class FunctionService {
     const kvQuota = raw.kv_quota === undefined ? undefined : validateKvQuota(raw.kv_quota);
     return this.#serial(async () => {
       if (this.#index.getByName(ns, name) !== undefined) throw new ConflictError(`a function named "${name}" already exists${this.#o.multiNamespace ? ` in namespace "${ns}"` : ''}`);
+      await this.#checkCodeRef(ns, source.code_ref);
       const now = isoTimestamp(this.#o.now());
       const fn: FunctionRecord = {
-        function_id: this.#o.newFunctionId?.(ns, name) ?? newFunctionId(), name, namespace: ns, code, env, routes, timeout_seconds: timeout, memory_mib: memory,
+        function_id: this.#o.newFunctionId?.(ns, name) ?? newFunctionId(), name, namespace: ns, code: source.code, ...(source.code_ref === undefined ? {} : { code_ref: source.code_ref }), env, routes, timeout_seconds: timeout, memory_mib: memory,
         active: raw.active === undefined ? true : (raw.active as boolean), retention, schedule, created_at: now, updated_at: now,
         ...(recording === undefined ? {} : { record_requests: recording }),
         ...(kvQuota === undefined || Object.keys(kvQuota).length === 0 ? {} : { kv_quota: kvQuota }),
@@ -298,7 +299,8 @@ export class FunctionService {
       updated.updated_at = isoTimestamp(this.#o.now());
       // Only a change of what the module loads with (its code, its environment) is refused for a
       // load error: a new timeout for a function that already fails to load stores as asked.
-      const loadInputsChanged = updated.code !== current.code || JSON.stringify(updated.env) !== JSON.stringify(current.env);
+      const loadInputsChanged = updated.code !== current.code || updated.code_ref?.digest !== current.code_ref?.digest || JSON.stringify(updated.env) !== JSON.stringify(current.env);
+      if (updated.code_ref !== undefined && updated.code_ref.digest !== current.code_ref?.digest) await this.#checkCodeRef(updated.namespace, updated.code_ref);
       const prepared = checkCode ? await this.#prepared(updated, loadInputsChanged && !options.allowLoadError) : undefined;
       try {
         await this.#o.stores.functions.update(updated);
@@ -320,6 +322,18 @@ export class FunctionService {
     });
   }
 
+  /**
+   * A code_ref names code the namespace uploaded (else CodeMissingError, as for a digest never
+   * stored: no team learns of another's code), of the size it says. The check also marks the blob
+   * used now, so GC's grace covers the write that follows.
+   */
+  async #checkCodeRef(namespace: string, ref: CodeRef | undefined): Promise<void> {
+    if (ref === undefined) return;
+    const info = await this.#o.stores.code.use(namespace, ref.digest, this.#o.now());
+    if (info === null) throw new CodeMissingError(ref.digest);
+    if (info.size !== ref.size) throw new ValidationError(`code_ref.size is ${ref.size}, but code ${ref.digest} is ${info.size} bytes`);
+  }
+
   #syncRuntime(fn: FunctionRecord): void {
     this.#o.executor.sync(fn.function_id, fn).catch((err: unknown) => {
       this.#o.logger.error('starting the runtime failed', { function_id: fn.function_id, error: (err as Error).message });
@@ -329,7 +343,7 @@ export class FunctionService {
   update(ref: string, body: unknown, namespace?: string, options: CodeWriteOptions = {}): Promise<FunctionRecord> {
     const raw = checkFields(body, PATCH_FIELDS, 'update function');
     const patch: Partial<FunctionRecord> = {};
-    if (raw.code !== undefined) patch.code = validateCode(raw.code);
+    const source: CodeSource | undefined = validateCodeSource(raw, false);
     if (raw.env !== undefined) patch.env = validateEnv(raw.env);
     if (raw.routes !== undefined) patch.routes = validateRoutes(raw.routes);
     if (raw.timeout_seconds !== undefined) patch.timeout_seconds = validateTimeoutSeconds(raw.timeout_seconds, this.#o.maxTimeoutSeconds);
@@ -341,6 +355,11 @@ export class FunctionService {
       const next: FunctionRecord = {
         ...fn, ...patch, ...(recording === undefined ? {} : { record_requests: validateRequestRecording(recording, recordingOf(fn)) }),
       };
+      if (source !== undefined) {
+        next.code = source.code;
+        if (source.code_ref === undefined) delete next.code_ref;
+        else next.code_ref = source.code_ref;
+      }
       if (raw.kv_quota !== undefined) {
         const quota = validateKvQuota(raw.kv_quota, fn.kv_quota);
         if (Object.keys(quota).length === 0) delete next.kv_quota;

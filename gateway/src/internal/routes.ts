@@ -10,6 +10,7 @@ import type { RuntimeTokenVerifier } from './tokens.ts';
 import { decide, type Protection } from '../policy/match.ts';
 import { readJson } from '../api/body.ts';
 import { addConsoleRoute } from './console.ts';
+import { addCodeRoute, type CodeInternalDeps } from '../code/internal-route.ts';
 import type { ConnectionGuard } from './connection-bound.ts';
 import type { ConsoleRate, ConsoleRateError, ExecutionIds } from './console-rate.ts';
 
@@ -35,6 +36,8 @@ export interface InternalDeps {
   connections?: ConnectionGuard;
   /** Console posts: the rate bound and the executions they may name (./console-rate.ts). */
   console?: { rate: ConsoleRate; executions: ExecutionIds; allExecutionsHere: boolean; onRefused: (functionId: string, err: ConsoleRateError) => void };
+  /** GET /code/{digest}: the function's code by reference (../code/internal-route.ts). */
+  code?: CodeInternalDeps;
 }
 
 /** A connection over the bound on open connections per function, found at its first request: 429, and it is closed. */
@@ -135,6 +138,7 @@ export function internalRoutes(deps: InternalDeps): Router {
     ctx.body = { deleted: await withRetryAfter(ctx, () => deps.kvGuard.delete(deps.functions.byId(ctx.state.functionId)!, key, deps.now())) };
   });
 
+  if (deps.code !== undefined) addCodeRoute(router, deps.code);
   addConsoleRoute(router, { insight: deps.insight, functions: deps.functions, now: deps.now, flushRecords: deps.flushRecords, enabled: deps.consoleCapture, ...deps.console });
 
   router.get('/policy/check', async (ctx) => {

@@ -1,0 +1,45 @@
+import type Router from '@koa/router';
+import type { Context } from 'koa';
+import { Readable } from 'node:stream';
+import { isDigest, type CodeStore } from '@fnhost/core';
+import type { FunctionService } from '../functions/service.ts';
+
+// GET /internal/v1/code/{digest}: a runtime fetching its function's code by digest (cluster
+// mode's pods; docs/internal-protocol.md). Served only when the token's function references that
+// digest (its current code, or what `extraDigests` adds: a throwaway's), read in the function's
+// own namespace; anything else is the one 404, so a token opens no other code.
+
+export interface CodeInternalDeps {
+  store: CodeStore;
+  functions: FunctionService;
+  /** Further digests a function's runtimes may read (cluster mode: its rollout's or replay throwaway's). */
+  extraDigests?: (functionId: string) => Iterable<string>;
+}
+
+function referenced(deps: CodeInternalDeps, functionId: string, digest: string): boolean {
+  const fn = deps.functions.byId(functionId);
+  if (fn === undefined) return false;
+  if (fn.code_ref?.digest === digest) return true;
+  for (const d of deps.extraDigests?.(functionId) ?? []) if (d === digest) return true;
+  return false;
+}
+
+/** Adds the route to the internal router (its token check has run: ctx.state.functionId). */
+export function addCodeRoute(router: Router, deps: CodeInternalDeps): void {
+  router.get('/code/:digest', async (ctx: Context) => {
+    const digest = ctx.params.digest!;
+    const functionId = ctx.state.functionId as string;
+    const fn = deps.functions.byId(functionId);
+    const source = fn !== undefined && isDigest(digest) && referenced(deps, functionId, digest) ? await deps.store.openRead(fn.namespace, digest) : null;
+    if (source === null) {
+      ctx.status = 404;
+      ctx.body = { error: 'not_found', message: `code ${digest.slice(0, 80)} is not this function's` };
+      return;
+    }
+    const info = await deps.store.stat(fn!.namespace, digest);
+    ctx.type = 'application/octet-stream';
+    if (info !== null) ctx.length = info.size;
+    ctx.set('x-fnhost-code-digest', digest);
+    ctx.body = source instanceof Readable ? source : Readable.from(source);
+  });
+}
