@@ -16,7 +16,8 @@
 // reachable from the handler (so esbuild keeps them), grown until the bundle with its map is
 // --kib KiB.
 
-import { mkdtemp, rm } from 'node:fs/promises';
+import { spawnSync } from 'node:child_process';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -36,6 +37,14 @@ const HELLO = `export default (req, res) => res.json({ hello: 'world' })`;
 function median(xs: number[]): number {
   const s = [...xs].sort((a, b) => a - b);
   return s[Math.floor(s.length / 2)]!;
+}
+
+/** Node alone importing the module from a file (no platform): the floor any runtime pays for this code. */
+function nodeImportMs(file: string): number {
+  const t0 = performance.now();
+  const r = spawnSync(process.execPath, ['--input-type=module', '-e', `await import(${JSON.stringify(file)})`]);
+  if (r.status !== 0) throw new Error(`node importing ${file}: ${r.stderr}`);
+  return performance.now() - t0;
 }
 
 type Gateway = Awaited<ReturnType<typeof startGateway>>;
@@ -95,7 +104,11 @@ try {
     await measured(`warm-h${i}`, HELLO);
     await measured(`warm-m${i}`, unique(mapped, `warm-${i}`));
   }
+  await writeFile(join(dir, 'mapped.mjs'), mapped);
+  await writeFile(join(dir, 'bare.mjs'), bare);
   const node: number[] = [];
+  const nodeImport: number[] = [];
+  const nodeImportBare: number[] = [];
   const hello: number[] = [];
   const big: number[] = [];
   const bigUpload: number[] = [];
@@ -103,6 +116,8 @@ try {
   const bigBare: number[] = [];
   for (let round = 0; round < ROUNDS; round++) {
     node.push(nodeStartMs());
+    nodeImport.push(nodeImportMs(join(dir, 'mapped.mjs')));
+    nodeImportBare.push(nodeImportMs(join(dir, 'bare.mjs')));
     hello.push(await measured(`hello-${round}`, HELLO));
     big.push(await measured(`mapped-${round}`, unique(mapped, `mapped-${round}`)));
     bigUpload.push(lastUploadMs);
@@ -120,6 +135,7 @@ try {
   console.log(`  ${kib} KiB bundle with source map${byRef ? ' (by reference)' : ''}: ${fmt(big)} (target ≤ 3×); of it${byRef ? ` the upload: median ${median(bigUpload).toFixed(0)} ms,` : ''} until the create was answered: ${median(bigCreated).toFixed(0)} ms`);
   console.log(`  the same without its map:       ${fmt(bigBare)}`);
   console.log(`  bundle / hello:                 ${(median(big) / median(hello)).toFixed(2)}×`);
+  console.log(`  node alone importing the bundle from a file: ${fmt(nodeImport)}; without its map: ${fmt(nodeImportBare)}`);
   reportFigure({ target: Buffer.byteLength(mapped) >= 5 * 1024 * 1024 ? 'P14' : 'P5', what: `create → first 200 of a ${kib} KiB bundle${byRef ? ' (by reference)' : ''} vs node -e 0`, measured: `${(median(big) / n).toFixed(2)}×`, bound: '≤ 3×', met: median(big) / n <= 3 });
 } finally {
   await gw.stop();
