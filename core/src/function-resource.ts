@@ -92,8 +92,18 @@ export interface FunctionRecordRequests {
   redact?: { headers?: string[]; jsonPaths?: string[] };
 }
 
+/** spec.codeRef: code held in the platform's code store by digest (core/src/code/), instead of inline spec.code. */
+export interface FunctionCodeRef {
+  /** `sha256:<64 hex>` of the bundle's bytes. */
+  digest: string;
+  /** Its size in bytes. */
+  size: number;
+}
+
 export interface FunctionSpec {
-  code: string;
+  /** The module inline; exactly one of code and codeRef (the CRD's rule, and the operator's). */
+  code?: string;
+  codeRef?: FunctionCodeRef;
   functionId?: string;
   routes?: string[];
   env?: FunctionEnvVar[];
@@ -159,6 +169,22 @@ export interface Condition {
   lastTransitionTime: string;
 }
 
+/**
+ * A runtime pod's module failed to load (status.loadFailure, written by the gateway, which asks the
+ * starting pods: gateway/src/cluster/load-watch.ts); the operator shows it as CodeLoaded=False
+ * LoadFailed while that pod runs the Function's current code.
+ */
+export interface LoadFailure {
+  /** The pod that failed. */
+  pod: string;
+  /** syntax, no_handler or failed (threw, timed out, ran out of memory, the code could not be fetched). */
+  kind: 'syntax' | 'no_handler' | 'failed';
+  /** The runtime's text: the error with its line and column in the user's file. */
+  message: string;
+  /** RFC 3339. */
+  at: string;
+}
+
 export interface FunctionStatus {
   functionId?: string;
   url?: string;
@@ -172,6 +198,10 @@ export interface FunctionStatus {
   concurrency?: Record<string, ConcurrencyReport | null>;
   /** Written by the operator. */
   autoscaler?: AutoscalerStatus;
+  /** Written by the operator: `inline`, or the codeRef's digest shortened (the Code column of kubectl get fn). */
+  code?: string;
+  /** Written by the gateway: a starting pod's module failed to load; removed by the operator once the function is ready (null in a merge patch). */
+  loadFailure?: LoadFailure | null;
 }
 
 export interface FunctionResource {

@@ -2,7 +2,7 @@ import { createServer, type Server } from 'node:http';
 import { join } from 'node:path';
 import type Koa from 'koa';
 import type Router from '@koa/router';
-import type { Executor, FunctionRecord, FunctionStore, Stores, ThrowawayRuntime } from '@fnhost/core';
+import type { CodeStore, Executor, FunctionRecord, FunctionStore, Stores, ThrowawayRuntime } from '@fnhost/core';
 import { digest, type AdminToken } from './auth.ts';
 import { AccessControl, type NamespaceGate } from './access/control.ts';
 import type { KubeAccess } from './access/kube-access.ts';
@@ -81,6 +81,10 @@ export interface ClusterParts {
   defaultNamespace: string;
   /** Kubernetes tokens on the management API (TokenReview, SubjectAccessReview); undefined: admin token only. */
   kubeAccess?: KubeAccess;
+  /** The code store as the pods' fetches read it: through this replica's disk cache (cluster/code-cache.ts). */
+  codeStoreForPods?(store: CodeStore): CodeStore;
+  /** Digests a function's pods may fetch besides its current code: its replay throwaways' (cluster/start.ts). */
+  extraCodeDigests?(functionId: string): Iterable<string>;
   /** The namespaces where functions may live. */
   namespaceGate: NamespaceGate;
   /** Every finished execution (status feedback). */
@@ -301,7 +305,7 @@ export async function startPlatform(options: PlatformOptions): Promise<Platform<
   const kvGuard = new KvGuard({ kv: stores.kv, settings: config.kv, cluster: cluster !== undefined, metrics, logger });
   // The machine itself (its interfaces, in cluster mode the node) and the platform's ranges: protected (docs/egress.md).
   const machine = new MachineAddresses({ platform: config.egressPlatform, extra: config.egressNodeAddresses });
-  const internal = internalRoutes({ tokens: cluster?.runtimeTokens ?? tokens, functions, kv: stores.kv, kvGuard, insight: stores.insight, consoleCapture: config.consoleCapture, flushRecords: () => writer.flush(), policies, protection: () => machine.current(), now, connections: perFunction.internalConnections, console: perFunction.console, code: { store: stores.code, functions } });
+  const internal = internalRoutes({ tokens: cluster?.runtimeTokens ?? tokens, functions, kv: stores.kv, kvGuard, insight: stores.insight, consoleCapture: config.consoleCapture, flushRecords: () => writer.flush(), policies, protection: () => machine.current(), now, connections: perFunction.internalConnections, console: perFunction.console, code: { store: cluster?.codeStoreForPods?.(stores.code) ?? stores.code, functions, extraDigests: cluster?.extraCodeDigests } });
   const app = mainApp({ health, api, internal, adminToken: options.adminToken, kubeAccess: cluster?.kubeAccess, trustProxy: config.trustProxy, logger });
   // The admin panel: its page, sign-in and session-authenticated API, on its own listener.
   const admin = adminPanel({ token: options.adminToken, now, sessionStore: stores.sessions, logger, background });

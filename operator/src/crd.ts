@@ -63,8 +63,12 @@ function specSchema() {
   return {
     type: 'object',
     description: 'What the function is and how it runs.',
-    required: ['code'],
     'x-kubernetes-validations': [
+      {
+        rule: 'has(self.code) != has(self.codeRef)',
+        message: 'exactly one of spec.code (the module inline) and spec.codeRef ({digest, size} of code uploaded to the platform: fnhost bundle --push) is required',
+        reason: 'FieldValueRequired',
+      },
       {
         rule: 'has(oldSelf.functionId) == has(self.functionId) && (!has(self.functionId) || self.functionId == oldSelf.functionId)',
         message: "spec.functionId is fixed when the Function is created and cannot be added, changed or removed later: a new identity would orphan the function's stored execution logs",
@@ -77,6 +81,15 @@ function specSchema() {
         minLength: 1,
         maxLength: limits.MAX_CODE_BYTES,
         description: `The module source: ESM (export default or a named \`handler\`) or CommonJS (module.exports); a handler that imports packages is bundled into one module by \`fnhost bundle <file> -o out.mjs\`. At most ${limits.MAX_CODE_BYTES} characters (and ${limits.MAX_CODE_BYTES / 1024} KiB as UTF-8, checked by the operator), below the 1 MiB a ConfigMap holds. Over ~200 KiB apply with \`kubectl apply --server-side\`: client-side apply copies the object into an annotation capped at 256 KiB.`,
+      },
+      codeRef: {
+        type: 'object',
+        description: `Instead of code: the module held in the platform's code store by digest (MongoDB GridFS), for bundles over ${limits.INLINE_CODE_BYTES / 1024} KiB and up to ${limits.MAX_CODE_REF_BYTES / 1024 / 1024} MiB. Upload it first from the same namespace (fnhost bundle <file> --push, or PUT /api/v1/code/{digest}); until then the Function is Ready=False CodeMissing. The runtime pods fetch it from the gateway at start and keep it in their emptyDir.`,
+        required: ['digest', 'size'],
+        properties: {
+          digest: { type: 'string', pattern: '^sha256:[0-9a-f]{64}$', description: 'sha256:<64 lowercase hex digits> of the bytes.' },
+          size: { type: 'integer', minimum: 1, maximum: limits.MAX_CODE_REF_BYTES, description: 'Size in bytes.' },
+        },
       },
       functionId: {
         type: 'string',
@@ -239,6 +252,7 @@ function statusSchema() {
     description: 'Written by the operator.',
     properties: {
       functionId: { type: 'string', description: 'The stable UUID of /invoke/{functionId}.' },
+      code: { type: 'string', maxLength: 32, description: 'Where the code is: inline (spec.code), or the short digest of spec.codeRef (written by the operator).' },
       url: { type: 'string', description: 'Where the function is invoked.' },
       observedGeneration: { type: 'integer', format: 'int64' },
       conditions: { type: 'array', 'x-kubernetes-list-type': 'map', 'x-kubernetes-list-map-keys': ['type'], items: condition },
@@ -253,6 +267,17 @@ function statusSchema() {
           type: 'object',
           required: ['stable', 'panic', 'at'],
           properties: { stable: { type: 'number', minimum: 0 }, panic: { type: 'number', minimum: 0 }, at: { type: 'string', format: 'date-time' } },
+        },
+      },
+      loadFailure: {
+        type: 'object',
+        description: 'A runtime pod failed to load the module (written by the gateway, which asks each starting pod; the operator shows it as CodeLoaded=False LoadFailed while that pod runs the current code, and removes it once the function is ready).',
+        required: ['pod', 'kind', 'message', 'at'],
+        properties: {
+          pod: { type: 'string', maxLength: 253 },
+          kind: { type: 'string', enum: ['syntax', 'no_handler', 'failed'] },
+          message: { type: 'string', maxLength: 4096, description: "The runtime's text: the module's error with its line and column in the user's file." },
+          at: { type: 'string', format: 'date-time' },
         },
       },
       autoscaler: {
@@ -292,6 +317,7 @@ export function functionCrd() {
             { name: 'Schedule', type: 'string', jsonPath: '.spec.schedule.cron' },
             { name: 'Retention', type: 'string', jsonPath: '.spec.retention.type' },
             { name: 'URL', type: 'string', jsonPath: '.status.url' },
+            { name: 'Code', type: 'string', description: 'inline (spec.code) or the short digest of spec.codeRef.', jsonPath: '.status.code' },
             { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },
             { name: 'Reason', type: 'string', priority: 1, jsonPath: '.status.conditions[?(@.type=="Ready")].reason' },
             { name: 'Function ID', type: 'string', priority: 1, jsonPath: '.status.functionId' },

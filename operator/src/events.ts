@@ -3,10 +3,11 @@ import type { Clock } from '@fnhost/core/clock.ts';
 import type { FunctionResource, FunctionStatus } from '@fnhost/core/function-resource.ts';
 import type { KubeClient } from './kube.ts';
 import type { Logger } from './log.ts';
+import { CODE_LOADED } from './load-failure.ts';
 
 // Kubernetes Events on Functions (events.k8s.io/v1, which `kubectl describe fn`
 // and `kubectl events` show): Created, Updated, Invalid, ScaledToZero, Woken,
-// Scaled. A reconcile may run many times for one change (retries, every
+// Scaled, LoadFailed. A reconcile may run many times for one change (retries, every
 // gateway status write), so the recorder bounds what reaches the API server:
 //   - the same Function, reason and note within DEDUPE_WINDOW_MS is recorded once;
 //   - at most EVENTS_PER_FUNCTION_PER_MINUTE events per Function per minute;
@@ -21,7 +22,7 @@ export const EVENTS_BURST = 25;
 /** Remembered Function/reason/note keys at most (oldest forgotten first). */
 const MAX_REMEMBERED = 10_000;
 
-export type EventReason = 'Created' | 'Updated' | 'Invalid' | 'ScaledToZero' | 'Woken' | 'Scaled' | 'FunctionIdMoved';
+export type EventReason = 'Created' | 'Updated' | 'Invalid' | 'ScaledToZero' | 'Woken' | 'Scaled' | 'FunctionIdMoved' | 'LoadFailed';
 
 export interface FunctionEvent {
   reason: EventReason;
@@ -162,6 +163,10 @@ export function transitionEvents(before: FunctionStatus | undefined, after: Func
   } else if (before.observedGeneration < generation) {
     events.push({ reason: 'Updated', type: 'Normal', action: 'Update', note: `generation ${generation} applied (was ${before.observedGeneration})` });
   }
+  // The current code failed to load in a pod (load-failure.ts): once per failure text.
+  const loadFailed = after.conditions?.find((c) => c.type === CODE_LOADED && c.status === 'False');
+  const loadFailedBefore = before?.conditions?.find((c) => c.type === CODE_LOADED && c.status === 'False');
+  if (loadFailed !== undefined && loadFailed.message !== loadFailedBefore?.message) events.push({ reason: 'LoadFailed', type: 'Warning', action: 'Load', note: loadFailed.message });
   if (was?.reason !== IDLE && now?.reason === IDLE) events.push({ reason: 'ScaledToZero', type: 'Normal', action: 'Scale', note: now.message });
   if (was?.reason === IDLE && now !== undefined && now.reason !== IDLE) events.push({ reason: 'Woken', type: 'Normal', action: 'Scale', note: 'an invocation came: scaled up from zero' });
   const from = before?.autoscaler?.replicas;

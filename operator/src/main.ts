@@ -3,7 +3,7 @@ import { KubeConfig } from '@kubernetes/client-node';
 import { systemClock } from './clock.ts';
 import { Controller, describe } from './controller.ts';
 import { startHttpServer } from './http.ts';
-import { KubeClient } from './kube.ts';
+import { KubeClient, paths } from './kube.ts';
 import { LeaderElector } from './leader.ts';
 import { jsonLogger } from './log.ts';
 import type { Logger } from './log.ts';
@@ -11,7 +11,9 @@ import { openMongoStoresPatiently } from '@fnhost/core/store/mongo/open-patientl
 import { logProcessWarnings } from '@fnhost/core/process-warnings.ts';
 import { secretDigest } from '@fnhost/core/bearer.ts';
 import { resolveSecretFiles, SecretFileError } from '@fnhost/core/secret-files.ts';
-import type { Stores } from '@fnhost/core';
+import type { CodeStore, Stores } from '@fnhost/core';
+import type { FunctionResource } from '@fnhost/core/function-resource.ts';
+import { CodeCollector, type ReplicaSetView } from './code-gc.ts';
 import { NoopLogCleaner, StoreLogCleaner } from './logcleaner.ts';
 import type { LogCleaner } from './logcleaner.ts';
 import { Metrics } from './metrics.ts';
@@ -110,7 +112,25 @@ async function main(): Promise<void> {
   // Each functionId's home (docs/security.md "Tenancy"): in MongoDB with the chart; without a store, for this process's life.
   if (stores === undefined) log.warn('no MONGODB_URL: functionId homes are kept in memory only, so an operator restart forgets them');
   const homes = new FunctionIdHomes({ store: stores?.homes ?? new MemoryFunctionIdHomeStore(), index: identities, clock: systemClock, grants: settings.functionIdGrants === true });
-  const reconciler = new Reconciler({ client, settings, codeChecker: makeCodeChecker(), logCleaner, clock: systemClock, log, events, homes });
+  // Referenced code (spec.codeRef) lives in the store's code bucket (GridFS): whether a namespace uploaded a digest, and GC.
+  const codeStore: CodeStore | undefined = stores?.code;
+  const codePresence = codeStore === undefined ? undefined : async (namespace: string, digest: string) => (await codeStore.stat(namespace, digest)) !== null;
+  const reconciler = new Reconciler({ client, settings, codeChecker: makeCodeChecker(), logCleaner, clock: systemClock, log, events, homes, codePresence });
+  const codeCollector =
+    codeStore === undefined
+      ? undefined
+      : new CodeCollector({
+          store: codeStore,
+          listFunctions: async () => (await client.request<{ items: FunctionResource[] }>('GET', paths.functions())).items ?? [],
+          listReplicaSets: async () => (await client.request<{ items: ReplicaSetView[] }>('GET', '/apis/apps/v1/replicasets', { query: { labelSelector: 'app.kubernetes.io/managed-by=fnhost-operator' } })).items ?? [],
+          clock: systemClock,
+          log,
+          graceMs: settings.codeGcGraceSeconds * 1000,
+        });
+  if (codeCollector !== undefined) {
+    metrics.gauge('fnhost_operator_code_gc_deleted_total', 'Unreferenced code blobs deleted by code GC.', () => codeCollector.deleted);
+    metrics.gauge('fnhost_operator_code_gc_failures_total', 'Code GC passes that failed (nothing deleted).', () => codeCollector.failures);
+  }
   const ctl = new Controller({ client, reconciler, clock: systemClock, log, metrics, workers: settings.workers, watchNamespace: settings.watchNamespace, identities });
   controller = ctl;
   metrics.gauge('fnhost_operator_events_posted_total', 'Kubernetes Events posted on Functions.', () => events.posted);
@@ -155,6 +175,9 @@ async function main(): Promise<void> {
 
   const lead = async () => {
     leading = true;
+    // Only the leader collects code, and only when it sees every namespace's references (code-gc.ts).
+    if (codeCollector !== undefined && !settings.watchNamespace) codeCollector.start(settings.codeGcIntervalSeconds * 1000);
+    else if (codeCollector !== undefined) log.warn('code GC is off: this operator watches one namespace and cannot see the references of the others', { watchNamespace: settings.watchNamespace });
     await ctl.start();
   };
   if (!settings.leaderElection) {

@@ -18,6 +18,9 @@ import { idleDecision, idleSecondsOf } from './idle.ts';
 import type { IdleDecision } from './idle.ts';
 import { checkSchedule, checkSpec, checkThrowaway } from './validate.ts';
 import { namespaceProblem } from './namespaces.ts';
+import { LOAD_FAILED, loadFailureOf } from './load-failure.ts';
+import { codeLabel, codeMissing, codeMissingRecheckMs, type CodePresence } from './code-ref.ts';
+import { configHash } from './builders/index.ts';
 import type { FunctionIdHomes } from './identities.ts';
 import type { CodeChecker, SpecProblem } from './validate.ts';
 
@@ -41,6 +44,8 @@ export interface ReconcilerDeps {
   log: Logger;
   /** Kubernetes Events on Functions (events.ts). */
   events: EventSink;
+  /** Whether a namespace uploaded a digest (the code store; code-ref.ts); without it, every spec.codeRef is CodeMissing. */
+  codePresence?: CodePresence;
   /** Who may hold each functionId: its stored home and the Functions watch (identities.ts); without it, every Function holds its id. */
   homes?: FunctionIdHomes;
 }
@@ -113,11 +118,18 @@ export class Reconciler {
       await this.#writeStatus(fn, fn.status!.functionId!, { ready: { status: 'False', reason: identity.reason, message: identity.message } }, true);
       return { outcome: `invalid:${identity.reason}` };
     }
-    const problem = checkSpec(fn, this.#d.settings) ?? (await this.#throwawayProblem(fn)) ?? (await this.#d.codeChecker(fn.spec.code));
+    const problem =
+      checkSpec(fn, this.#d.settings) ?? (await this.#throwawayProblem(fn)) ?? (fn.spec.codeRef == null ? await this.#d.codeChecker(fn.spec.code ?? '') : null);
     if (problem) {
       // The last good objects keep running; nothing is retried until the spec changes.
       await this.#writeStatus(fn, functionId, { ready: { status: 'False', reason: problem.reason, message: problem.message } }, true);
       return { outcome: `invalid:${problem.reason}` };
+    }
+    // Referenced code its namespace has not uploaded: nothing started for it (code-ref.ts), and looked at again on a backoff.
+    const missing = await codeMissing(fn, this.#d.codePresence);
+    if (missing) {
+      const since = await this.#writeStatus(fn, functionId, { ready: { status: 'False', reason: missing.reason, message: missing.message } }, true);
+      return { outcome: `invalid:${missing.reason}`, requeueAfterMs: codeMissingRecheckMs(this.#d.clock.now() - since) };
     }
     // A schedule the operator cannot run withholds only the CronJob: the function serves HTTP.
     const scheduleProblem = checkSchedule(fn);
@@ -145,6 +157,9 @@ export class Reconciler {
         scheduled: scheduleProblem === null ? null : { status: 'False', reason: scheduleProblem.reason, message: `${scheduleProblem.message}; the CronJob is withheld until the schedule is fixed (HTTP calls are served)` },
         autoscaler: scaling === undefined ? null : autoscalerStatus(scaling.decision, scaling.observed),
         dropConcurrency: staleConcurrencyKeys(fn.status?.concurrency, now),
+        // CodeLoaded is there only while the current code is known not to load (Ready says the same, and why).
+        codeLoaded: ready.reason === LOAD_FAILED ? { status: 'False', reason: LOAD_FAILED, message: ready.message } : null,
+        dropLoadFailure: ready.status === 'True',
       },
       false,
     );
@@ -338,6 +353,9 @@ export class Reconciler {
   async #podProblem(fn: FunctionResource): Promise<ReadyInput | null> {
     const ns = fn.metadata.namespace!;
     const pods = await this.#d.client.request<{ items: any[] }>('GET', paths.pods(ns), { query: { labelSelector: `${LABEL_FUNCTION}=${fn.metadata.name},${LABEL_ROLE}=${ROLE_RUNTIME}` } });
+    // A pod of the current code that the gateway found failing to load (status.loadFailure): no wait can help.
+    const loadFailed = loadFailureOf(fn, pods.items ?? [], configHash(fn, this.#d.settings));
+    if (loadFailed !== null) return loadFailed;
     for (const pod of pods.items ?? []) {
       for (const cs of pod.status?.containerStatuses ?? []) {
         const waiting = cs.state?.waiting;
@@ -361,7 +379,7 @@ export class Reconciler {
   /** Writes status when it changed, and records the Events the change tells; returns when the Ready condition last changed (ms). */
   async #writeStatus(fn: FunctionResource, functionId: string, input: Omit<StatusInput, 'functionId' | 'url' | 'generation'>, invalid: boolean): Promise<number> {
     const generation = fn.metadata.generation ?? 0;
-    const next = desiredStatus(fn.status, { functionId, url: invokeUrl(this.#d.settings, functionId), generation, ...input }, new Date(this.#d.clock.now()));
+    const next = desiredStatus(fn.status, { functionId, url: invokeUrl(this.#d.settings, functionId), generation, code: codeLabel(fn), ...input }, new Date(this.#d.clock.now()));
     const since = Date.parse(next.conditions![0]!.lastTransitionTime);
     if (!statusChanged(fn.status, next)) return since;
     await this.#d.client.mergePatch(paths.functionStatus(fn.metadata.namespace!, fn.metadata.name), {

@@ -156,6 +156,9 @@ export function loadSettings(env: NodeJS.ProcessEnv = process.env, defaults: { n
     maxTimeoutSeconds: int(env, 'FNHOST_MAX_TIMEOUT_SECONDS', limits.MAX_TIMEOUT_SECONDS, 1, limits.MAX_TIMEOUT_SECONDS),
     runtimeOverheadMiB: int(env, 'FNHOST_RUNTIME_OVERHEAD_MIB', 96, 16, 4096),
     runtimeStopDelaySeconds: int(env, 'FNHOST_RUNTIME_STOP_DELAY_SECONDS', 2, 0, 30),
+    // Code GC (code-gc.ts): how often, and how long an unreferenced blob is kept after its last upload.
+    codeGcIntervalSeconds: int(env, 'FNHOST_CODE_GC_INTERVAL_SECONDS', 600, 10, 86_400),
+    codeGcGraceSeconds: int(env, 'FNHOST_CODE_GC_GRACE_SECONDS', 3600, 0, 30 * 86_400),
     tokenKey,
     runAsUser: int(env, 'FNHOST_RUN_AS_USER', 10001, 1, 2147483647),
     cpuRequest,

@@ -14,9 +14,15 @@ export interface StatusInput {
   functionId: string;
   url: string;
   generation: number;
+  /** status.code: `inline` or the short digest of spec.codeRef (the Code column); undefined keeps it. */
+  code?: string;
   ready: ReadyInput;
   /** The Scheduled condition: a schedule the operator cannot run (InvalidSchedule); null removes it; undefined keeps it. */
   scheduled?: ReadyInput | null;
+  /** The CodeLoaded condition: the current code failed to load in a pod (load-failure.ts); null removes it; undefined keeps it. */
+  codeLoaded?: ReadyInput | null;
+  /** Remove the gateway's status.loadFailure (the function is ready: the failure it names is past). */
+  dropLoadFailure?: boolean;
   /** What the autoscaler decided; null removes it (no spec.scaling); undefined keeps it. */
   autoscaler?: AutoscalerStatus | null;
   /** Gateway keys of status.concurrency to remove (reports long stale: a gateway gone). */
@@ -36,6 +42,10 @@ export function desiredStatus(current: FunctionStatus | undefined, next: StatusI
     others = others.filter((c) => c.type !== 'Scheduled');
     if (next.scheduled !== null) others.push(condition('Scheduled', next.scheduled, find('Scheduled'), next.generation, now));
   }
+  if (next.codeLoaded !== undefined) {
+    others = others.filter((c) => c.type !== 'CodeLoaded');
+    if (next.codeLoaded !== null) others.push(condition('CodeLoaded', next.codeLoaded, find('CodeLoaded'), next.generation, now));
+  }
   const status: FunctionStatus = {
     // Fields other writers own (the gateway's lastInvocationTime, errorRate and concurrency) are kept,
     // so that they never make the status look changed to the operator.
@@ -45,12 +55,15 @@ export function desiredStatus(current: FunctionStatus | undefined, next: StatusI
     observedGeneration: next.generation,
     conditions: [ready, ...others],
   };
+  if (next.code !== undefined) status.code = next.code;
   if (next.autoscaler === null) {
     // A merge patch removes a field given as null.
     if (current?.autoscaler !== undefined) status.autoscaler = null as unknown as undefined;
   } else if (next.autoscaler !== undefined) {
     status.autoscaler = next.autoscaler;
   }
+  // A merge patch removes a field given as null.
+  if (next.dropLoadFailure === true && current?.loadFailure != null) status.loadFailure = null;
   if ((next.dropConcurrency ?? []).length > 0) {
     status.concurrency = { ...current?.concurrency };
     for (const key of next.dropConcurrency!) status.concurrency[key] = null;

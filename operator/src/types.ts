@@ -48,6 +48,9 @@ export interface Settings {
    * it calls, instead of finding its port closed. 0: no preStop.
    */
   runtimeStopDelaySeconds: number;
+  /** Code GC (code-gc.ts): seconds between passes, and how long an unreferenced blob is kept after its last upload. */
+  codeGcIntervalSeconds: number;
+  codeGcGraceSeconds: number;
   /** Key the per-function runtime and schedule tokens are derived from (HMAC-SHA256). */
   tokenKey: string;
   /** The uid the runtime and the schedule job run as (10001: the runtime image's USER, above host accounts). */

@@ -7,6 +7,7 @@ import type { FunctionResource } from '@fnhost/core/function-resource.ts';
 import { functionIdOf } from '@fnhost/core/function-identity.ts';
 import { LABEL_REPLAY_OF, isThrowaway } from '@fnhost/core/replay-throwaway.ts';
 import type { Settings } from './types.ts';
+import { checkCodeSource } from './code-ref.ts';
 import { DEFAULT_MAX_REPLICAS, DEFAULT_MIN_REPLICAS, isCpuQuantity, millicores } from '@fnhost/core/scaling.ts';
 
 // What the CRD schema cannot check (or an older CRD might not), checked before
@@ -27,12 +28,16 @@ export function checkSpec(fn: FunctionResource, settings: Settings): SpecProblem
       message: `name "${name}" is ${name.length} characters; at most ${limits.MAX_FUNCTION_NAME_LENGTH} are allowed so that the CronJob "${ownedNames(name).cronJob}" fits ${MAX_CRONJOB_NAME_LENGTH} characters`,
     };
   }
-  if (typeof s?.code !== 'string' || s.code.trim() === '') {
-    return { reason: 'InvalidCode', message: 'spec.code is empty: it must be the source of a JavaScript module that exports a handler' };
-  }
-  const bytes = Buffer.byteLength(s.code);
-  if (bytes > limits.MAX_CODE_BYTES) {
-    return { reason: 'CodeTooLarge', message: `spec.code is ${bytes} bytes; the limit is ${limits.MAX_CODE_BYTES} bytes` };
+  const source = checkCodeSource(fn);
+  if (source !== null) return source;
+  if (s?.codeRef == null) {
+    if (typeof s?.code !== 'string' || s.code.trim() === '') {
+      return { reason: 'InvalidCode', message: 'spec.code is empty: it must be the source of a JavaScript module that exports a handler (or spec.codeRef: {digest, size} of uploaded code)' };
+    }
+    const bytes = Buffer.byteLength(s.code);
+    if (bytes > limits.MAX_CODE_BYTES) {
+      return { reason: 'CodeTooLarge', message: `spec.code is ${bytes} bytes; the limit is ${limits.MAX_CODE_BYTES} bytes (larger code goes by reference: spec.codeRef, fnhost bundle --push)` };
+    }
   }
   const timeout = s.timeoutSeconds ?? limits.DEFAULT_TIMEOUT_SECONDS;
   if (timeout > settings.maxTimeoutSeconds) {

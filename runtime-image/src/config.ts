@@ -22,6 +22,11 @@ export interface RuntimeConfig {
   consoleCapture: boolean;
   /** FNHOST_CONSOLE_GRACE_MS: how long after its answer an execution's console output is still its own. */
   consoleGraceMs: number;
+  /**
+   * FNHOST_CODE_DIGEST and FNHOST_CODE_SIZE: the module is referenced code, fetched by digest from
+   * the gateway into functionFile at start unless already there (code-fetch.ts; a Kubernetes pod).
+   */
+  codeRef: { digest: string; size: number } | undefined;
   /** The function's own environment: the runtime's minus FNHOST_* (and the runtime's PORT/HOST). */
   functionEnv: Record<string, string>;
 }
@@ -118,6 +123,17 @@ export function loadConfig(env: NodeJS.ProcessEnv): RuntimeConfig {
     egressProxy: egressProxyVar(env),
     consoleCapture: consoleCaptureVar(env),
     consoleGraceMs: intVar(env, 'FNHOST_CONSOLE_GRACE_MS', 1000, 0, 10_000),
+    codeRef: codeRefVar(env),
     functionEnv: functionEnvOf(env),
   };
+}
+
+/** Referenced code: both variables or neither; the digest as fnhost writes it, a size up to 50 MiB. */
+function codeRefVar(env: NodeJS.ProcessEnv): RuntimeConfig['codeRef'] {
+  const digest = env.FNHOST_CODE_DIGEST?.trim();
+  if (!digest) return undefined;
+  if (!/^sha256:[0-9a-f]{64}$/.test(digest)) throw new ConfigError(`FNHOST_CODE_DIGEST="${digest.slice(0, 80)}" must be sha256: and 64 lowercase hex digits`);
+  if (!env.FNHOST_GATEWAY_URL?.trim()) throw new ConfigError('FNHOST_CODE_DIGEST needs FNHOST_GATEWAY_URL: referenced code is fetched from the gateway');
+  if (!env.FNHOST_CODE_SIZE?.trim()) throw new ConfigError('FNHOST_CODE_DIGEST needs FNHOST_CODE_SIZE: the size in bytes of the referenced code');
+  return { digest, size: intVar(env, 'FNHOST_CODE_SIZE', 0, 1, 50 * 1024 * 1024) };
 }

@@ -18,6 +18,7 @@ import {
 } from './specialize.ts';
 import { HEARTBEAT_MS, Supervisor, answerError, log } from './supervisor.ts';
 import { startSpareWorker } from './spare-worker.ts';
+import { startWithCode } from './code-fetch.ts';
 import { SECRETS_ON_STDIN, SecretScrubError, hideSecrets, readSecretLines } from './hide-secrets.ts';
 
 export { answerError, type ErrorKind } from './supervisor.ts';
@@ -125,7 +126,8 @@ export interface RunningRuntime {
 
 export async function startRuntime(config: RuntimeConfig): Promise<RunningRuntime> {
   const sup = new Supervisor(config);
-  sup.start();
+  // Referenced code is fetched (or found in the pod's cache) first; the server listens meanwhile.
+  startWithCode(sup, config);
   const separateHealth = config.healthPort !== undefined;
   const server = newServer(callHandler(sup, separateHealth));
   const port = await listen(server, config.port, config.host, config.socket);

@@ -268,6 +268,18 @@ export class Supervisor {
     this.start();
   }
 
+  /**
+   * The module cannot be loaded before any worker starts (referenced code that could not be
+   * fetched: code-fetch.ts): a load error like any other (503 on /healthz, 500 to calls), no exit.
+   */
+  failLoad(message: string): void {
+    this.loadErrorKind = 'failed';
+    this.loadError = message;
+    log('error', 'function module failed to load', { error: message });
+    this.#failAll('load', message);
+    this.#settle();
+  }
+
   #failAll(kind: ErrorKind, message: string): void {
     for (const [id, p] of this.#pending) {
       this.#pending.delete(id);

@@ -201,6 +201,10 @@ capabilities:
 - apiGroups: [""]
   resources: ["pods"]
   verbs: ["list"]
+# Code GC keeps the digests a function Deployment's ReplicaSets still run (rolling updates).
+- apiGroups: ["apps"]
+  resources: ["replicasets"]
+  verbs: ["list"]
 # The NetworkPolicy of the function pods in each namespace that has Functions.
 - apiGroups: ["networking.k8s.io"]
   resources: ["networkpolicies"]

@@ -14,6 +14,10 @@ import { RolloutError } from '../errors.ts';
 export const REFUSED_REASONS = new Set([
   'NameTooLong', 'InvalidCode', 'CodeTooLarge', 'TimeoutAboveMaximum', 'InvalidRoutes', 'InvalidEnv', 'InvalidSchedule',
   'CodeDoesNotParse', 'Rejected', 'NamespaceNotAllowed', 'FunctionIdChanged',
+  // A pod of the new code failed to load it: the message is the module's error at its line and column.
+  'LoadFailed',
+  // spec.codeRef names code the namespace has not uploaded (the CLI uploads before it writes: only a collection in between).
+  'CodeMissing',
 ]);
 
 export type RolloutState = { state: 'serving'; reason: string } | { state: 'refused'; reason: string; message: string } | { state: 'pending'; reason: string; message: string };

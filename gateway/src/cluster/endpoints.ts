@@ -18,6 +18,8 @@ export interface EndpointSlice {
   endpoints?: Array<{
     addresses: string[];
     conditions?: { ready?: boolean | null; serving?: boolean | null; terminating?: boolean | null };
+    /** The pod behind the endpoint (the load watch names it in the Function's status: load-watch.ts). */
+    targetRef?: { kind?: string; name?: string } | null;
   }> | null;
 }
 
@@ -63,6 +65,20 @@ export function startingOrigins(slice: EndpointSlice): string[] {
   return originsWhere(slice, (e) => e.conditions?.ready === false && e.conditions?.terminating !== true);
 }
 
+/** `http://ip:port` → pod name of the slice's starting endpoints whose targetRef names a Pod. */
+export function startingPodNames(slice: EndpointSlice): Map<string, string> {
+  const out = new Map<string, string>();
+  const port = runtimePort(slice);
+  if (port === undefined) return out;
+  for (const e of slice.endpoints ?? []) {
+    const address = e.addresses[0];
+    if (address === undefined || e.targetRef?.kind !== 'Pod' || typeof e.targetRef.name !== 'string') continue;
+    if (e.conditions?.ready !== false || e.conditions?.terminating === true) continue;
+    out.set(address.includes(':') ? `http://[${address}]:${port}` : `http://${address}:${port}`, e.targetRef.name);
+  }
+  return out;
+}
+
 /** `namespace/service` of the Service a slice belongs to, or undefined. */
 export function serviceKeyOf(slice: EndpointSlice): string | undefined {
   const service = slice.metadata.labels?.[SERVICE_NAME_LABEL];
@@ -76,7 +92,7 @@ export function serviceKeyOf(slice: EndpointSlice): string | undefined {
  */
 export class EndpointIndex {
   /** service key → slice name → its origins */
-  readonly #slices = new Map<string, Map<string, { ready: string[]; starting: string[] }>>();
+  readonly #slices = new Map<string, Map<string, { ready: string[]; starting: string[]; pods?: Map<string, string> }>>();
   readonly #origins = new Map<string, string[]>();
   readonly #starting = new Map<string, string[]>();
   readonly #next = new Map<string, number>();
@@ -99,10 +115,10 @@ export class EndpointIndex {
       return;
     }
     this.#sliceService.set(sliceKey, service);
-    this.#set(service, sliceKey, { ready: readyOrigins(change.object), starting: startingOrigins(change.object) });
+    this.#set(service, sliceKey, { ready: readyOrigins(change.object), starting: startingOrigins(change.object), pods: startingPodNames(change.object) });
   }
 
-  #set(service: string, sliceKey: string, origins: { ready: string[]; starting: string[] } | undefined): void {
+  #set(service: string, sliceKey: string, origins: { ready: string[]; starting: string[]; pods?: Map<string, string> } | undefined): void {
     let slices = this.#slices.get(service);
     if (origins === undefined) {
       slices?.delete(sliceKey);
@@ -151,6 +167,16 @@ export class EndpointIndex {
   /** Origins of the Service's starting pods (an address, not ready, not terminating). */
   starting(service: string): readonly string[] {
     return this.#starting.get(service) ?? [];
+  }
+
+  /** The starting pods of the Service with their names (from the slices' targetRef); those without a name are left out. */
+  startingPods(service: string): Array<{ origin: string; pod: string }> {
+    const out: Array<{ origin: string; pod: string }> = [];
+    const starting = this.#starting.get(service) ?? [];
+    for (const list of this.#slices.get(service)?.values() ?? []) {
+      for (const [origin, pod] of list.pods ?? []) if (starting.includes(origin) && !out.some((p) => p.origin === origin)) out.push({ origin, pod });
+    }
+    return out;
   }
 
   /**

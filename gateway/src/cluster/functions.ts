@@ -213,6 +213,13 @@ export class FunctionCache implements FunctionIndex {
     );
   }
 
+  /** The served Function of namespace/name as last seen (not a throwaway, not a claimant refused its id), or undefined. */
+  resourceByName(namespace: string, name: string): FunctionResource | undefined {
+    const key = keyOf(namespace, name);
+    const held = this.#byKey.get(key);
+    return held?.record != null && this.#idToKey.get(held.record.function_id) === key ? held.resource : undefined;
+  }
+
   /** The resource behind a record (for patches and status). */
   resource(functionId: string): FunctionResource | undefined {
     const key = this.#idToKey.get(functionId);

@@ -123,7 +123,8 @@ export function rolloutOf(res: FunctionResource): ApiRollout {
 export function recordFromResource(res: FunctionResource): FunctionRecord | null {
   if (res.metadata.deletionTimestamp !== undefined) return null;
   const spec = res.spec ?? ({} as FunctionSpec);
-  if (typeof spec.code !== 'string') return null;
+  // Exactly one of the two (the CRD's rule); neither is no function the gateway can serve.
+  if (typeof spec.code !== 'string' && spec.codeRef == null) return null;
   const namespace = res.metadata.namespace ?? 'default';
   const env: Record<string, string> = {};
   for (const e of spec.env ?? []) if (e.valueFrom === undefined) env[e.name] = e.value ?? '';
@@ -133,7 +134,8 @@ export function recordFromResource(res: FunctionResource): FunctionRecord | null
     function_id: functionIdOf(res),
     name: res.metadata.name,
     namespace,
-    code: spec.code,
+    code: spec.codeRef == null ? (spec.code ?? '') : '',
+    ...(spec.codeRef == null ? {} : { code_ref: { digest: spec.codeRef.digest, size: spec.codeRef.size } }),
     env,
     routes: spec.routes ?? [],
     timeout_seconds: spec.timeoutSeconds ?? limits.DEFAULT_TIMEOUT_SECONDS,
@@ -188,7 +190,7 @@ function specEnv(env: Record<string, string>): FunctionEnvVar[] {
 /** The Function a management-API create writes. The id is not written: it is derived from namespace and name. */
 export function resourceForCreate(fn: FunctionRecord): FunctionResource {
   const spec: FunctionSpec = {
-    code: fn.code,
+    ...(fn.code_ref === undefined ? { code: fn.code } : { codeRef: { digest: fn.code_ref.digest, size: fn.code_ref.size } }),
     routes: fn.routes,
     env: specEnv(fn.env),
     timeoutSeconds: fn.timeout_seconds,
@@ -222,7 +224,14 @@ function same(a: unknown, b: unknown): boolean {
  */
 export function specPatch(before: FunctionRecord, after: FunctionRecord, current: FunctionResource): Record<string, unknown> | null {
   const spec: Record<string, unknown> = {};
-  if (before.code !== after.code) spec.code = after.code;
+  // A switch between inline code and a reference removes the other (null in a merge patch): the CRD admits exactly one.
+  if (after.code_ref !== undefined) {
+    if (before.code_ref?.digest !== after.code_ref.digest || before.code_ref?.size !== after.code_ref.size) spec.codeRef = { digest: after.code_ref.digest, size: after.code_ref.size };
+    if (before.code_ref === undefined) spec.code = null;
+  } else {
+    if (before.code !== after.code || before.code_ref !== undefined) spec.code = after.code;
+    if (before.code_ref !== undefined) spec.codeRef = null;
+  }
   if (!same(before.routes, after.routes)) spec.routes = after.routes;
   if (!same(before.env, after.env)) {
     const fromRefs = (current.spec.env ?? []).filter((e) => e.valueFrom !== undefined && !(e.name in after.env));
@@ -278,6 +287,10 @@ export const UNRUNNABLE_REASONS: ReadonlySet<string> = new Set([
   'FunctionIdChanged',
   'Rejected',
   'RuntimeCrashing',
+  // A pod of the current code failed to load it (status.loadFailure, written by the gateway's load watch): waiting cannot help.
+  'LoadFailed',
+  // spec.codeRef names a digest its namespace has not uploaded: no pod is started until it is (the operator looks again on a backoff).
+  'CodeMissing',
   // An older operator refused a whole Function for its schedule; this one withholds only the CronJob.
   'InvalidSchedule',
 ]);

@@ -9,6 +9,8 @@ import { DEFAULT_STATUS_INTERVAL_MS } from './status.ts';
 // once at start; a bad value stops the start with a message naming it.
 // The rest (port, public URL, MONGODB_URL, admin token) is gateway/src/config.ts.
 
+import { DEFAULT_CODE_CACHE_MAX_BYTES } from './code-cache.ts';
+
 export interface ClusterSettings {
   /** Key of the per-function runtime and schedule tokens; the operator has the same (FNHOST_TOKEN_KEY). */
   tokenKey: string;
@@ -28,6 +30,9 @@ export interface ClusterSettings {
   functionNamespaces: FunctionNamespaces;
   /** Accept Kubernetes bearer tokens on /api/v1 (TokenReview, SubjectAccessReview). */
   kubeTokens: boolean;
+  /** This replica's cache of code blobs its pods fetch (code-cache.ts): a folder, and its bound in bytes. */
+  codeCacheDir: string;
+  codeCacheMaxBytes: number;
 }
 
 const SERVICE_ACCOUNT_NAMESPACE = '/var/run/secrets/kubernetes.io/serviceaccount/namespace';
@@ -112,5 +117,7 @@ export function loadClusterSettings(env: Record<string, string | undefined>): Cl
     functionNamespaces: loadFunctionNamespaces(env),
     kubeTokens: bool(env, 'FNHOST_KUBE_TOKENS', true),
     gatewayId: gatewayId(env),
+    codeCacheDir: env.FNHOST_CODE_CACHE_DIR?.trim() || '/tmp/fnhost-code-cache',
+    codeCacheMaxBytes: int(env, 'FNHOST_CODE_CACHE_MAX_BYTES', DEFAULT_CODE_CACHE_MAX_BYTES, 64 * 1024 * 1024, 1024 ** 4),
   };
 }

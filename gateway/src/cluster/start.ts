@@ -19,6 +19,11 @@ import { DerivedTokens } from './tokens.ts';
 import { KubeAccess } from '../access/kube-access.ts';
 import { KubeNamespaceGate } from './namespace-gate.ts';
 import { ClusterThrowaways } from './throwaway.ts';
+import { LoadWatch } from './load-watch.ts';
+import { DiskCodeCache } from './code-cache.ts';
+import { loadFailureOf } from '../executor/load-check.ts';
+import { loadFailureText } from '../functions/code-check.ts';
+import { loadsAsModule } from '../executor/module-file.ts';
 
 // Builds the cluster-mode parts of the gateway (ClusterParts in app.ts): two
 // watches (Functions; EndpointSlices of the operator's Services), the caches
@@ -152,10 +157,32 @@ export async function startCluster(options: ClusterStartOptions): Promise<Starte
   });
 
   const throwaways = new ClusterThrowaways({ client, cache, endpoints, clock, logger });
+  const codeCache = new DiskCodeCache({ dir: settings.codeCacheDir, maxBytes: settings.codeCacheMaxBytes, log: logger });
+  // Code that fails to load in its pods, shown on the Function (docs/cluster-mode.md "Code that fails to load").
+  const loadWatch = new LoadWatch({
+    subscribe: (listener) => endpoints.subscribe(listener),
+    startingPods: (service) => endpoints.startingPods(service),
+    functionOf: (service) => {
+      const [namespace, serviceName] = service.split('/') as [string, string];
+      return serviceName.startsWith('fn-') ? cache.resourceByName(namespace, serviceName.slice(3)) : undefined;
+    },
+    ask: (origin, timeoutMs) => loadFailureOf({ origin }, timeoutMs),
+    text: (fn, answer) => (typeof fn.spec.code === 'string' && fn.spec.code !== '' ? loadFailureText(answer.kind, answer.message, fn.spec.code, loadsAsModule(fn.spec.code)) : answer.message),
+    report: async (fn, failure) => {
+      await client.request('PATCH', paths.functionStatus(fn.metadata.namespace ?? 'default', fn.metadata.name), {
+        body: { status: { loadFailure: failure } },
+        contentType: 'application/merge-patch+json',
+        query: { fieldManager: 'fnhost-gateway' },
+      });
+    },
+    clock,
+    logger,
+  });
 
   functionsWatch.start();
   slicesWatch.start();
   await Promise.all([functionsWatch.synced, slicesWatch.synced]);
+  loadWatch.start();
   // Leftovers of a gateway that died mid-replay, now and then every minute.
   throwaways.startSweeping();
   logger.info('cluster caches synced', { functions: cache.all().length, throwaways: cache.throwaways().length, endpoint_slices: slicesWatch.size, namespace: ns ?? '(all)', server: client.server });
@@ -189,6 +216,12 @@ export async function startCluster(options: ClusterStartOptions): Promise<Starte
     defaultNamespace: settings.defaultNamespace,
     kubeAccess,
     namespaceGate,
+    codeStoreForPods: (store) => codeCache.wrap(store),
+    extraCodeDigests: (functionId) => {
+      const fn = cache.get(functionId);
+      if (fn === undefined) return [];
+      return cache.throwaways({ namespace: fn.namespace, name: fn.name }).flatMap((t) => (t.spec.codeRef?.digest ? [t.spec.codeRef.digest] : []));
+    },
     onExecution: (functionId, statusCode) => feedback.record(functionId, statusCode),
     serviceOfAddress: (address) => endpoints.serviceOfAddress(address),
     bindMetrics(bound) {
@@ -208,6 +241,10 @@ export async function startCluster(options: ClusterStartOptions): Promise<Starte
         ['fnhost_cluster_unrunnable_calls_total', 'counter', 'Calls answered 503 at once because the function cannot run (its status, or its pods failed to load the code).', executor.unrunnable],
         ['fnhost_cluster_refused_pods_total', 'counter', 'Calls refused by a pod its slice still listed as ready (the call went to another pod or was held).', executor.refusals],
         ['fnhost_cluster_status_writes_total', 'counter', 'Function status writes (invocation feedback).', feedback.writes],
+        ['fnhost_cluster_code_cache_hits_total', 'counter', 'Code fetches of pods served from this replica\'s disk cache.', codeCache.hits],
+        ['fnhost_cluster_code_cache_misses_total', 'counter', 'Code fetches of pods that read the blob from the store (then cached).', codeCache.misses],
+        ['fnhost_cluster_load_questions_total', 'counter', 'Starting runtime pods asked how their module load ended (load watch).', loadWatch.asked],
+        ['fnhost_cluster_load_failures_reported_total', 'counter', 'Module load failures of runtime pods written into their Function\'s status.loadFailure.', loadWatch.reported],
         ['fnhost_cluster_api_requests_total', 'counter', 'Kubernetes API requests (not watches).', client.requests],
         ['fnhost_cluster_api_throttled_total', 'counter', 'API requests answered 429 and retried.', client.throttled],
         ['fnhost_cluster_token_reviews_total', 'counter', 'TokenReviews sent (Kubernetes tokens on the management API; cached answers not counted).', kubeAccess?.tokenReviews ?? 0],
@@ -222,6 +259,7 @@ export async function startCluster(options: ClusterStartOptions): Promise<Starte
     },
     async close(): Promise<void> {
       throwaways.close();
+      loadWatch.close();
       functionsWatch.stop();
       slicesWatch.stop();
       await feedback.close();

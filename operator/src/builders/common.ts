@@ -17,7 +17,9 @@ export function ownedMeta(fn: FunctionResource, name: string, extraLabels: Recor
 /** The spec with every default the CRD schema applies, so builders never guess. */
 export interface EffectiveSpec {
   functionId: string;
+  /** Inline code; '' when the code is referenced (codeRef). */
   code: string;
+  codeRef: { digest: string; size: number } | null;
   routes: string[];
   env: NonNullable<FunctionResource['spec']['env']>;
   timeoutSeconds: number;
@@ -31,7 +33,8 @@ export function effectiveSpec(fn: FunctionResource): EffectiveSpec {
   const s = fn.spec;
   return {
     functionId: functionIdOf(fn),
-    code: s.code,
+    code: s.code ?? '',
+    codeRef: s.codeRef ?? null,
     routes: s.routes ?? [],
     env: s.env ?? [],
     timeoutSeconds: s.timeoutSeconds ?? limits.DEFAULT_TIMEOUT_SECONDS,
@@ -50,7 +53,7 @@ export function effectiveSpec(fn: FunctionResource): EffectiveSpec {
 export function configHash(fn: FunctionResource, settings: Settings): string {
   const e = effectiveSpec(fn);
   return createHash('sha256')
-    .update(JSON.stringify({ code: e.code, env: e.env, routes: e.routes, tokenKey: createHash('sha256').update(settings.tokenKey).digest('hex') }))
+    .update(JSON.stringify({ code: e.code, ...(e.codeRef === null ? {} : { codeRef: e.codeRef.digest }), env: e.env, routes: e.routes, tokenKey: createHash('sha256').update(settings.tokenKey).digest('hex') }))
     .digest('hex')
     .slice(0, 32);
 }

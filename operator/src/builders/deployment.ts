@@ -10,6 +10,26 @@ import { servedNameOf } from '@fnhost/core/replay-throwaway.ts';
 export const RUNTIME_PORT = 8080;
 export const CODE_MOUNT_PATH = '/fnhost/function';
 export const TMP_SIZE_LIMIT = '64Mi';
+/**
+ * Where a pod's runtime keeps referenced code (spec.codeRef) it fetched from the gateway, by
+ * digest: in the pod's /tmp emptyDir (the root is read-only), so a container restart finds it and
+ * fetches nothing (runtime-image/src/code-fetch.ts). The emptyDir grows by the code's size.
+ */
+export const CODE_CACHE_DIR = '/tmp/fnhost-code';
+/** The pod template's annotation naming the referenced digest: code GC keeps what a ReplicaSet still runs (code-gc.ts). */
+export const ANNOTATION_CODE_DIGEST = 'fnhost.dev/code-digest';
+
+/** The /tmp emptyDir's bound: 64 MiB, plus the referenced code's size rounded up to MiB. */
+export function tmpSizeLimit(fn: FunctionResource): string {
+  const ref = fn.spec.codeRef;
+  return ref == null ? TMP_SIZE_LIMIT : `${64 + Math.ceil(ref.size / (1024 * 1024))}Mi`;
+}
+
+/** The module file the runtime loads: the ConfigMap's, or its cache file of the referenced digest. */
+export function functionFileOf(fn: FunctionResource): string {
+  const ref = fn.spec.codeRef;
+  return ref == null ? `${CODE_MOUNT_PATH}/${CODE_FILE_NAME}` : `${CODE_CACHE_DIR}/${ref.digest.slice('sha256:'.length)}.js`;
+}
 
 /** Container memory limit: the handler's heap (memoryMiB) plus the runtime's own overhead. */
 export function memoryLimitMiB(memoryMiB: number, settings: Settings): number {
@@ -23,7 +43,9 @@ export function runtimeEnv(fn: FunctionResource, settings: Settings) {
   return [
     { name: 'PORT', value: String(RUNTIME_PORT) },
     { name: 'HOST', value: '0.0.0.0' },
-    { name: 'FNHOST_FUNCTION_FILE', value: `${CODE_MOUNT_PATH}/${CODE_FILE_NAME}` },
+    { name: 'FNHOST_FUNCTION_FILE', value: functionFileOf(fn) },
+    // Referenced code: the runtime fetches it by digest from the gateway at start (docs/internal-protocol.md "Referenced code").
+    ...(e.codeRef === null ? [] : [{ name: 'FNHOST_CODE_DIGEST', value: e.codeRef.digest }, { name: 'FNHOST_CODE_SIZE', value: String(e.codeRef.size) }]),
     { name: 'FNHOST_FUNCTION_ID', value: e.functionId },
     { name: 'FNHOST_FUNCTION_NAME', value: servedNameOf(fn) },
     { name: 'FNHOST_ROUTES', value: JSON.stringify(e.routes) },
@@ -74,7 +96,7 @@ export function deploymentFor(fn: FunctionResource, settings: Settings, options:
       template: {
         metadata: {
           labels: { ...meta.labels, [LABEL_ROLE]: ROLE_RUNTIME },
-          annotations: { [ANNOTATION_CONFIG_HASH]: configHash(fn, settings) },
+          annotations: { [ANNOTATION_CONFIG_HASH]: configHash(fn, settings), ...(e.codeRef === null ? {} : { [ANNOTATION_CODE_DIGEST]: e.codeRef.digest }) },
         },
         spec: {
           automountServiceAccountToken: false,
@@ -120,7 +142,7 @@ export function deploymentFor(fn: FunctionResource, settings: Settings, options:
           ],
           volumes: [
             { name: 'code', configMap: { name: names.configMap } },
-            { name: 'tmp', emptyDir: { sizeLimit: TMP_SIZE_LIMIT } },
+            { name: 'tmp', emptyDir: { sizeLimit: tmpSizeLimit(fn) } },
           ],
         },
       },

@@ -20,7 +20,7 @@ const CORE_SRC = join(import.meta.dirname, '../../../core/src');
 function operatorReadyReasons(): Set<string> {
   const found = new Set<string>();
   // The operator's own files, and the pure rule of functionId homes in core that it applies.
-  const files = [...['reconciler.ts', 'validate.ts', 'namespaces.ts', 'identities.ts'].map((f) => join(OPERATOR_SRC, f)), join(CORE_SRC, 'function-id-home.ts')].map((f) => readFileSync(f, 'utf8'));
+  const files = [...['reconciler.ts', 'validate.ts', 'namespaces.ts', 'identities.ts', 'load-failure.ts', 'code-ref.ts'].map((f) => join(OPERATOR_SRC, f)), join(CORE_SRC, 'function-id-home.ts')].map((f) => readFileSync(f, 'utf8'));
   for (const text of files) {
     for (const line of text.split('\n')) {
       if (!/\breason\b|_NOT_ALLOWED =/.test(line)) continue;
