@@ -21,6 +21,8 @@ export interface ApiFunction {
   name: string;
   namespace: string;
   code?: string;
+  /** Code held apart by digest (core/src/code/): present instead of `code`. */
+  code_ref?: { digest: string; size: number };
   env: Record<string, string>;
   routes: string[];
   timeout_seconds: number;

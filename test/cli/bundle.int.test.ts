@@ -1,7 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';
-import { MAX_CODE_BYTES } from '../../core/src/limits.ts';
+import { MAX_CODE_REF_BYTES } from '../../core/src/limits.ts';
 import { pollUntil } from '../helpers/wait.ts';
 import { installFixtureProject, type FixtureProject } from '../helpers/fixture-project.ts';
 import { startCliPlatform, type CliPlatform } from './helpers/platform.ts';
@@ -109,7 +109,7 @@ describe('fnhost CLI: handlers that import packages are bundled (issue 19)', fun
   it('fnhost bundle -o writes the module create sends: packages inside, only Node built-ins imported, a source map', async () => {
     const result = await fnhost(['bundle', 'src/handler.ts', '-o', 'out.mjs']);
     expect(result.code, result.stderr).to.equal(0);
-    expect(result.stdout).to.match(new RegExp(`^✓ Bundled src/handler.ts into out.mjs \\(\\d+ bytes of the ${MAX_CODE_BYTES}-byte limit, source map included\\)\\n$`));
+    expect(result.stdout).to.match(new RegExp(`^✓ Bundled src/handler.ts into out.mjs \\(\\d+ bytes of the ${MAX_CODE_REF_BYTES}-byte limit, source map included\\)\\n$`));
     const code = readFileSync(join(project.dir, 'out.mjs'), 'utf8');
     const imported = [...code.matchAll(/\bfrom\s*"([^"]+)"|\bfrom\s*'([^']+)'/g)].map((m) => m[1] ?? m[2]);
     expect(imported.length).to.be.greaterThan(0);

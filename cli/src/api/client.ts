@@ -125,6 +125,36 @@ export class ApiClient {
     return this.#json('PATCH', `${fnPath(ref)}${options.allowLoadError ? '?allow_load_error=true' : ''}`, body, { ref });
   }
 
+  /** Whether this namespace uploaded the code (HEAD /api/v1/code/{digest}). */
+  async codeExists(digest: string): Promise<boolean> {
+    const target = this.#target(`/api/v1/code/${digest}`);
+    const response = await this.#request(target, { method: 'HEAD', headers: this.#headers() }, undefined, this.#timeoutMs);
+    if (response.status === 200) return true;
+    if (response.status === 404) return false;
+    throw this.#errorFor('HEAD', target, response, undefined);
+  }
+
+  /** Uploads code by digest (PUT /api/v1/code/{digest}): 201 stored, 200 there already. */
+  async uploadCode(digest: string, bytes: Buffer): Promise<{ digest: string; size: number; created: boolean }> {
+    const target = this.#target(`/api/v1/code/${digest}`);
+    const headers = { ...this.#headers(), 'content-type': 'application/octet-stream', 'content-length': String(bytes.length) };
+    const response = await this.#request(target, { method: 'PUT', headers }, bytes, this.#timeoutMs);
+    if (response.status < 200 || response.status >= 300) throw this.#errorFor('PUT', target, response, undefined);
+    return JSON.parse(response.body) as { digest: string; size: number; created: boolean };
+  }
+
+  #target(path: string): URL {
+    const target = new URL(this.url + path);
+    if (this.#namespace !== undefined) target.searchParams.set('namespace', this.#namespace);
+    return target;
+  }
+
+  #headers(): Record<string, string> {
+    const headers: Record<string, string> = { accept: 'application/json', 'user-agent': 'fnhost-cli' };
+    if (this.#token !== undefined) headers.authorization = `Bearer ${this.#token}`;
+    return headers;
+  }
+
   async deleteFunction(ref: string): Promise<void> {
     await this.#send('DELETE', fnPath(ref), undefined, { ref });
   }
@@ -255,7 +285,7 @@ export class ApiClient {
     if (wrong !== undefined) throw wrong;
   }
 
-  async #request(target: URL, options: RequestOptions, payload: string | undefined, timeoutMs: number): Promise<RawResponse> {
+  async #request(target: URL, options: RequestOptions, payload: string | Buffer | undefined, timeoutMs: number): Promise<RawResponse> {
     // getBuiltinModule, not import(): an ESM namespace of node:http evaluates
     // its lazy WebSocket/EventSource getters, which load undici (~40 ms).
     const transport = target.protocol === 'https:' ? process.getBuiltinModule('node:https') : process.getBuiltinModule('node:http');

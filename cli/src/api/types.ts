@@ -6,9 +6,13 @@ import type { ExecutionLog, LogPage, RetentionPolicy } from '@fnhost/core/model.
 export type { ApiFunction, ApiSchedule, ApiRecordedExchange, ApiReplayResult } from '@fnhost/core/api.ts';
 import type { RequestRecording } from '@fnhost/core/model.ts';
 
-export interface CreateFunctionBody {
+/** A function's code as sent: inline, or a reference to code uploaded by digest (PUT /api/v1/code/{digest}). */
+export type CodeBody = { code: string; code_ref?: undefined } | { code?: undefined; code_ref: { digest: string; size: number } };
+
+export type CreateFunctionBody = CreateFunctionFields & CodeBody;
+
+export interface CreateFunctionFields {
   name: string;
-  code: string;
   env?: Record<string, string>;
   routes?: string[];
   timeout_seconds?: number;
@@ -20,6 +24,7 @@ export interface CreateFunctionBody {
 
 export interface UpdateFunctionBody {
   code?: string;
+  code_ref?: { digest: string; size: number };
   env?: Record<string, string>;
   routes?: string[];
   timeout_seconds?: number;

@@ -1,7 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { basename, dirname, join, relative, resolve, sep } from 'node:path';
 import { build, type BuildFailure, type BuildOptions, type Message, type Metafile } from 'esbuild';
-import { MAX_CODE_BYTES } from '@fnhost/core/limits.ts';
+import { MAX_CODE_REF_BYTES } from '@fnhost/core/limits.ts';
 import { BundleError } from '../errors.ts';
 import { packageOf, refuseNativeAddons } from './native-addons.ts';
 
@@ -128,8 +128,8 @@ export async function bundleHandler(file: string, cwd: string): Promise<Bundle> 
   }
   const code = result.outputFiles[0]!.text;
   const bytes = Buffer.byteLength(code);
-  if (bytes > MAX_CODE_BYTES) {
-    throw new BundleError(`the bundle of ${relative(cwd, file) || file} is ${bytes} bytes with its source map; the limit is ${MAX_CODE_BYTES} bytes`, {
+  if (bytes > MAX_CODE_REF_BYTES) {
+    throw new BundleError(`the bundle of ${relative(cwd, file) || file} is ${bytes} bytes with its source map; the limit is ${MAX_CODE_REF_BYTES} bytes (50 MiB)`, {
       hint: `the heaviest parts: ${heaviestInputs(result.metafile, projectDir)}`,
     });
   }

@@ -2,6 +2,7 @@ import { createPainter } from '../format/color.ts';
 import { invocationUrl } from '../format/function.ts';
 import { functionRef, intOption, printJson, printLines } from './common.ts';
 import { waitForRollout } from './rollout.ts';
+import { codeBody } from './code-ref.ts';
 import { parseSettings, readCode } from './settings.ts';
 import type { CommandContext } from './spec.ts';
 
@@ -13,7 +14,7 @@ export async function run(ctx: CommandContext): Promise<number> {
   const settings = parseSettings(ctx);
   const waitSeconds = intOption(ctx, 'wait-timeout', 3600) ?? DEFAULT_WAIT_SECONDS;
   const client = await ctx.client();
-  let fn = await client.updateFunction(ref, { code, ...settings }, { allowLoadError: ctx.options['allow-load-error'] === true });
+  let fn = await client.updateFunction(ref, { ...(await codeBody(ctx, client, code)), ...settings }, { allowLoadError: ctx.options['allow-load-error'] === true });
   // Cluster mode: the change is stored; wait until the operator has rolled the new code out.
   const waited =
     ctx.options['no-wait'] === true

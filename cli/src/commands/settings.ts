@@ -1,6 +1,6 @@
 import { stat } from 'node:fs/promises';
 import { resolve } from 'node:path';
-import { MAX_MEMORY_MIB, MAX_TIMEOUT_SECONDS } from '@fnhost/core/limits.ts';
+import { MAX_CODE_BYTES, MAX_MEMORY_MIB, MAX_TIMEOUT_SECONDS } from '@fnhost/core/limits.ts';
 import { validateCode, validateEnv, validateMemoryMiB, validateRoutes, validateTimeoutSeconds } from '@fnhost/core/validation.ts';
 import { validateRequestRecording } from '@fnhost/core/recording.ts';
 import type { FunctionKvQuota, RequestRecording } from '@fnhost/core/model.ts';
@@ -13,7 +13,8 @@ import type { CommandContext } from './spec.ts';
 
 /**
  * The code create and deploy send: --file bundled with what it imports into one ES module
- * (../bundle/bundle.ts), under the code limit. esbuild loads only here, not at every start.
+ * (../bundle/bundle.ts), up to 50 MiB (sent by reference past the inline limit: ./code-ref.ts).
+ * esbuild loads only here, not at every start.
  */
 export async function readCode(ctx: CommandContext): Promise<string> {
   const file = stringOption(ctx, 'file');
@@ -22,6 +23,8 @@ export async function readCode(ctx: CommandContext): Promise<string> {
   const { bundleHandler } = await import('../bundle/bundle.ts');
   const bundle = await bundleHandler(path, ctx.io.cwd);
   for (const warning of bundle.warnings) ctx.io.stderr.write(`warning: ${warning}\n`);
+  // Past the inline limit the bundle goes by reference (./code-ref.ts); the bundler bounds it at 50 MiB.
+  if (bundle.bytes > MAX_CODE_BYTES) return bundle.code;
   return asUsage(() => validateCode(bundle.code), `--file ${file}`);
 }
 

@@ -90,6 +90,7 @@ export function functionDetails(fn: ApiFunction, serverUrl: string, paint: Paint
     ['Schedule', scheduleText(fn.schedule)],
     ['Timeout', `${fn.timeout_seconds}s`],
     ['Memory', `${fn.memory_mib} MiB`],
+    ['Code', codeText(fn)],
     ...(fn.scaling === undefined ? [] : [['Scaling', scalingText(fn.scaling)] as [string, string]]),
     ['Routes', fn.routes.length > 0 ? fn.routes.join(', ') : '-'],
     ['Env', Object.keys(fn.env).length > 0 ? Object.keys(fn.env).sort().join(', ') : '-'],
@@ -102,6 +103,13 @@ export function functionDetails(fn: ApiFunction, serverUrl: string, paint: Paint
   ];
   const width = Math.max(...fields.map(([label]) => label.length)) + 1;
   return fields.map(([label, value]) => `${paint.bold(padEnd(label + ':', width))} ${value}`);
+}
+
+/** Whether the code is inline (its bytes) or held by digest (the digest and size). */
+export function codeText(fn: Pick<ApiFunction, 'code' | 'code_ref'>): string {
+  if (fn.code_ref !== undefined) return `by reference ${fn.code_ref.digest} (${fn.code_ref.size} bytes)`;
+  if (fn.code !== undefined) return `inline (${Buffer.byteLength(fn.code)} bytes)`;
+  return '-';
 }
 
 /** function:list: a table of name, id, state, schedule and executions; with `allNamespaces` (-A) a Namespace column first, sorted by namespace then name. */

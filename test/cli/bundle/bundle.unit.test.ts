@@ -2,7 +2,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { expect } from 'chai';
-import { MAX_CODE_BYTES } from '../../../core/src/limits.ts';
+import { MAX_CODE_REF_BYTES } from '../../../core/src/limits.ts';
 import { bundleHandler, projectDirOf } from '../../../cli/src/bundle/bundle.ts';
 import { nativeAddonSign, packageOf } from '../../../cli/src/bundle/native-addons.ts';
 import { BundleError } from '../../../cli/src/errors.ts';
@@ -76,12 +76,13 @@ describe('cli: bundling a handler', () => {
     expect(map).not.to.have.property('sourcesContent');
   });
 
-  it('refuses a bundle over the code limit, naming its heaviest parts', async () => {
+  it('refuses a bundle over the code limit (50 MiB), naming its heaviest parts', async function () {
+    this.timeout(120_000);
     write('node_modules/huge/package.json', '{ "name": "huge", "main": "index.js" }');
-    write('node_modules/huge/index.js', `module.exports = ${JSON.stringify('x'.repeat(MAX_CODE_BYTES))};`);
+    write('node_modules/huge/index.js', `module.exports = ${JSON.stringify('x'.repeat(MAX_CODE_REF_BYTES))};`);
     write('handler.js', "import huge from 'huge';\nexport default (req, res) => res.send(huge.length);\n");
     const err = await failure('handler.js');
-    expect(err.message).to.match(new RegExp(`^the bundle of handler\\.js is \\d+ bytes with its source map; the limit is ${MAX_CODE_BYTES} bytes$`));
+    expect(err.message).to.match(new RegExp(`^the bundle of handler\\.js is \\d+ bytes with its source map; the limit is ${MAX_CODE_REF_BYTES} bytes \\(50 MiB\\)$`));
     expect(err.hint).to.match(/^the heaviest parts: huge \d+ KiB, handler\.js \d+ KiB$/);
   });
 });
