@@ -40,7 +40,10 @@ describe('real packages from npm created through the real CLI (one machine): zod
   const create = async (name: string, project: FixtureProject, file: string, flags: string[] = []) => {
     const created = await runCli(['function:create', name, '--file', file, ...flags, '--output', 'json'], { env: p.env, cwd: project.dir, timeoutMs: 180_000 });
     expect(created.code, created.stderr).to.equal(0);
-    const record = JSON.parse(created.stdout) as { function_id: string; code_ref?: { digest: string; size: number } };
+    const record = JSON.parse(created.stdout) as { function_id: string; code?: string; code_ref?: { digest: string; size: number } };
+    // Over the inline size: held by reference in the code store, not in the record.
+    expect(record.code_ref?.digest, created.stderr).to.match(/^sha256:[0-9a-f]{64}$/);
+    expect(record.code_ref!.size).to.be.greaterThan(256 * 1024);
     return record;
   };
   const invoke = async (id: string, path: string, init: RequestInit = {}) => {
