@@ -30,8 +30,12 @@ export function putCode(url: string, token: string, digest: string, chunks: Iter
         resolve({ status: res.statusCode!, body, headers: res.headers });
       });
     });
-    // An answer before the whole body was sent (a refusal) ends the write with EPIPE/ECONNRESET: the answer counts.
-    req.on('error', (err) => reject(err));
+    // An answer before the whole body was sent (a refusal) may end the write with EPIPE/ECONNRESET: the answer counts.
+    let answered = false;
+    req.once('response', () => (answered = true));
+    req.on('error', (err) => {
+      if (!answered) setTimeout(() => (answered ? undefined : reject(err)), 1000);
+    });
     void (async () => {
       let n = 0;
       for await (const chunk of chunks) {

@@ -36,7 +36,7 @@ export class CodeStoreFullError extends FnhostError {
   constructor(scope: 'total' | 'namespace', used: number, adding: number, max: number, namespace: string) {
     super('code_store_full', 507, scope === 'total'
       ? `the code store holds ${used} bytes; ${adding} more would pass its bound of ${max} bytes (FNHOST_CODE_STORE_MAX_BYTES): delete functions or wait for unreferenced code to be collected`
-      : `namespace "${namespace}" holds ${used} bytes of code; ${adding} more would pass its bound of ${max} bytes (FNHOST_CODE_STORE_NAMESPACE_MAX_BYTES)`);
+      : `namespace "${namespace}" holds ${used} bytes of code; ${adding} more would pass its bound of ${max} bytes (FNHOST_CODE_STORE_NAMESPACE_MAX_BYTES)`, { expose: true });
     this.scope = scope;
   }
 }

@@ -38,6 +38,13 @@ export function codeRoutes(deps: CodeRoutesDeps): Router {
     }
   };
 
+  const precheck = async (namespace: string, digest: string, size: number): Promise<void> => {
+    if ((await deps.store.stat(namespace, digest)) !== null) return;
+    const [total, mine] = await Promise.all([deps.store.usage(), deps.store.usage(namespace)]);
+    if (total.bytes + size > bounds.maxTotalBytes) throw new CodeStoreFullError('total', total.bytes, size, bounds.maxTotalBytes, namespace);
+    if (mine.bytes + size > bounds.maxNamespaceBytes) throw new CodeStoreFullError('namespace', mine.bytes, size, bounds.maxNamespaceBytes, namespace);
+  };
+
   router.put('/:digest', async (ctx: Context) => {
     const namespace = deps.functions.namespace(namespaceParam(ctx));
     await deps.access.check(ctx, { verb: 'create', resource: 'functions', namespace });
@@ -48,6 +55,8 @@ export function codeRoutes(deps: CodeRoutesDeps): Router {
       if (declared !== undefined && declared > limits.MAX_CODE_REF_BYTES) throw new CodeTooLargeError(declared);
       const release = slots.take();
       try {
+        // A declared length past a byte bound is refused before a byte is read too (the stream is checked again as it comes).
+        if (declared !== undefined && Number.isSafeInteger(declared)) await precheck(namespace, digest, declared);
         const result = await deps.store.put(bodyChunks(ctx.req, deps.bodyIdleTimeoutMs), { expectedDigest: digest, namespace, maxBytes: limits.MAX_CODE_REF_BYTES, bounds, now: deps.now() });
         ctx.status = result.created ? 201 : 200;
         ctx.set('location', `/api/v1/code/${digest}`);
