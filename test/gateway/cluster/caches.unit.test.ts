@@ -355,7 +355,9 @@ describe('cluster mode: settings', () => {
       tokenKey: 'k'.repeat(32), defaultNamespace: 'default', watchNamespace: '', holdMs: 30_000, maxHeld: 1000, maxHeldPerFunction: 200, statusIntervalMs: 10_000, maxInFlight: 10, gatewayId: 'fnhost-gateway-7d9-x2',
       functionNamespaces: { names: [], selector: undefined, selectorText: '', never: ['kube-system', 'fnhost-system'] },
       kubeTokens: true,
+      codeCacheDir: '/tmp/fnhost-code-cache', codeCacheMaxBytes: 768 * 1024 * 1024,
     });
+    expect(() => loadClusterSettings({ ...base, FNHOST_CODE_CACHE_MAX_BYTES: '1000' })).to.throw(/FNHOST_CODE_CACHE_MAX_BYTES="1000" must be an integer from 67108864/);
     expect(loadClusterSettings(base).gatewayId, 'the host name: the pod name').to.be.a('string').and.not.equal('');
     expect(() => loadClusterSettings({ ...base, FNHOST_POD_NAME: 'a b' })).to.throw(/FNHOST_POD_NAME="a b" is not a pod name/);
     expect(loadClusterSettings({ ...base, FNHOST_KUBE_TOKENS: 'false' }).kubeTokens).to.equal(false);
