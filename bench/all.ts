@@ -37,6 +37,7 @@ const BENCHES: Bench[] = [
   { name: 'console', file: 'console.ts', args: [], quick: ['--seconds', '2', '--rounds', '1', '--records', '20000'] },
   { name: 'log-store', file: 'log-store.ts', args: [], quick: ['--records', '100000', '--runs', '50', '--single', '2000'] },
   { name: 'log-progress', file: 'log-progress.ts', args: ['--store', 'sqlite'], quick: ['--store', 'sqlite', '--batches', '20', '--rounds', '2', '--heartbeats', '200'] },
+  { name: 'bundle', file: 'bundle.ts', args: ['--kib', '5120'], quick: ['--kib', '5120', '--rounds', '3'] },
   { name: 'cli-start', file: 'cli-start.ts', args: [], quick: ['--runs', '5'] },
   { name: 'cli-kube', file: 'cli-kube.ts', args: [], quick: ['--runs', '5'] },
   {

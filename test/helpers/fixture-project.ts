@@ -12,6 +12,15 @@ import { promisify } from 'node:util';
 export const BUNDLE_FIXTURE = fileURLToPath(new URL('../fixtures/bundle-project/', import.meta.url));
 /** pg (node-postgres) and a PostgreSQL wire-protocol server to run it against (PGlite). */
 export const DRIVER_FIXTURE = fileURLToPath(new URL('../fixtures/driver-project/', import.meta.url));
+/**
+ * Handlers using real packages from npm at pinned versions (issue 30): zod 4, the mongodb driver,
+ * @aws-sdk/client-s3. Their bundles are over the inline limit, so they go as code references.
+ */
+export const PACKAGE_FIXTURES = {
+  zod: fileURLToPath(new URL('../fixtures/packages/zod/', import.meta.url)),
+  mongodb: fileURLToPath(new URL('../fixtures/packages/mongodb/', import.meta.url)),
+  s3: fileURLToPath(new URL('../fixtures/packages/s3/', import.meta.url)),
+} as const;
 
 export interface FixtureProject {
   dir: string;

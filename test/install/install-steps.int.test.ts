@@ -21,7 +21,7 @@ const IS_ROOT = process.getuid?.() === 0;
 
 const CLUSTER_PACKAGES = ['containerd', 'runc', 'containernetworking-plugins', 'buildah', 'iptables', 'debootstrap', 'gcc', 'libc6-dev', 'kmod', 'iproute2', 'procps', 'util-linux', 'ipset'];
 const START_PACKAGES = ['bubblewrap'];
-const TEST_PACKAGES = ['tmux', 'chromium', 'shellcheck', 'python3-venv'];
+const TEST_PACKAGES = ['tmux', 'chromium', 'shellcheck', 'python3-venv', 'curl', 'jq'];
 
 interface Clean {
   home: string;
@@ -75,7 +75,7 @@ describe('install steps on a fresh machine (empty caches, stand-in package manag
 
   describe('Debian packages', () => {
     if (IS_ROOT) {
-      it("make test's packages (tools/install/packages.sh test): updates the lists, asks for bubblewrap, tmux, chromium, shellcheck and python3-venv, exits 0", () => {
+      it("make test's packages (tools/install/packages.sh test): updates the lists, asks for bubblewrap, tmux, chromium, shellcheck, python3-venv, curl and jq, exits 0", () => {
         const s = fresh();
         const r = run(s, 'tools/install/packages.sh', ['test']);
         expect(r.status, r.output).to.equal(0);
@@ -119,7 +119,7 @@ describe('install steps on a fresh machine (empty caches, stand-in package manag
         const s = fresh({ STANDIN_APT_FAIL: 'install' });
         const r = run(s, 'tools/install/packages.sh', ['test']);
         expect(r.status).to.equal(1);
-        expect(r.output).to.match(/error: apt-get install bubblewrap tmux chromium shellcheck python3-venv failed; see .*\/\.cache\/fnhost\/logs\/apt\.log/);
+        expect(r.output).to.match(/error: apt-get install bubblewrap tmux chromium shellcheck python3-venv curl jq failed; see .*\/\.cache\/fnhost\/logs\/apt\.log/);
         expect(readFileSync(join(s.cache, 'logs', 'apt.log'), 'utf8')).to.match(/Unable to locate package/);
       });
     } else {
@@ -127,7 +127,7 @@ describe('install steps on a fresh machine (empty caches, stand-in package manag
         const s = fresh();
         const r = run(s, 'tools/install/packages.sh', ['test']);
         expect(r.status).to.equal(1);
-        expect(r.output).to.match(/needs these Debian packages: bubblewrap tmux chromium shellcheck python3-venv \(run as root: apt-get update && apt-get install bubblewrap tmux chromium shellcheck python3-venv\)/);
+        expect(r.output).to.match(/needs these Debian packages: bubblewrap tmux chromium shellcheck python3-venv curl jq \(run as root: apt-get update && apt-get install bubblewrap tmux chromium shellcheck python3-venv curl jq\)/);
         expect(installed(s)).to.deep.equal([]);
       });
     }

@@ -14,8 +14,9 @@ START_PACKAGES=(bubblewrap)
 # make test: tmux (the CLI's interactive pager, driven in a real terminal),
 # chromium (the admin panel's browser suites), shellcheck (every shell script
 # is checked in make test), python3-venv (the venv checkov, the chart's policy
-# scanner, is installed into: tools/install/checkov.sh).
-TEST_PACKAGES=(tmux chromium shellcheck python3-venv)
+# scanner, is installed into: tools/install/checkov.sh), curl and jq (the
+# README's shell blocks use them, and test/docs/ runs those blocks).
+TEST_PACKAGES=(tmux chromium shellcheck python3-venv curl jq)
 
 FNHOST_CACHE="${FNHOST_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/fnhost}"
 
