@@ -218,7 +218,7 @@ describe('gateway local executor: the warm pool (real runtime processes)', funct
   it('refuses a bad FNHOST_WARM_POOL at start with a message naming it', async () => {
     let failed: Error | undefined;
     try {
-      const gw = await startGateway({ env: { FNHOST_WARM_POOL: 'lots' }, startTimeoutMs: 15_000 });
+      const gw = await startGateway({ env: { FNHOST_WARM_POOL: 'lots' } });
       await gw.stop();
     } catch (err) {
       failed = err as Error;

@@ -155,11 +155,15 @@ describe('gateway invocation (in-process gateway, real SQLite, real runtimes)', 
 
   it('logs an execution whose caller left before the answer came', async () => {
     const fn = await h.createFunction('slowpoke', `export default async (req, res) => { await new Promise((r) => setTimeout(r, 300)); res.status(201).json({ done: true }); }`);
-    await new Promise<void>((resolve) => {
+    // The caller leaves once its call reached the function (the gateway counts it in flight), not
+    // after a fixed 50 ms: on a loaded machine the request had not reached the gateway by then, and
+    // nothing ran or was logged (two busy loops per core, load average 26).
+    const before = h.platform.invoker.inflight;
+    await new Promise<void>((resolve, reject) => {
       const req = request(`${h.url}/invoke/${fn.function_id}`);
       req.on('error', () => resolve());
       req.end();
-      setTimeout(() => req.destroy(), 50);
+      waitFor(() => h.platform.invoker.inflight > before, 'the call to reach the function').then(() => req.destroy(), reject);
     });
     const logs = await waitFor(async () => {
       const l = await h.logs('slowpoke');

@@ -109,7 +109,7 @@ describe('gateway process (node gateway/src/main.ts)', function () {
   it('refuses a bad setting at start with a message naming it', async () => {
     let failed: Error | undefined;
     try {
-      const gw = await startGateway({ env: { FNHOST_MAX_TIMEOUT_SECONDS: 'lots' }, startTimeoutMs: 15_000 });
+      const gw = await startGateway({ env: { FNHOST_MAX_TIMEOUT_SECONDS: 'lots' } });
       await gw.stop();
     } catch (err) {
       failed = err as Error;

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import { watchProgress, type ProgressBounds } from './progress.ts';
 
 // Starts a real gateway process (`node gateway/src/main.ts`) on port 0 with a
 // temporary FNHOST_DATA_DIR, waits until it prints its URL, and gives back
@@ -24,7 +25,12 @@ export interface GatewayOptions {
   dataDir?: string;
   /** Keep the data directory after stop() (it is removed by default when this helper made it). */
   keepDataDir?: boolean;
-  /** How long to wait for the gateway to listen. */
+  /**
+   * A wall-clock ceiling on the wait for the gateway to listen. The wait is bounded by the
+   * gateway's own progress (test/helpers/progress.ts: it fails when the gateway used no CPU
+   * for 30 s, or 30 s of CPU, without listening), so that a busy machine, which only spreads
+   * the same start over more wall time, does not fail it; this ceiling (300 s) is a backstop.
+   */
   startTimeoutMs?: number;
   /** Run this node binary (this process's by default). */
   node?: string;
@@ -50,9 +56,12 @@ export interface RunningGateway {
   process: ChildProcess;
   /** Everything the gateway printed so far (stdout and stderr). */
   output(): string;
-  /** SIGTERM, wait for a clean exit (SIGKILL after timeoutMs); resolves with the exit code. */
+  /** SIGTERM, wait for a clean exit (SIGKILL once it used no CPU for timeoutMs); resolves with the exit code. */
   stop(timeoutMs?: number): Promise<number | null>;
 }
+
+/** A gateway start takes 1-2 s of CPU; a wait on the store or a lock shows as no CPU at all. */
+const START_BOUNDS: ProgressBounds = { cpuMs: 30_000, stallMs: 30_000, ceilingMs: 300_000 };
 
 export async function startGateway(options: GatewayOptions = {}): Promise<RunningGateway> {
   const ownDir = options.dataDir === undefined;
@@ -69,10 +78,10 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
   });
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   const { url, adminUrl, panelUrl } = await new Promise<{ url: string; adminUrl: string; panelUrl: string }>((resolve, reject) => {
-    const timer = setTimeout(() => {
+    const watch = watchProgress(child.pid!, { ...START_BOUNDS, ceilingMs: options.startTimeoutMs ?? START_BOUNDS.ceilingMs }, (reason) => {
       child.kill('SIGKILL');
-      reject(new Error(`the gateway did not start within ${options.startTimeoutMs ?? 20000} ms; output:\n${output}`));
-    }, options.startTimeoutMs ?? 20_000);
+      reject(new Error(`the gateway did not start: it ${reason} without listening; output:\n${output}`));
+    });
     const lines = createInterface({ input: child.stdout! });
     lines.on('line', (line) => {
       output += line + '\n';
@@ -80,7 +89,7 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
       try {
         const parsed = JSON.parse(line) as { msg?: string; url?: string; admin_url?: string; panel_url?: string };
         if (parsed.msg === 'gateway listening' && typeof parsed.url === 'string' && typeof parsed.admin_url === 'string') {
-          clearTimeout(timer);
+          watch.stop();
           resolve({ url: parsed.url, adminUrl: parsed.admin_url, panelUrl: parsed.panel_url ?? `${parsed.admin_url}/admin/` });
         }
       } catch {
@@ -91,7 +100,7 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
     const outputClosed = new Promise<void>((resolve) => lines.once('close', () => resolve()));
     void exited.then(async (code) => {
       await Promise.race([outputClosed, new Promise((r) => setTimeout(r, 1000))]);
-      clearTimeout(timer);
+      watch.stop();
       reject(new Error(`the gateway exited (code ${code}) before listening; output:\n${output}`));
     });
   });
@@ -115,9 +124,11 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
     stop(timeoutMs = 15_000) {
       stopping ??= (async () => {
         if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
-        const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+        // SIGKILL once the draining gateway used no CPU for timeoutMs (it waits on nothing that will
+        // come), not after timeoutMs of wall time, which a busy machine stretches (test/helpers/progress.ts).
+        const watch = watchProgress(child.pid!, { cpuMs: 60_000, stallMs: timeoutMs, ceilingMs: Math.max(120_000, 4 * timeoutMs) }, () => child.kill('SIGKILL'));
         const code = await exited;
-        clearTimeout(timer);
+        watch.stop();
         if (ownDir && !options.keepDataDir) await rm(dataDir, { recursive: true, force: true });
         return code;
       })();

@@ -117,7 +117,6 @@ describe('attack: a function floods the console endpoint (issue 27 point 5)', fu
     gw = await startGateway({
       prefix: ['prlimit', '--nofile=1024:1024', '--'],
       env: { FNHOST_WARM_POOL: '0', FNHOST_SANDBOX_MAX_OPEN_FILES: '1024' },
-      startTimeoutMs: 60_000,
     });
     target = targetOf(gw);
   });

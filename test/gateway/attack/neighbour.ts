@@ -11,7 +11,12 @@ import { isAlive } from '../harness.ts';
 //   - the gateway is the same process at the end;
 //   - during the attack the neighbour answers >= 95 % of its calls, with a p95 at most
 //     5x its quiet p95 (a floor keeps a sub-millisecond quiet p95 from making the bound
-//     a coin toss on a loaded 2-core machine);
+//     a coin toss on a loaded 2-core machine). The quiet p95 is measured before the attack
+//     and, when the p95 during it is over the bound, again after it, and the larger counts:
+//     other work on a shared machine (issue 30: two busy loops per core and more) changes
+//     the neighbour's latency over the seconds of a test, and a baseline taken at a
+//     lighter load than the attack ran at made the bound fail without any fault of the
+//     gateway. The attack is over then, so its own cost is not in the second baseline;
 //   - once the attack ends every call succeeds.
 // The neighbour's client address is 127.0.0.2, so a per-client bound that reaches the
 // attacker (127.0.0.1) never reaches it: a bound that refused everyone would fail here.
@@ -72,6 +77,10 @@ export function summarize(results: Array<{ status: number | string; ms: number }
 export class Neighbour {
   readonly agent = new Agent({ keepAlive: true, maxSockets: 4 });
   quiet: CallStats | undefined;
+  /** The neighbour's p95 again after the attack, measured when the one during it was over the bound. */
+  quietAfter: CallStats | undefined;
+  /** The p95s during attacks over the bound of the quiet p95 before them, judged again in expectRecovered. */
+  private overBound: Array<{ during: CallStats; what: string; floorMs: number }> = [];
   private running: Promise<Array<{ status: number | string; ms: number }>> | undefined;
   private stopRequested = false;
 
@@ -127,24 +136,39 @@ export class Neighbour {
     return summarize(results);
   }
 
-  /** The rule of the suite, during the attack. */
+  /**
+   * The rule of the suite, during the attack: the answered share now; the p95 against the
+   * quiet p95 before the attack now if it is within that bound, else in expectRecovered,
+   * against the larger of the quiet p95s before and after the attack.
+   */
   expectServed(during: CallStats, what: string, floorMs = 25): void {
-    const quiet = this.quiet!;
-    const bound = 5 * Math.max(quiet.p95Ms, floorMs);
     expect(during.ok / during.calls, `${what}: the neighbour answered ${during.ok} of ${during.calls} calls during the attack (${JSON.stringify(during.failures)})`).to.be.at.least(0.95);
-    expect(during.p95Ms, `${what}: the neighbour's p95 during the attack (${during.p95Ms.toFixed(1)} ms) must be at most 5x its quiet p95 (${quiet.p95Ms.toFixed(1)} ms, floor ${floorMs} ms)`).to.be.at.most(bound);
+    if (during.p95Ms > p95Bound(this.quiet!, floorMs)) this.overBound.push({ during, what, floorMs });
   }
 
-  /** The rule of the suite, after the attack: the same gateway process, and every call succeeds. */
+  /** The rule of the suite, after the attack: the same gateway process, every call succeeds, and the p95 rule when expectServed left it open. */
   async expectRecovered(what: string, calls = 20): Promise<void> {
     expect(isAlive(this.target.pid), `${what}: the gateway (pid ${this.target.pid}) must still run`).to.equal(true);
     const after = await this.burst(calls);
     expect(after.ok, `${what}: every call after the attack must succeed: ${JSON.stringify(after)}`).to.equal(calls);
+    const open = this.overBound;
+    if (open.length === 0) return;
+    this.overBound = [];
+    this.quietAfter = await this.burst(60);
+    const quiet = this.quiet!.p95Ms >= this.quietAfter.p95Ms ? this.quiet! : this.quietAfter;
+    for (const o of open) {
+      expect(o.during.p95Ms, `${o.what}: the neighbour's p95 during the attack (${o.during.p95Ms.toFixed(1)} ms) must be at most 5x its quiet p95 (before the attack ${this.quiet!.p95Ms.toFixed(1)} ms, after it ${this.quietAfter.p95Ms.toFixed(1)} ms; floor ${o.floorMs} ms)`).to.be.at.most(p95Bound(quiet, o.floorMs));
+    }
   }
 
   close(): void {
     this.agent.destroy();
   }
+}
+
+/** The most the neighbour's p95 may be during an attack: 5x the quiet p95, with a floor. */
+export function p95Bound(quiet: CallStats, floorMs: number): number {
+  return 5 * Math.max(quiet.p95Ms, floorMs);
 }
 
 /** Bytes under a folder (files only), for "the data folder grows by no more than the quota". */

@@ -83,7 +83,6 @@ describe('attack: a function floods the gateway\'s sockets from inside its sandb
       prefix: ['prlimit', `--nofile=${NOFILE}:${NOFILE}`, '--'],
       // The runtimes' own descriptor limit may not pass the gateway's hard limit (prlimit runs under the runtime's uid).
       env: { FNHOST_RUNTIME_FIRST_REQUEST_TIMEOUT_MS: String(FIRST_REQUEST_TIMEOUT_MS), FNHOST_SANDBOX_MAX_OPEN_FILES: String(NOFILE) },
-      startTimeoutMs: 60_000,
     });
     target = targetOf(gw);
     const info = await api('GET', '/api/v1/info');
