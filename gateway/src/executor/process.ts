@@ -7,6 +7,7 @@ import { getPriority, setPriority } from 'node:os';
 import { runtimePidOf, type SandboxInstance } from '../sandbox/sandbox.ts';
 import { RUNTIME_NICE } from '../sandbox/cpu.ts';
 import { RuntimeUnavailableError } from './errors.ts';
+import { startBoundsOf, watchStart } from './start-progress.ts';
 
 // One runtime process (runtime-image/src/main.ts) as the local executor sees it: spawned with
 // an environment (inside its sandbox when it has one, sandbox/), found listening through its
@@ -107,13 +108,14 @@ export class RuntimeProcess {
       const fail = (err: Error) => {
         if (settled) return;
         settled = true;
-        clearTimeout(timer);
+        watch.stop();
         reject(err);
       };
-      const timer = setTimeout(() => {
-        fail(new RuntimeUnavailableError(`${this.subject} did not start within ${options.startTimeoutMs} ms`));
+      // Bounded by the start's own progress (start-progress.ts): a loaded machine stretches a start, a stuck one stops using CPU.
+      const watch = watchStart(child.pid, startBoundsOf(options.startTimeoutMs), (reason) => {
+        fail(new RuntimeUnavailableError(`${this.subject} ${reason}`));
         child.kill('SIGKILL');
-      }, options.startTimeoutMs);
+      });
       createInterface({ input: child.stdout! }).on('line', (line) => {
         if (!settled && line.startsWith('{')) {
           try {
@@ -121,7 +123,7 @@ export class RuntimeProcess {
             const onSocket = sandbox !== undefined && typeof parsed.socket === 'string';
             if (onSocket || (typeof parsed.port === 'number' && parsed.port > 0)) {
               settled = true;
-              clearTimeout(timer);
+              watch.stop();
               // A sandboxed runtime is reached through its socket; the origin only names it (undici keys pools by origin).
               this.origin = onSocket ? `http://sandbox-${sandbox.id}.fnhost.invalid` : `http://127.0.0.1:${parsed.port as number}`;
               resolve(this.origin);
