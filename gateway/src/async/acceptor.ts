@@ -4,9 +4,8 @@ import {
   type AsyncCallStore, type AsyncRequest, type FunctionRecord,
 } from '@fnhost/core';
 import { drainRequest, readBody } from '../invoke/bodies.ts';
-import { BodyMemoryError, BodyTimeoutError, type BodyLease } from '../invoke/body-budget.ts';
-import { refuseBody, type BodyBounds } from '../invoke/body-refusal.ts';
-import { FunctionInactiveError, PayloadTooLargeError, writeError } from '../invoke/errors.ts';
+import { admitBody, answerBodyFailure, type BodyBounds } from '../invoke/body-refusal.ts';
+import { FunctionInactiveError, writeError } from '../invoke/errors.ts';
 import { decodeURIComponentSafe } from '../invoke/headers.ts';
 import type { Refusals } from '../resources/refusals.ts';
 import type { AsyncSettings } from './settings.ts';
@@ -102,36 +101,17 @@ export class AsyncAcceptor {
       writeError(res, new ValidationError('Idempotency-Key must be 1 to 255 visible ASCII characters'));
       return;
     }
-    const declared = req.headers['content-length'];
-    if (declared !== undefined && Number(declared) > limits.MAX_INVOKE_BODY_BYTES) {
-      writeError(res, new PayloadTooLargeError(limits.MAX_INVOKE_BODY_BYTES), { connection: 'close' });
-      req.destroy();
-      return;
-    }
-    const hasBody = declared !== undefined ? declared !== '0' : req.headers['transfer-encoding'] !== undefined;
-    let lease: BodyLease | undefined;
     const bodies = this.#o.bodies;
-    if (hasBody && bodies !== undefined) {
-      const declaredBytes = declared === undefined ? 0 : Number(declared);
-      lease = bodies.budget.lease(Number.isFinite(declaredBytes) ? declaredBytes : 0);
-      if (lease === undefined) {
-        refuseBody(req, res, new BodyMemoryError(bodies.budget.limit), bodies);
-        return;
-      }
-    }
+    const admitted = admitBody(req, res, bodies);
+    if (admitted === undefined) return;
+    const { hasBody, lease } = admitted;
     const body = hasBody ? readBody(req, limits.MAX_INVOKE_BODY_BYTES, { lease, idleTimeoutMs: bodies?.idleTimeoutMs }) : Promise.resolve(null);
     body.then(
       (data) => this.#store(fn, req, res, path, data, key ?? null).finally(() => lease?.release()),
       (err: unknown) => {
         lease?.release();
-        if (err instanceof PayloadTooLargeError) {
-          writeError(res, err, { connection: 'close' });
-          req.resume();
-          setTimeout(() => req.destroy(), 5000).unref();
-        } else if (err instanceof BodyMemoryError || err instanceof BodyTimeoutError) {
-          refuseBody(req, res, err, bodies!);
-        }
-        // Otherwise the caller left while sending: nothing was accepted, nobody to answer.
+        // Nothing was accepted; a caller that left while sending has nobody to answer.
+        answerBodyFailure(req, res, err, bodies);
       },
     );
   }

@@ -9,10 +9,10 @@ import {
 import { UnauthorizedError } from '../auth.ts';
 import type { Logger } from '../log.ts';
 import type { Metrics } from '../metrics.ts';
-import { FunctionInactiveError, FunctionOutOfMemoryError, FunctionTimeoutError, PayloadTooLargeError, UnforwardableRequestError, isRefusedBeforeSending, recordText, runtimeEndedCall, writeError } from './errors.ts';
+import { FunctionInactiveError, FunctionOutOfMemoryError, FunctionTimeoutError, UnforwardableRequestError, isRefusedBeforeSending, recordText, runtimeEndedCall, writeError } from './errors.ts';
 import { CAPTURE_LIMIT, collect, drainRequest, messageFrom500, readBody } from './bodies.ts';
-import { BodyMemoryError, BodyTimeoutError, type BodyLease } from './body-budget.ts';
-import { refuseBody, type BodyBounds } from './body-refusal.ts';
+import type { BodyLease } from './body-budget.ts';
+import { admitBody, answerBodyFailure, type BodyBounds } from './body-refusal.ts';
 import { decodeURIComponentSafe, headersToCaller, headersToFunction } from './headers.ts';
 import { errorStackOf } from './error-stack.ts';
 import type { Exchange, ExecutionPath, RunOptions, RunRequest, RunResult, ScheduledFor } from './exchange.ts';
@@ -179,27 +179,13 @@ export class Invoker {
       writeError(res, err as UnauthorizedError, { 'www-authenticate': 'Bearer realm="fnhost"' });
       return;
     }
-    const declared = req.headers['content-length'];
-    if (declared !== undefined && Number(declared) > limits.MAX_INVOKE_BODY_BYTES) {
-      writeError(res, new PayloadTooLargeError(limits.MAX_INVOKE_BODY_BYTES), { connection: 'close' });
-      req.destroy();
-      return;
-    }
-    const hasBody = declared !== undefined ? declared !== '0' : req.headers['transfer-encoding'] !== undefined;
-    // The body's memory is taken from the budget before a byte of it is read (./body-budget.ts).
-    let lease: BodyLease | undefined;
     const bodies = this.#o.bodies;
-    if (hasBody && bodies !== undefined) {
-      const declaredBytes = declared === undefined ? 0 : Number(declared);
-      lease = bodies.budget.lease(Number.isFinite(declaredBytes) ? declaredBytes : 0);
-      if (lease === undefined) {
-        refuseBody(req, res, new BodyMemoryError(bodies.budget.limit), bodies);
-        return;
-      }
-    }
+    const admitted = admitBody(req, res, bodies);
+    if (admitted === undefined) return;
+    const lease = admitted.lease;
     const ex = this.#begin(fn, scheduled.trigger, startedAt, executedAt);
     if (scheduled.plannedAt !== undefined) ex.scheduled = { plannedAt: scheduled.plannedAt };
-    if (!hasBody) {
+    if (!admitted.hasBody) {
       this.#forward(ex, req, res, path, null, undefined);
       return;
     }
@@ -207,21 +193,9 @@ export class Invoker {
       (body) => this.#forward(ex, req, res, path, body, lease),
       (err: unknown) => {
         lease?.release();
-        if (err instanceof PayloadTooLargeError) {
-          const status = writeError(res, err, { connection: 'close' });
-          // Discard the rest so the caller can read the 413, but not for long.
-          req.resume();
-          setTimeout(() => req.destroy(), 5000).unref();
-          // A request refused before it reached the function is not an execution.
-          this.#finish(ex, status, null, false);
-          return;
-        }
-        if (err instanceof BodyMemoryError || err instanceof BodyTimeoutError) {
-          this.#finish(ex, refuseBody(req, res, err, bodies!), null, false);
-          return;
-        }
-        // The caller went away while sending its body: nothing ran.
-        this.#finish(ex, 499, null, false);
+        // A request refused before it reached the function is not an execution; one whose caller
+        // went away while sending its body did not run either.
+        this.#finish(ex, answerBodyFailure(req, res, err, bodies) ?? 499, null, false);
       },
     );
   }
