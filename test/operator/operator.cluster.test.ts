@@ -175,7 +175,7 @@ describe('Function CRD and operator (real API server)', function () {
       expect(await rejected({ code: CODE_V1 }, 'n'.repeat(41))).to.contain('at most 40 characters');
       expect(await rejected({ code: CODE_V1, env: [{ name: 'FNHOST_X', value: '1' }] })).to.contain('reserved for the platform');
       expect(await rejected({ code: CODE_V1, env: [{ name: 'A', value: '1', valueFrom: { secretKeyRef: { name: 's', key: 'k' } } }] })).to.contain('value or valueFrom, not both');
-      expect(await rejected({ routes: ['/x'] })).to.match(/spec\.code: Required value/);
+      expect(await rejected({ routes: ['/x'] })).to.contain('exactly one of spec.code (the module inline) and spec.codeRef');
     });
 
     it('applies defaults and keeps spec.functionId immutable once set', async () => {
@@ -216,7 +216,7 @@ describe('Function CRD and operator (real API server)', function () {
       expect(fn.status.url).to.equal(`https://fn.test.example/invoke/${fn.status.functionId}`);
       const table = await kubectl(['get', 'fn', '-n', ns]);
       const header = table.stdout.split('\n')[0]!.trim().split(/\s+/);
-      expect(header).to.deep.equal(['NAME', 'READY', 'ACTIVE', 'SCHEDULE', 'RETENTION', 'URL', 'AGE']);
+      expect(header).to.deep.equal(['NAME', 'READY', 'ACTIVE', 'SCHEDULE', 'RETENTION', 'URL', 'CODE', 'AGE']);
       const row = table.stdout.split('\n').find((l) => l.startsWith('hello '))!;
       expect(row).to.contain('*/5 * * * *').and.to.contain('count').and.to.contain(fn.status.url).and.to.contain('true');
       expect(fn.metadata.finalizers).to.deep.equal(['fnhost.dev/execution-logs']);
