@@ -1,11 +1,12 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { callableFunction } from '../invoke/callable.ts';
 import {
   FnhostError, NotFoundError, ValidationError, isAsyncId, limits, newAsyncId, requestBytes,
   type AsyncCallStore, type AsyncRequest, type FunctionRecord,
 } from '@fnhost/core';
 import { drainRequest, readBody } from '../invoke/bodies.ts';
 import { admitBody, answerBodyFailure, type BodyBounds } from '../invoke/body-refusal.ts';
-import { FunctionInactiveError, writeError } from '../invoke/errors.ts';
+import { writeError } from '../invoke/errors.ts';
 import { decodeURIComponentSafe } from '../invoke/headers.ts';
 import type { Refusals } from '../resources/refusals.ts';
 import type { AsyncSettings } from './settings.ts';
@@ -84,17 +85,8 @@ export class AsyncAcceptor {
       return;
     }
     const { functionId, path } = splitAsyncUrl(req.url!);
-    const fn = this.#o.functions.byId(functionId);
-    if (fn === undefined) {
-      drainRequest(req);
-      writeError(res, new NotFoundError(`function "${functionId.slice(0, 100)}" not found`));
-      return;
-    }
-    if (!fn.active) {
-      drainRequest(req);
-      writeError(res, new FunctionInactiveError(fn.name));
-      return;
-    }
+    const fn = callableFunction(this.#o.functions.byId(functionId), functionId, req, res);
+    if (fn === undefined) return;
     const key = req.headers['idempotency-key'];
     if (key !== undefined && (typeof key !== 'string' || !IDEMPOTENCY_KEY_RE.test(key))) {
       drainRequest(req);

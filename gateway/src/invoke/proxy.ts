@@ -1,15 +1,16 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { callableFunction } from './callable.ts';
 import { performance } from 'node:perf_hooks';
 import { pipeline, type Readable } from 'node:stream';
 import type { Dispatcher } from 'undici';
 import {
-  NotFoundError, limits,
+  limits,
   type ExecutionLog, type Executor, type FunctionRecord, type RecordedExchange, type RecycleReason, type Trigger, type Upstream,
 } from '@fnhost/core';
 import { UnauthorizedError } from '../auth.ts';
 import type { Logger } from '../log.ts';
 import type { Metrics } from '../metrics.ts';
-import { FunctionInactiveError, FunctionOutOfMemoryError, FunctionTimeoutError, UnforwardableRequestError, isRefusedBeforeSending, recordText, runtimeEndedCall, writeError } from './errors.ts';
+import { FunctionOutOfMemoryError, FunctionTimeoutError, UnforwardableRequestError, isRefusedBeforeSending, recordText, runtimeEndedCall, writeError } from './errors.ts';
 import { CAPTURE_LIMIT, collect, drainRequest, messageFrom500, readBody } from './bodies.ts';
 import type { BodyLease } from './body-budget.ts';
 import { admitBody, answerBodyFailure, type BodyBounds } from './body-refusal.ts';
@@ -160,17 +161,8 @@ export class Invoker {
     const functionId = url.slice(8, end);
     const rest = url.slice(end);
     const path = rest === '' ? '/' : rest.charCodeAt(0) === 63 ? '/' + rest : rest;
-    const fn = this.#o.functions.byId(decodeURIComponentSafe(functionId));
-    if (fn === undefined) {
-      drainRequest(req);
-      writeError(res, new NotFoundError(`function "${functionId.slice(0, 100)}" not found`));
-      return;
-    }
-    if (!fn.active) {
-      drainRequest(req);
-      writeError(res, new FunctionInactiveError(fn.name));
-      return;
-    }
+    const fn = callableFunction(this.#o.functions.byId(decodeURIComponentSafe(functionId)), functionId, req, res);
+    if (fn === undefined) return;
     let scheduled: { trigger: Trigger; plannedAt?: number };
     try {
       scheduled = scheduleTriggerOf(req.headers, fn, this.#o.scheduleToken, executedAt);
