@@ -5,7 +5,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { MongoClient } from 'mongodb';
-import { buildPlatformImage, buildRuntimeImage, run, startRelay, testClusterPlatformNetworkPolicy, waitFor } from '../e2e/helpers.ts';
+import { PLATFORM_IMAGE, RUNTIME_IMAGE, E2E_TAG, buildPlatformImage, buildRuntimeImage, run, startRelay, testClusterPlatformNetworkPolicy, waitFor } from '../e2e/helpers.ts';
 import { startMongoServer, type MongoTestServer } from '../helpers/mongo-server.ts';
 import { getCluster, makeKubectl, uniqueName, type ClusterAccess } from '../operator/harness.ts';
 import { ROOT, createScenarioFunctions, definePanelScenarios, ensurePanelPrerequisites, type PanelGateway } from './scenarios.ts';
@@ -24,8 +24,6 @@ import { ROOT, createScenarioFunctions, definePanelScenarios, ensurePanelPrerequ
 // test-output/admin/cluster-*.png.
 
 // The e2e suite's image names: in one mocha run the images are built once (test/e2e/helpers.ts).
-const PLATFORM_IMAGE = 'localhost/fnhost-platform:e2e';
-const RUNTIME_IMAGE = 'localhost/fnhost-runtime:e2e';
 
 describe('admin panel in headless Chromium against a cluster-mode gateway (helm chart on the test cluster)', function () {
   this.timeout(600_000);
@@ -87,8 +85,8 @@ describe('admin panel in headless Chromium against a cluster-mode gateway (helm 
     await writeFile(
       valuesFile,
       JSON.stringify({
-        image: { repository: 'localhost/fnhost-platform', tag: 'e2e', pullPolicy: 'Never' },
-        runtimeImage: { repository: 'localhost/fnhost-runtime', tag: 'e2e', pullPolicy: 'Never' },
+        image: { repository: 'localhost/fnhost-platform', tag: E2E_TAG, pullPolicy: 'Never' },
+        runtimeImage: { repository: 'localhost/fnhost-runtime', tag: E2E_TAG, pullPolicy: 'Never' },
         mongodb: { url: `mongodb://${hostIp}:${mongoRelay.port}/${dbName}` },
         // Two gateways behind the Service: a panel session (kept in MongoDB) works on either.
         gateway: {

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { derivedFunctionId } from '../../gateway/src/cluster/resource.ts';
 import { getCluster, makeKubectl, uniqueName, type ClusterAccess } from '../operator/harness.ts';
-import { NODE, ROOT, buildPlatformImage, buildRuntimeImage, installPlatform, run, waitFor, type InstalledPlatform } from './helpers.ts';
+import { NODE, ROOT, PLATFORM_IMAGE, RUNTIME_IMAGE, E2E_TAG, buildPlatformImage, buildRuntimeImage, installPlatform, run, waitFor, type InstalledPlatform } from './helpers.ts';
 
 // Issue 22 (autoscaling, Events, functions that cannot run) on the test cluster, the way a user
 // runs it: the chart installed with helm, functions created and scaled with the CLI, Functions
@@ -14,8 +14,6 @@ import { NODE, ROOT, buildPlatformImage, buildRuntimeImage, installPlatform, run
 // that does not parse, or fails to load in its pod, answers 503 with the reason instead of a
 // held call's timeout; an unknown time zone keeps HTTP serving and withholds only the CronJob.
 
-const PLATFORM_IMAGE = 'localhost/fnhost-platform:e2e';
-const RUNTIME_IMAGE = 'localhost/fnhost-runtime:e2e';
 const SLOW_HANDLER = 'export default async (req, res) => { await new Promise((r) => setTimeout(r, 200)); res.json({ ok: true }); };\n';
 
 describe('fnhost on Kubernetes: autoscaling, Events, functions that cannot run (issue 22)', function () {
@@ -51,7 +49,7 @@ describe('fnhost on Kubernetes: autoscaling, Events, functions that cannot run (
     const suffix = uniqueName('x').slice(2);
     ns = `e2e-scale-${suffix}`;
     await Promise.all([buildPlatformImage(PLATFORM_IMAGE), buildRuntimeImage(RUNTIME_IMAGE)]);
-    platform = await installPlatform({ cluster, kubectl, release: 'e2e-scale', relNs: `fnhost-e2e-scale-${suffix}`, ns, tag: 'e2e', dbName: `fnhost_e2e_scale_${Date.now()}`, tmp });
+    platform = await installPlatform({ cluster, kubectl, release: 'e2e-scale', relNs: `fnhost-e2e-scale-${suffix}`, ns, tag: E2E_TAG, dbName: `fnhost_e2e_scale_${Date.now()}`, tmp });
     ({ gatewayUrl, token } = platform);
   });
 

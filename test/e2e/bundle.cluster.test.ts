@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { derivedFunctionId } from '../../gateway/src/cluster/resource.ts';
 import { installFixtureProject, type FixtureProject } from '../helpers/fixture-project.ts';
 import { getCluster, makeKubectl, uniqueName, type ClusterAccess } from '../operator/harness.ts';
-import { NODE, ROOT, buildPlatformImage, buildRuntimeImage, installPlatform, run, waitFor, type InstalledPlatform } from './helpers.ts';
+import { NODE, ROOT, PLATFORM_IMAGE, RUNTIME_IMAGE, E2E_TAG, buildPlatformImage, buildRuntimeImage, installPlatform, run, waitFor, type InstalledPlatform } from './helpers.ts';
 
 // Issue 19 in cluster mode, on the test cluster, the way a user runs it: the chart installed with
 // helm, the fixture project (real registry packages, a TypeScript handler) created with the CLI
@@ -15,8 +15,6 @@ import { NODE, ROOT, buildPlatformImage, buildRuntimeImage, installPlatform, run
 // Function over 256 KiB is refused by client-side kubectl apply (its annotation) and taken by
 // --server-side, as docs/cluster-mode.md says.
 
-const PLATFORM_IMAGE = 'localhost/fnhost-platform:e2e';
-const RUNTIME_IMAGE = 'localhost/fnhost-runtime:e2e';
 
 describe('fnhost on Kubernetes: handlers that import packages (issue 19)', function () {
   this.timeout(600_000);
@@ -51,7 +49,7 @@ describe('fnhost on Kubernetes: handlers that import packages (issue 19)', funct
     const suffix = uniqueName('x').slice(2);
     ns = `e2e-bundle-${suffix}`;
     [project] = await Promise.all([installFixtureProject(), buildPlatformImage(PLATFORM_IMAGE), buildRuntimeImage(RUNTIME_IMAGE)]);
-    platform = await installPlatform({ cluster, kubectl, release: 'e2e-bundle', relNs: `fnhost-e2e-bundle-${suffix}`, ns, tag: 'e2e', dbName: `fnhost_e2e_bundle_${Date.now()}`, tmp });
+    platform = await installPlatform({ cluster, kubectl, release: 'e2e-bundle', relNs: `fnhost-e2e-bundle-${suffix}`, ns, tag: E2E_TAG, dbName: `fnhost_e2e_bundle_${Date.now()}`, tmp });
     ({ gatewayUrl, token } = platform);
   });
 

@@ -14,6 +14,15 @@ import { pollUntil, type Check } from '../helpers/wait.ts';
 export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 export const NODE = process.execPath;
 
+/**
+ * The tag of the images the e2e tests build: `e2e`, or FNHOST_E2E_TAG, so that two checkouts
+ * testing on the one shared cluster (a branch beside `make test`) never repoint each other's images.
+ */
+export const E2E_TAG = process.env.FNHOST_E2E_TAG ?? 'e2e';
+if (!/^[a-z0-9][a-z0-9_.-]{0,63}$/.test(E2E_TAG)) throw new Error(`FNHOST_E2E_TAG ${JSON.stringify(E2E_TAG)} is not an image tag (lowercase letters, digits, '.', '_', '-')`);
+export const PLATFORM_IMAGE = `localhost/fnhost-platform:${E2E_TAG}`;
+export const RUNTIME_IMAGE = `localhost/fnhost-runtime:${E2E_TAG}`;
+
 export interface Run {
   code: number;
   stdout: string;
@@ -149,7 +158,7 @@ export interface TestRelease {
 
 /**
  * Installs the chart on the test cluster the way the e2e suites do: the images built as
- * `localhost/fnhost-{platform,runtime}:e2e`, MongoDB behind a relay on the bridge address, one
+ * `localhost/fnhost-{platform,runtime}:` E2E_TAG, MongoDB behind a relay on the bridge address, one
  * gateway, small requests, the test cluster's platform NetworkPolicy addresses, plus `values`.
  */
 export async function installTestRelease(options: {
@@ -165,8 +174,8 @@ export async function installTestRelease(options: {
 }): Promise<TestRelease> {
   const { writeFile } = await import('node:fs/promises');
   const values = {
-    image: { repository: 'localhost/fnhost-platform', tag: 'e2e', pullPolicy: 'Never' },
-    runtimeImage: { repository: 'localhost/fnhost-runtime', tag: 'e2e', pullPolicy: 'Never' },
+    image: { repository: 'localhost/fnhost-platform', tag: E2E_TAG, pullPolicy: 'Never' },
+    runtimeImage: { repository: 'localhost/fnhost-runtime', tag: E2E_TAG, pullPolicy: 'Never' },
     mongodb: { url: options.mongoUrl },
     operator: { resources: { requests: { cpu: '20m', memory: '96Mi' }, limits: { memory: '512Mi' } }, functionCpuRequest: '10m' },
     networkPolicy: { platformCIDRs: ['10.244.0.0/24', '10.96.0.0/16'] },

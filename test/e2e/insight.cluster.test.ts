@@ -4,15 +4,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startMongoServer, type MongoTestServer } from '../helpers/mongo-server.ts';
 import { getCluster, makeKubectl, uniqueName, type ClusterAccess } from '../operator/harness.ts';
-import { ROOT, buildPlatformImage, buildRuntimeImage, run, startRelay, testClusterPlatformNetworkPolicy, waitFor } from './helpers.ts';
+import { ROOT, PLATFORM_IMAGE, RUNTIME_IMAGE, E2E_TAG, buildPlatformImage, buildRuntimeImage, run, startRelay, testClusterPlatformNetworkPolicy, waitFor } from './helpers.ts';
 
 // Issue 21 (items 1 and 2) in cluster mode, on the test cluster: a pod's execution carries its
 // console output (handed over by the runtime in the pod to the gateway's internal API, not read
 // from the pod's log), deferred output included; the first call, held for the new pod, is a
 // cold start; latency comes from the MongoDB histogram.
 
-const PLATFORM_IMAGE = 'localhost/fnhost-platform:e2e';
-const RUNTIME_IMAGE = 'localhost/fnhost-runtime:e2e';
 
 describe('fnhost on Kubernetes: console output, cold starts and latency (issue 21)', function () {
   this.timeout(600_000);
@@ -58,8 +56,8 @@ describe('fnhost on Kubernetes: console output, cold starts and latency (issue 2
     await writeFile(
       valuesFile,
       JSON.stringify({
-        image: { repository: 'localhost/fnhost-platform', tag: 'e2e', pullPolicy: 'Never' },
-        runtimeImage: { repository: 'localhost/fnhost-runtime', tag: 'e2e', pullPolicy: 'Never' },
+        image: { repository: 'localhost/fnhost-platform', tag: E2E_TAG, pullPolicy: 'Never' },
+        runtimeImage: { repository: 'localhost/fnhost-runtime', tag: E2E_TAG, pullPolicy: 'Never' },
         mongodb: { url: `mongodb://${cluster.hostIp ?? '10.244.0.1'}:${relay.port}/${dbName}` },
         gateway: { replicas: 1, defaultNamespace: ns, resources: { requests: { cpu: '50m', memory: '128Mi' }, limits: { memory: '512Mi' } } },
         operator: { resources: { requests: { cpu: '20m', memory: '96Mi' }, limits: { memory: '512Mi' } }, functionCpuRequest: '10m' },

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { derivedFunctionId } from '../../gateway/src/cluster/resource.ts';
 import { getCluster, makeKubectl, uniqueName, type ClusterAccess } from '../operator/harness.ts';
-import { ROOT, buildPlatformImage, buildRuntimeImage, installPlatform, waitFor, type InstalledPlatform } from './helpers.ts';
+import { ROOT, PLATFORM_IMAGE, RUNTIME_IMAGE, E2E_TAG, buildPlatformImage, buildRuntimeImage, installPlatform, waitFor, type InstalledPlatform } from './helpers.ts';
 
 // Issue 30, large code in cluster mode (docs/cluster-mode.md "Large code"), on the test cluster
 // with the chart: code over the inline limit uploaded to the code store (PUT /api/v1/code) and
@@ -15,8 +15,6 @@ import { ROOT, buildPlatformImage, buildRuntimeImage, installPlatform, waitFor, 
 // refetch); another namespace naming the digest gets CodeMissing; code GC deletes an unreferenced
 // blob and keeps a referenced one.
 
-const PLATFORM_IMAGE = 'localhost/fnhost-platform:e2e';
-const RUNTIME_IMAGE = 'localhost/fnhost-runtime:e2e';
 const FAST_MS = 5_000;
 
 /** A handler of about `mib` MiB: a string literal of that size, answered with its length. */
@@ -77,7 +75,7 @@ describe('fnhost on Kubernetes: large code by reference (issue 30)', function ()
     other = `e2e-large-other-${suffix}`;
     relNs = `fnhost-e2e-large-${suffix}`;
     await Promise.all([buildPlatformImage(PLATFORM_IMAGE), buildRuntimeImage(RUNTIME_IMAGE)]);
-    platform = await installPlatform({ cluster, kubectl, release: 'e2e-large', relNs, ns, tag: 'e2e', dbName: `fnhost_e2e_large_${Date.now()}`, tmp });
+    platform = await installPlatform({ cluster, kubectl, release: 'e2e-large', relNs, ns, tag: E2E_TAG, dbName: `fnhost_e2e_large_${Date.now()}`, tmp });
     ({ gatewayUrl, token } = platform);
     // Code GC often and with a short grace, so that the test sees a pass.
     const upgraded = await platform.helm(['upgrade', 'e2e-large', `${ROOT}charts/fnhost`, '-n', relNs, '--reuse-values', '--set', 'operator.codeGc.intervalSeconds=10', '--set', 'operator.codeGc.graceSeconds=30', '--wait', '--timeout', '5m']);

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { derivedFunctionId } from '../../gateway/src/cluster/resource.ts';
 import { getCluster, makeKubectl, uniqueName, type ClusterAccess } from '../operator/harness.ts';
-import { NODE, ROOT, buildPlatformImage, buildRuntimeImage, installPlatform, run, waitFor, type InstalledPlatform } from './helpers.ts';
+import { NODE, ROOT, PLATFORM_IMAGE, RUNTIME_IMAGE, E2E_TAG, buildPlatformImage, buildRuntimeImage, installPlatform, run, waitFor, type InstalledPlatform } from './helpers.ts';
 
 // Issue 30, "a module that throws while loading", in cluster mode (docs/cluster-mode.md "Code that
 // fails to load"), on the test cluster with the chart installed by helm and the real CLI: a
@@ -15,8 +15,6 @@ import { NODE, ROOT, buildPlatformImage, buildRuntimeImage, installPlatform, run
 // no handler ends at once with the error; a top-level await that never settles fails at the
 // runtime's load deadline; fixed code (a new generation) clears it all and serves.
 
-const PLATFORM_IMAGE = 'localhost/fnhost-platform:e2e';
-const RUNTIME_IMAGE = 'localhost/fnhost-runtime:e2e';
 /** Well under the gateway's hold (30 s): an answer this fast was not held. */
 const FAST_MS = 5_000;
 
@@ -73,7 +71,7 @@ describe('fnhost on Kubernetes: code that fails to load shows on the Function (i
     const suffix = uniqueName('x').slice(2);
     ns = `e2e-load-${suffix}`;
     await Promise.all([buildPlatformImage(PLATFORM_IMAGE), buildRuntimeImage(RUNTIME_IMAGE)]);
-    platform = await installPlatform({ cluster, kubectl, release: 'e2e-load', relNs: `fnhost-e2e-load-${suffix}`, ns, tag: 'e2e', dbName: `fnhost_e2e_load_${Date.now()}`, tmp });
+    platform = await installPlatform({ cluster, kubectl, release: 'e2e-load', relNs: `fnhost-e2e-load-${suffix}`, ns, tag: E2E_TAG, dbName: `fnhost_e2e_load_${Date.now()}`, tmp });
     ({ gatewayUrl, token } = platform);
     await writeFile(join(tmp, 'throws.mjs'), THROWS);
     await writeFile(join(tmp, 'fixed.mjs'), FIXED);

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { derivedFunctionId } from '../../gateway/src/cluster/resource.ts';
 import { startMongoServer, type MongoTestServer } from '../helpers/mongo-server.ts';
 import { getCluster, makeKubectl, uniqueName, type ClusterAccess } from '../operator/harness.ts';
-import { NODE, ROOT, buildPlatformImage, buildRuntimeImage, installTestRelease, run, startRelay, waitFor, type Run } from './helpers.ts';
+import { NODE, ROOT, PLATFORM_IMAGE, RUNTIME_IMAGE, buildPlatformImage, buildRuntimeImage, installTestRelease, run, startRelay, waitFor, type Run } from './helpers.ts';
 
 // Issue 28, points 3 and 4 and the Functions-count quota of point 2, on the test cluster with one
 // chart install: every Function the operator will not run answers at once (503 naming the reason;
@@ -15,8 +15,6 @@ import { NODE, ROOT, buildPlatformImage, buildRuntimeImage, installTestRelease, 
 // function is refused (409 naming spec.scaling); a ResourceQuota on count/functions.fnhost.dev
 // refuses a create as kubectl, the API and the CLI show it; after helm uninstall no Lease is left.
 
-const PLATFORM_IMAGE = 'localhost/fnhost-platform:e2e';
-const RUNTIME_IMAGE = 'localhost/fnhost-runtime:e2e';
 const OK = 'export default (req, res) => res.json({ ok: true })';
 /** Well under the gateway's hold (gateway.holdTimeoutSeconds, 30 s): an answer this fast was not held. */
 const FAST_MS = 5_000;

@@ -6,7 +6,7 @@ import { MongoClient } from 'mongodb';
 import { derivedFunctionId } from '../../gateway/src/cluster/resource.ts';
 import { startMongoServer, type MongoTestServer } from '../helpers/mongo-server.ts';
 import { getCluster, makeKubectl, uniqueName, type ClusterAccess } from '../operator/harness.ts';
-import { NODE, ROOT, buildPlatformImage, buildRuntimeImage, run, startCountingServer, startRelay, testClusterPlatformNetworkPolicy, waitFor } from './helpers.ts';
+import { NODE, ROOT, PLATFORM_IMAGE, RUNTIME_IMAGE, E2E_TAG, buildPlatformImage, buildRuntimeImage, run, startCountingServer, startRelay, testClusterPlatformNetworkPolicy, waitFor } from './helpers.ts';
 
 // The issue's "Done means", end to end on the test cluster, the way a user runs
 // fnhost: images built from the Dockerfiles, the chart installed with helm
@@ -16,8 +16,6 @@ import { NODE, ROOT, buildPlatformImage, buildRuntimeImage, run, startCountingSe
 // a scheduled run from the CronJob, a timeout and an out-of-memory, helm
 // upgrade and helm uninstall. One CronJob wait; function time limits of 2-5 s.
 
-const PLATFORM_IMAGE = 'localhost/fnhost-platform:e2e';
-const RUNTIME_IMAGE = 'localhost/fnhost-runtime:e2e';
 const HELLO = `export default async function handler(req, res) {
   res.json({ message: \`\${process.env.GREETING ?? 'Hello'}, \${req.params.name ?? 'world'}!\`, trigger: req.headers['x-fnhost-trigger'] ?? null });
 }
@@ -106,8 +104,8 @@ describe('fnhost on Kubernetes, end to end (helm chart on the test cluster)', fu
     await writeFile(
       valuesFile,
       JSON.stringify({
-        image: { repository: 'localhost/fnhost-platform', tag: 'e2e', pullPolicy: 'Never' },
-        runtimeImage: { repository: 'localhost/fnhost-runtime', tag: 'e2e', pullPolicy: 'Never' },
+        image: { repository: 'localhost/fnhost-platform', tag: E2E_TAG, pullPolicy: 'Never' },
+        runtimeImage: { repository: 'localhost/fnhost-runtime', tag: E2E_TAG, pullPolicy: 'Never' },
         mongodb: { url: `mongodb://${cluster.hostIp ?? '10.244.0.1'}:${relay.port}/${dbName}` },
         gateway: {
           replicas: 2,

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { derivedFunctionId } from '../../gateway/src/cluster/resource.ts';
 import { startMongoServer, type MongoTestServer } from '../helpers/mongo-server.ts';
 import { getCluster, makeKubectl, uniqueName, type ClusterAccess } from '../operator/harness.ts';
-import { NODE, ROOT, buildPlatformImage, buildRuntimeImage, installTestRelease, run, startRelay, waitFor, type Run } from './helpers.ts';
+import { NODE, ROOT, PLATFORM_IMAGE, RUNTIME_IMAGE, buildPlatformImage, buildRuntimeImage, installTestRelease, run, startRelay, waitFor, type Run } from './helpers.ts';
 
 // Issue 22, access through Kubernetes' own RBAC, on the test cluster: the chart installed with
 // helm (functions.namespaces naming the test's namespace), three ServiceAccounts whose tokens come
@@ -16,8 +16,6 @@ import { NODE, ROOT, buildPlatformImage, buildRuntimeImage, installTestRelease, 
 // namespace not listed; a Function applied there with kubectl gets Ready=False; -A lists across
 // namespaces; function:deploy returns only once the new code serves; Updated follows kubectl edits.
 
-const PLATFORM_IMAGE = 'localhost/fnhost-platform:e2e';
-const RUNTIME_IMAGE = 'localhost/fnhost-runtime:e2e';
 const V1 = `export default (req, res) => res.json({ version: 1 })`;
 const V2 = `export default (req, res) => res.json({ version: 2 })`;
 

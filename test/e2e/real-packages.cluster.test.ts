@@ -7,7 +7,7 @@ import { installFixtureProject, PACKAGE_FIXTURES, type FixtureProject } from '..
 import { startMongoServer, type MongoTestServer } from '../helpers/mongo-server.ts';
 import { expectSignedPut, expectZodAnswers, S3_KEY, ZOD_INVALID, ZOD_VALID } from '../helpers/real-packages.ts';
 import { getCluster, makeKubectl, uniqueName, type ClusterAccess } from '../operator/harness.ts';
-import { NODE, ROOT, buildPlatformImage, buildRuntimeImage, installPlatform, run, startRelay, waitFor, type InstalledPlatform } from './helpers.ts';
+import { NODE, ROOT, PLATFORM_IMAGE, RUNTIME_IMAGE, E2E_TAG, buildPlatformImage, buildRuntimeImage, installPlatform, run, startRelay, waitFor, type InstalledPlatform } from './helpers.ts';
 
 // Issue 30 in cluster mode, on the test cluster: the three real npm packages of
 // test/cli/real-packages.int.test.ts (zod 4, the mongodb driver, @aws-sdk/client-s3, pinned by
@@ -18,8 +18,6 @@ import { NODE, ROOT, buildPlatformImage, buildRuntimeImage, installPlatform, run
 // relay on the node's bridge address, as the platform's own) through the gateway's egress proxy,
 // refused until `fnhost policy:add` allows that address and port for the function.
 
-const PLATFORM_IMAGE = 'localhost/fnhost-platform:e2e';
-const RUNTIME_IMAGE = 'localhost/fnhost-runtime:e2e';
 
 describe('fnhost on Kubernetes: real packages from npm created through the CLI (issue 30)', function () {
   this.timeout(600_000);
@@ -86,7 +84,7 @@ describe('fnhost on Kubernetes: real packages from npm created through the CLI (
       buildRuntimeImage(RUNTIME_IMAGE),
     ]);
     Object.assign(projects, { zod, mongodb, s3 });
-    platform = await installPlatform({ cluster, kubectl, release: 'e2e-packages', relNs: `fnhost-e2e-packages-${suffix}`, ns, tag: 'e2e', dbName: `fnhost_e2e_packages_${Date.now()}`, tmp });
+    platform = await installPlatform({ cluster, kubectl, release: 'e2e-packages', relNs: `fnhost-e2e-packages-${suffix}`, ns, tag: E2E_TAG, dbName: `fnhost_e2e_packages_${Date.now()}`, tmp });
     ({ gatewayUrl, token } = platform);
     // The handler's own database: a second stand-in, reached by pods at the node's bridge address.
     mongo = await startMongoServer({ useEnv: false });

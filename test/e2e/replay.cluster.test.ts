@@ -6,7 +6,7 @@ import { MongoClient } from 'mongodb';
 import { derivedFunctionId } from '../../gateway/src/cluster/resource.ts';
 import { startMongoServer, type MongoTestServer } from '../helpers/mongo-server.ts';
 import { getCluster, makeKubectl, uniqueName, type ClusterAccess } from '../operator/harness.ts';
-import { NODE, ROOT, buildPlatformImage, buildRuntimeImage, run, startRelay, testClusterPlatformNetworkPolicy, waitFor } from './helpers.ts';
+import { NODE, ROOT, PLATFORM_IMAGE, RUNTIME_IMAGE, E2E_TAG, buildPlatformImage, buildRuntimeImage, run, startRelay, testClusterPlatformNetworkPolicy, waitFor } from './helpers.ts';
 
 // Issue 21.3 (replay) in cluster mode on the test cluster: the chart installed with helm, a
 // Function applied with kubectl with spec.recordRequests, a call recorded by the gateway
@@ -16,8 +16,6 @@ import { NODE, ROOT, buildPlatformImage, buildRuntimeImage, run, startRelay, tes
 // never listed, deleted after the call; invalid code refused (400), and a leftover throwaway past
 // its expiry deleted by the gateway's sweep.
 
-const PLATFORM_IMAGE = 'localhost/fnhost-platform:e2e';
-const RUNTIME_IMAGE = 'localhost/fnhost-runtime:e2e';
 const V1 = `export default (req, res) => res.json({ v: 1, got: req.body ?? null })`;
 const V2 = `export default async (req, res) => { await kv.set('deployed', 'v2'); res.json({ v: 2, got: req.body ?? null }); }`;
 // The throwaway reads the KV the deployed code wrote: it runs as the function (same functionId, same token).
@@ -72,8 +70,8 @@ describe('fnhost on Kubernetes: request recording and replay (issue 21.3)', func
     expect((await kubectl(['create', 'namespace', ns])).code).to.equal(0);
     const valuesFile = join(tmp, 'values.json');
     await writeFile(valuesFile, JSON.stringify({
-      image: { repository: 'localhost/fnhost-platform', tag: 'e2e', pullPolicy: 'Never' },
-      runtimeImage: { repository: 'localhost/fnhost-runtime', tag: 'e2e', pullPolicy: 'Never' },
+      image: { repository: 'localhost/fnhost-platform', tag: E2E_TAG, pullPolicy: 'Never' },
+      runtimeImage: { repository: 'localhost/fnhost-runtime', tag: E2E_TAG, pullPolicy: 'Never' },
       mongodb: { url: `mongodb://${cluster.hostIp ?? '10.244.0.1'}:${relay.port}/${dbName}` },
       gateway: { replicas: 1, defaultNamespace: ns, resources: { requests: { cpu: '50m', memory: '128Mi' }, limits: { memory: '512Mi' } } },
       operator: { resources: { requests: { cpu: '20m', memory: '96Mi' }, limits: { memory: '512Mi' } }, functionCpuRequest: '10m' },

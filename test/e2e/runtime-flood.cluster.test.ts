@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { derivedFunctionId } from '../../gateway/src/cluster/resource.ts';
 import { getCluster, makeKubectl, uniqueName, type ClusterAccess } from '../operator/harness.ts';
-import { buildPlatformImage, buildRuntimeImage, installPlatform, waitFor, type InstalledPlatform } from './helpers.ts';
+import { PLATFORM_IMAGE, RUNTIME_IMAGE, E2E_TAG, buildPlatformImage, buildRuntimeImage, installPlatform, waitFor, type InstalledPlatform } from './helpers.ts';
 
 // Issue 27's cluster case, on the test cluster: a function pod floods the gateway's internal API
 // (the main listener, port 8080) and its egress proxy (port 8090) from child processes (no runtime
@@ -110,8 +110,8 @@ describe('cluster: a function pod floods the gateway\'s internal API and egress 
     const suffix = uniqueName('x').slice(2);
     ns = `e2e-flood-${suffix}`;
     relNs = `fnhost-e2e-flood-${suffix}`;
-    await Promise.all([buildPlatformImage('localhost/fnhost-platform:e2e'), buildRuntimeImage('localhost/fnhost-runtime:e2e')]);
-    platform = await installPlatform({ cluster, kubectl, release: 'e2e-flood', relNs, ns, tag: 'e2e', dbName: `fnhost_e2e_flood_${Date.now()}`, tmp });
+    await Promise.all([buildPlatformImage(PLATFORM_IMAGE), buildRuntimeImage(RUNTIME_IMAGE)]);
+    platform = await installPlatform({ cluster, kubectl, release: 'e2e-flood', relNs, ns, tag: E2E_TAG, dbName: `fnhost_e2e_flood_${Date.now()}`, tmp });
   });
 
   after(async function () {

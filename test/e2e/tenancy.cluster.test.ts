@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { derivedFunctionId } from '../../gateway/src/cluster/resource.ts';
 import { startMongoServer, type MongoTestServer } from '../helpers/mongo-server.ts';
 import { getCluster, makeKubectl, uniqueName, type ClusterAccess } from '../operator/harness.ts';
-import { ROOT, buildPlatformImage, buildRuntimeImage, installTestRelease, run, startRelay, waitFor, type Run } from './helpers.ts';
+import { ROOT, PLATFORM_IMAGE, RUNTIME_IMAGE, buildPlatformImage, buildRuntimeImage, installTestRelease, run, startRelay, waitFor, type Run } from './helpers.ts';
 
 // Issue 28.1, a function's identity belongs to its namespace, on the test cluster: the chart
 // installed with helm, two teams in two namespaces, each with an editor ServiceAccount bound to the
@@ -17,8 +17,6 @@ import { ROOT, buildPlatformImage, buildRuntimeImage, installTestRelease, run, s
 // Then a move without a grant (refused by the operator), a grant by a user who may not claim in
 // team-a (refused at admission, kubectl shows the policy's message), and a granted move that works.
 
-const PLATFORM_IMAGE = 'localhost/fnhost-platform:e2e';
-const RUNTIME_IMAGE = 'localhost/fnhost-runtime:e2e';
 const ANNOTATION = 'fnhost.dev/function-id-home';
 /** team-b's namespace totals (chart quotas.namespaces.overrides): KV bytes and recorded-request bytes. */
 const NS_KV_BYTES = 16_384;
