@@ -11,7 +11,8 @@ import type { MongoContext } from './context.ts';
 // async_usage, async_idempotency). Every write asks for w: 'majority' with
 // the journal: the strongest concern a deployment offers (on a standalone
 // server, its own journal). Leases are fields (lease_owner, lease_until)
-// taken by findOneAndUpdate and given back by reap(); nothing here relies on
+// taken in batches by a conditional updateMany under a claim token (claim)
+// and given back by reap(); nothing here relies on
 // a TTL index (the stand-in in the tests never deletes by TTL), and
 // retention is the sweep's.
 
@@ -180,7 +181,7 @@ export class MongoAsyncCallStore implements AsyncCallStore {
   }
 
   async claim(functionId: string, owner: string, now: number, leaseUntil: number, max: number): Promise<AsyncCall[]> {
-    // Three round trips for up to `max` calls (was one findOneAndUpdate each): the oldest due ids; one
+    // Three round trips for up to `max` calls (rather than one findOneAndUpdate each): the oldest due ids; one
     // updateMany that takes those still queued (each document's update is atomic, so a call another
     // gateway took in between is not matched: one lease per call) and marks them with this claim's
     // token; the taken documents read back by that token. Resent on a lost answer: the resend matches
