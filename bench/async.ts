@@ -17,7 +17,10 @@
 // p50 at the same rate. --in-flight is FNHOST_ASYNC_MAX_IN_FLIGHT (the bound
 // of one function's attempts at once; the default 4 keeps room for
 // synchronous callers, and would make drain a measure of that bound rather
-// than of the path). --baseline runs the same on a gateway of another
+// than of the path). Beside each rate, the gateway's own CPU time (user +
+// system, /proc) per synchronous call and per async call (its acceptance,
+// its attempt and their writes): on a shared, loaded machine the steadier
+// figure. --baseline runs the same on a gateway of another
 // checkout (before a change) in the same rounds, one gateway at a time, in
 // alternating order. --cpu-prof writes the gateways' CPU profiles there.
 
@@ -26,6 +29,7 @@ import { loadavg } from 'node:os';
 import { DatabaseSync } from 'node:sqlite';
 import { parseArgs } from 'node:util';
 import { startGateway, type RunningGateway } from '../test/helpers/platform.ts';
+import { cpuMicros } from './lib/proc.ts';
 import { machineDescription, percentile } from './lib/stats.ts';
 import { reportFigure } from './lib/summary.ts';
 
@@ -62,6 +66,10 @@ interface Run {
   endToEndRate: number;
   startP50: number;
   syncP50: number;
+  /** The gateway's CPU (user + system) per synchronous call, µs. */
+  syncCpuUs: number;
+  /** The gateway's CPU per async call: its acceptance, its attempt and their writes, from the first acceptance to the drained queue, µs. */
+  asyncCpuUs: number;
 }
 
 const api = async (gw: RunningGateway, method: string, path: string, body?: unknown) => {
@@ -91,11 +99,14 @@ async function once(main: string | undefined, profDir: string | undefined): Prom
     const fn = await api(gw, 'POST', '/api/v1/functions', { name: 'hello', code: `export default (req, res) => res.json({ ok: true })` });
     const id = fn.function_id as string;
     await fetch(`${gw.url}/invoke/${id}`);
+    const c0 = cpuMicros([gw.pid]);
     const sync = await autocannon({ url: `${gw.url}/invoke/${id}`, connections: CONNECTIONS, duration: SECONDS });
+    const c1 = cpuMicros([gw.pid]);
     const accept = await autocannon({ url: `${gw.url}/async-invoke/${id}`, method: 'POST', body: '{}', headers: { 'content-type': 'application/json' }, connections: CONNECTIONS, duration: SECONDS });
     const acceptEnd = Date.now();
     const accepted = accept.statusCodeStats['202']?.count ?? 0;
     const rows = await drained(db, id, accepted);
+    const c2 = cpuMicros([gw.pid]);
     const first = Math.min(...rows.map((r) => r.accepted_ms));
     const last = Math.max(...rows.map((r) => r.finished_ms));
     const backlog = rows.filter((r) => r.finished_ms > acceptEnd).length;
@@ -131,6 +142,8 @@ async function once(main: string | undefined, profDir: string | undefined): Prom
       endToEndRate: accepted / ((last - first) / 1000),
       startP50: percentile(toStart, 50),
       syncP50: percentile(syncMs, 50),
+      syncCpuUs: (c1 - c0) / sync.requests.total,
+      asyncCpuUs: (c2 - c1) / accepted,
     };
   } finally {
     db.close();
@@ -151,7 +164,7 @@ for (let round = 0; round < ROUNDS; round++) {
   for (const k of round % 2 === 0 ? [...sides.keys()] : [...sides.keys()].reverse()) {
     const r = await once(sides[k], values['cpu-prof']);
     runs[k]!.push(r);
-    console.log(`round ${round + 1}, ${k === 0 ? 'this checkout' : 'baseline'}: sync ${r.sync.toFixed(0)} req/s; accepted ${r.acceptRate.toFixed(0)}/s; backlog ${r.backlog} drained at ${r.backlogRate.toFixed(0)}/s (${(r.backlogRate / r.sync).toFixed(2)}x); end to end ${r.endToEndRate.toFixed(0)}/s (${(r.endToEndRate / r.sync).toFixed(2)}x); start p50 ${r.startP50.toFixed(1)} ms vs sync ${r.syncP50.toFixed(1)} ms`);
+    console.log(`round ${round + 1}, ${k === 0 ? 'this checkout' : 'baseline'}: sync ${r.sync.toFixed(0)} req/s; accepted ${r.acceptRate.toFixed(0)}/s; backlog ${r.backlog} drained at ${r.backlogRate.toFixed(0)}/s (${(r.backlogRate / r.sync).toFixed(2)}x); end to end ${r.endToEndRate.toFixed(0)}/s (${(r.endToEndRate / r.sync).toFixed(2)}x); start p50 ${r.startP50.toFixed(1)} ms vs sync ${r.syncP50.toFixed(1)} ms; gateway CPU per call sync ${r.syncCpuUs.toFixed(0)} µs, async ${r.asyncCpuUs.toFixed(0)} µs`);
     loads.push(loadavg().map((l) => l.toFixed(1)).join(' '));
   }
 }
@@ -165,6 +178,7 @@ for (const [k, side] of runs.entries()) {
   console.log(`  /async-invoke accepted: ${ratio((r) => r.acceptRate).toFixed(0)} calls/s (${ratio((r) => r.accepted)} in ${SECONDS} s) = ${ratio((r) => r.acceptRate / r.sync).toFixed(2)}x synchronous`);
   console.log(`  backlog drain: ${ratio((r) => r.backlogRate).toFixed(0)} calls/s (${ratio((r) => r.backlog)} calls open when acceptance stopped, FNHOST_ASYNC_MAX_IN_FLIGHT=${values['in-flight']}) = ${ratio((r) => r.backlogRate / r.sync).toFixed(2)}x synchronous`);
   console.log(`  end to end: ${ratio((r) => r.endToEndRate).toFixed(0)} calls/s (first acceptance to last finished, acceptance included) = ${ratio((r) => r.endToEndRate / r.sync).toFixed(2)}x synchronous`);
+  console.log(`  gateway CPU per call: synchronous ${ratio((r) => r.syncCpuUs).toFixed(0)} µs; async (acceptance, attempt, writes) ${ratio((r) => r.asyncCpuUs).toFixed(0)} µs: a CPU-bound drain at ${ratio((r) => r.syncCpuUs / r.asyncCpuUs).toFixed(2)}x synchronous`);
   console.log(`  at ${RATE} calls/s: acceptance -> first attempt p50 ${ratio((r) => r.startP50).toFixed(1)} ms; a synchronous call's p50 ${ratio((r) => r.syncP50).toFixed(1)} ms (${ratio((r) => r.startP50 / r.syncP50).toFixed(2)}x)`);
 }
 const endToEnd = median(runs[0]!.map((r) => r.endToEndRate / r.sync));
