@@ -100,6 +100,21 @@ export type AsyncCompletion =
   | { state: 'succeeded' | 'failed'; attempt: AsyncAttempt; result: AsyncResult; kept_until: number }
   | { state: 'dead'; attempt: AsyncAttempt | null; reason: DeadReason; result: AsyncResult | null; kept_until: number };
 
+/**
+ * One attempt's end for AsyncCallStore.completeMany: written only while
+ * `owner` still holds the call's lease for `attempt`. `function_id` and
+ * `bytes` are the claimed call's, so that a store whose byte counts are
+ * separate documents (MongoDB) releases them without reading the call again.
+ */
+export interface AsyncCompletionWrite {
+  id: string;
+  function_id: string;
+  bytes: number;
+  owner: string;
+  attempt: number;
+  completion: AsyncCompletion;
+}
+
 /** Per-state counts and the oldest waiting call, for metrics. */
 export interface AsyncStats {
   queued: number;

@@ -5,7 +5,7 @@ import type {
 } from './model.ts';
 import type { ScheduleRun } from './schedule-ledger.ts';
 import type { FunctionIdHome } from './function-id-home.ts';
-import type { AcceptResult, AsyncBounds, AsyncCall, AsyncCompletion, AsyncState, AsyncStats, NewAsyncCall } from './async-call.ts';
+import type { AcceptResult, AsyncBounds, AsyncCall, AsyncCompletionWrite, AsyncState, AsyncStats, NewAsyncCall } from './async-call.ts';
 
 // The storage seams. One machine implements them on node:sqlite
 // (core/src/store/sqlite/), a cluster on MongoDB (core/src/store/mongo/); in
@@ -425,12 +425,20 @@ export interface AsyncCallStore {
   dueFunctions(now: number, limit: number): Promise<string[]>;
   /**
    * Takes up to `max` of the function's queued calls due at `now`, oldest
-   * accepted first, for `owner`: each becomes running, its attempt counted,
-   * leased until `leaseUntil`.
+   * accepted first, for `owner`, in one store round trip's worth of writes
+   * (SQLite: one UPDATE ... RETURNING; MongoDB: one updateMany under a claim
+   * token): each becomes running, its attempt counted, leased until
+   * `leaseUntil`. A call is taken by one claimer only. Returned in
+   * acceptance order.
    */
   claim(functionId: string, owner: string, now: number, leaseUntil: number, max: number): Promise<AsyncCall[]>;
-  /** Ends the attempt `attempt` that `owner` holds; false (nothing written) when the lease was lost meanwhile. */
-  complete(id: string, owner: string, attempt: number, completion: AsyncCompletion, now: number): Promise<boolean>;
+  /**
+   * Ends a batch of attempts in one write (SQLite: one transaction; MongoDB:
+   * one bulkWrite). Each is written only while its owner holds that attempt's
+   * lease; the answer says, in order, which were (false: the lease was lost
+   * meanwhile and nothing was written for it).
+   */
+  completeMany(writes: readonly AsyncCompletionWrite[], now: number): Promise<boolean[]>;
   /** Running calls whose lease expired at `now` go back to the queue (their attempt noted as lost). Returns how many. */
   reap(now: number): Promise<number>;
   get(functionId: string, id: string): Promise<AsyncCall | null>;

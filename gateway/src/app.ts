@@ -284,7 +284,7 @@ export async function startPlatform(options: PlatformOptions): Promise<Platform<
   const asyncAcceptor = new AsyncAcceptor({
     store: stores.asyncCalls, functions, settings: config.async, now, logger, refusals,
     bodies: { budget: bodyBudget, idleTimeoutMs: resources.bodyIdleTimeoutMs, refusals },
-    accepted: () => asyncDispatcher.wake(),
+    accepted: (functionId) => asyncDispatcher.wake(functionId),
   });
   // Cluster mode: several gateway replicas share the policies in MongoDB, so none may cache them.
   const policies = new PolicyCache(stores.policies, { shared: cluster !== undefined });
@@ -310,7 +310,7 @@ export async function startPlatform(options: PlatformOptions): Promise<Platform<
     functionRoutes({ functions, invoker, writer, stores, now, access }),
     executionRoutes({ functions, writer, stores, now, access }),
     replayRoutes({ functions, invoker, writer, stores, now, access, throwaway: cluster?.throwaway ?? ((fn) => executor.throwaway!(fn)) }),
-    asyncRoutes({ functions, store: stores.asyncCalls, now, access, requeued: () => asyncDispatcher.wake() }),
+    asyncRoutes({ functions, store: stores.asyncCalls, now, access, requeued: (functionId) => asyncDispatcher.wake(functionId) }),
     scheduleRunRoutes({ functions, invoker, ledger, now, access, startingDeadlineSeconds: cluster === undefined ? config.scheduleStartingDeadlineSeconds : undefined }),
     policyRoutes({ policies, functions, now, access, check: () => (egress === undefined ? undefined : (id, target) => egress!.proxy.explain(id, target)) }),
     infoRoutes({ mode: cluster === undefined ? 'local' : 'cluster', default_namespace: functions.defaultNamespace, sandbox: sandbox === undefined ? undefined : { enabled: sandbox.enabled, warning: sandbox.warning } }),

@@ -1,11 +1,12 @@
 import {
   ASYNC_RESULT_BODY_LIMIT, decideAfterAttempt, decideBeforeAttempt, isoTimestamp, keptUntil, retryPolicyOf,
-  type AsyncAttempt, type AsyncCall, type AsyncCallStore, type AsyncCompletion, type AsyncResult, type AsyncStats, type FunctionRecord,
+  type AsyncAttempt, type AsyncCall, type AsyncCallStore, type AsyncCompletion, type AsyncCompletionWrite, type AsyncResult, type AsyncStats, type FunctionRecord,
 } from '@fnhost/core';
 import type { BackgroundFailures } from '../background.ts';
 import type { RunRequest, RunResult, RunOptions } from '../invoke/exchange.ts';
 import { TIMEOUT_GRACE_MS } from '../invoke/proxy.ts';
 import type { AsyncSettings } from './settings.ts';
+import { Batcher } from './batcher.ts';
 
 // Delivery of accepted async calls (docs/async.md): every gateway runs one.
 // A pass asks the store for the functions with calls due, and for each
@@ -15,7 +16,10 @@ import type { AsyncSettings } from './settings.ts';
 // runs each through the same run path as a test or schedule run (one record
 // per attempt, trigger async). A gateway that dies leaves its leases to
 // expire; any gateway's pass puts them back in the queue (reap). Passes run
-// when a call is accepted here, when an attempt ends, and every pollMs.
+// when a call is accepted here and when an attempt ends (for that function,
+// without a scan of the store), and every pollMs (a scan of the due
+// functions). A claim takes all the free slots' calls in one store write, and
+// the attempts that end together are recorded in one (batcher.ts).
 
 /** What the dispatcher needs of the invoker (Invoker.run). */
 export interface AsyncRunner {
@@ -64,14 +68,48 @@ export function completionOf(call: AsyncCall, fn: FunctionRecord, run: RunResult
   return { state: decision.state, attempt, result: resultOf(run), kept_until: keptUntil(fn.retention, now) };
 }
 
+/** A function to claim for and how many of its calls (claimPlan). */
+export interface ClaimStep {
+  fn: FunctionRecord;
+  max: number;
+}
+
+/**
+ * Which functions a pass claims for, and how many calls each (pure): of the
+ * candidates (told of, or due in the store), the known active ones below
+ * their bound of attempts in flight on this gateway, up to that bound. An
+ * inactive (or not yet known) function's calls wait in the queue, neither run
+ * nor lost.
+ */
+export function claimPlan(
+  candidates: Iterable<string>, byId: (functionId: string) => FunctionRecord | undefined, inFlight: ReadonlyMap<string, number>, bound: number,
+): ClaimStep[] {
+  const out: ClaimStep[] = [];
+  for (const functionId of candidates) {
+    const fn = byId(functionId);
+    if (fn === undefined || !fn.active) continue;
+    const max = bound - (inFlight.get(functionId) ?? 0);
+    if (max > 0) out.push({ fn, max });
+  }
+  return out;
+}
+
+/** The most attempt ends one store write takes (a pass claims at most the in-flight bound per function anyway). */
+export const COMPLETION_BATCH = 256;
+
 export class AsyncDispatcher {
   readonly #o: DispatcherOptions;
   readonly #inFlight = new Map<string, number>();
   readonly #running = new Set<Promise<void>>();
+  readonly #completions: Batcher<AsyncCompletionWrite, boolean>;
+  /** Functions told of since the last pass (a call accepted here, an attempt ended): claimed for without asking the store which are due. */
+  readonly #hinted = new Set<string>();
   #timer: NodeJS.Timeout | undefined;
   #passing = false;
   #again = false;
   #stopped = false;
+  #scanDue = true;
+  #lastScan = 0;
   #lastReap = 0;
   #stats: AsyncStats = { queued: 0, running: 0, dead: 0, oldestQueuedAt: null };
   #statsAt = 0;
@@ -80,6 +118,7 @@ export class AsyncDispatcher {
 
   constructor(options: DispatcherOptions) {
     this.#o = options;
+    this.#completions = new Batcher({ write: (writes) => options.store.completeMany(writes, options.now()), maxBatch: COMPLETION_BATCH });
   }
 
   start(): void {
@@ -98,8 +137,20 @@ export class AsyncDispatcher {
     return this.#stats;
   }
 
-  /** Runs a pass soon (coalesced: a pass under way runs once more after). */
-  wake(): void {
+  /**
+   * Runs a pass soon (coalesced: a pass under way runs once more after).
+   * With a function id, the pass claims that function's calls without a scan
+   * of the store's due functions; without, it scans (the poll: retries come
+   * due, other replicas' calls, expired leases).
+   */
+  wake(functionId?: string): void {
+    if (this.#stopped) return;
+    if (functionId === undefined) this.#scanDue = true;
+    else this.#hinted.add(functionId);
+    this.#schedulePass();
+  }
+
+  #schedulePass(): void {
     if (this.#stopped) return;
     if (this.#passing) {
       this.#again = true;
@@ -111,7 +162,7 @@ export class AsyncDispatcher {
         this.#passing = false;
         if (this.#again) {
           this.#again = false;
-          this.wake();
+          this.#schedulePass();
         }
       });
     });
@@ -131,22 +182,23 @@ export class AsyncDispatcher {
       const now = this.#o.now();
       if (now - this.#lastReap >= settings.pollMs) {
         this.#lastReap = now;
-        await store.reap(now);
+        if (await store.reap(now) > 0) this.#scanDue = true;
       }
       if (now - this.#statsAt >= 5000) {
         this.#statsAt = now;
         this.#stats = await store.stats();
       }
-      const due = await store.dueFunctions(now, 1000);
-      for (const functionId of due) {
+      const candidates = new Set(this.#hinted);
+      this.#hinted.clear();
+      if (this.#scanDue || now - this.#lastScan >= settings.pollMs) {
+        this.#scanDue = false;
+        this.#lastScan = now;
+        for (const functionId of await store.dueFunctions(now, 1000)) candidates.add(functionId);
+      }
+      for (const { fn, max } of claimPlan(candidates, (id) => this.#o.functions.byId(id), this.#inFlight, settings.maxInFlightPerFunction)) {
         if (this.#stopped) return;
-        const fn = this.#o.functions.byId(functionId);
-        // An inactive (or not yet known) function's calls wait in the queue, neither run nor lost.
-        if (fn === undefined || !fn.active) continue;
-        const free = settings.maxInFlightPerFunction - (this.#inFlight.get(functionId) ?? 0);
-        if (free <= 0) continue;
         const t = this.#o.now();
-        const calls = await store.claim(functionId, this.#o.owner, t, t + leaseMs(fn, settings.leaseMarginMs), free);
+        const calls = await store.claim(fn.function_id, this.#o.owner, t, t + leaseMs(fn, settings.leaseMarginMs), max);
         for (const call of calls) this.#start(fn, call);
       }
     } catch (err) {
@@ -163,13 +215,14 @@ export class AsyncDispatcher {
         const n = (this.#inFlight.get(fn.function_id) ?? 1) - 1;
         if (n <= 0) this.#inFlight.delete(fn.function_id);
         else this.#inFlight.set(fn.function_id, n);
-        this.wake();
+        // The freed slot is filled by the next pass, with no scan of the store and no wait for the poll.
+        this.wake(fn.function_id);
       });
     this.#running.add(p);
   }
 
   async #attempt(fn: FunctionRecord, call: AsyncCall): Promise<void> {
-    const { store, settings } = this.#o;
+    const { settings } = this.#o;
     const startedAt = this.#o.now();
     const policy = retryPolicyOf(fn.async, settings.retryBaseMs);
     const before = decideBeforeAttempt(call.attempt, call.accepted_at, startedAt, policy);
@@ -182,7 +235,7 @@ export class AsyncDispatcher {
       completion = completionOf(call, fn, run, startedAt, this.#o.now(), settings.retryBaseMs, (this.#o.random ?? Math.random)());
     }
     // A lost lease (this gateway was taken for dead) writes nothing: the call runs again elsewhere.
-    await store.complete(call.id, this.#o.owner, call.attempt, completion, this.#o.now());
+    await this.#completions.add({ id: call.id, function_id: call.function_id, bytes: call.bytes, owner: this.#o.owner, attempt: call.attempt, completion });
     if (completion.state === 'queued') this.retried++;
     if (completion.state === 'dead') this.deadLettered++;
     this.#o.onAttempt?.(completion.state);

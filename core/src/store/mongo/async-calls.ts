@@ -1,7 +1,8 @@
-import { Binary, type Collection, type Db, type WriteConcernSettings } from 'mongodb';
+import { randomUUID } from 'node:crypto';
+import { Binary, type Collection, type Db, type UpdateFilter, type WriteConcernSettings } from 'mongodb';
 import { lostAttempt } from '../../async-call.ts';
 import type {
-  AcceptResult, AsyncAttempt, AsyncBounds, AsyncCall, AsyncCompletion, AsyncState, AsyncStats, DeadReason, NewAsyncCall,
+  AcceptResult, AsyncAttempt, AsyncBounds, AsyncCall, AsyncCompletion, AsyncCompletionWrite, AsyncState, AsyncStats, DeadReason, NewAsyncCall,
 } from '../../async-call.ts';
 import type { AsyncCallStore } from '../../stores.ts';
 import type { MongoContext } from './context.ts';
@@ -10,7 +11,8 @@ import type { MongoContext } from './context.ts';
 // async_usage, async_idempotency). Every write asks for w: 'majority' with
 // the journal: the strongest concern a deployment offers (on a standalone
 // server, its own journal). Leases are fields (lease_owner, lease_until)
-// taken by findOneAndUpdate and given back by reap(); nothing here relies on
+// taken in batches by a conditional updateMany under a claim token (claim)
+// and given back by reap(); nothing here relies on
 // a TTL index (the stand-in in the tests never deletes by TTL), and
 // retention is the sweep's.
 
@@ -36,6 +38,10 @@ interface CallDoc {
   idem_key: string | null;
   kept_until: number | null;
   finished_at: number | null;
+  /** The token of the claim that took it last (claim reads its calls back by it). */
+  claim?: string;
+  /** The token of the completeMany batch that wrote its last attempt's end. */
+  done?: string;
   /** Headers as [name, value] pairs: a header name may hold a `.` or `$`, which field names should not. */
   request: { method: string; path: string; headers: Array<[string, string]>; body: Binary | null } | null;
 }
@@ -74,6 +80,21 @@ function toCall(doc: CallDoc): AsyncCall {
       headers: Object.fromEntries(doc.request.headers),
       body: doc.request.body === null ? null : Buffer.from(doc.request.body.buffer),
     },
+  };
+}
+
+/** The update that records an attempt's end; `done` is the completing batch's token (completeMany). */
+function completionUpdate(c: AsyncCompletion, now: number, token: string): UpdateFilter<CallDoc> {
+  const push = c.attempt === null ? {} : { $push: { attempts: c.attempt } };
+  if (c.state === 'queued') return { $set: { state: 'queued', next_at: c.next_at, lease_owner: null, lease_until: null, done: token }, ...push };
+  return {
+    $set: {
+      state: c.state, lease_owner: null, lease_until: null,
+      dead_reason: c.state === 'dead' ? c.reason : null,
+      result: c.result, kept_until: c.kept_until, finished_at: now, done: token,
+      ...(c.state !== 'dead' ? { request: null } : {}),
+    },
+    ...push,
   };
 }
 
@@ -160,43 +181,50 @@ export class MongoAsyncCallStore implements AsyncCallStore {
   }
 
   async claim(functionId: string, owner: string, now: number, leaseUntil: number, max: number): Promise<AsyncCall[]> {
-    const out: AsyncCall[] = [];
-    for (let i = 0; i < max; i++) {
-      // Not resent: a lost answer leaves a claimed call whose lease expires, and reap() returns it.
-      const doc = await this.#ctx.run('async claim', false, () =>
-        this.#calls.findOneAndUpdate(
-          { function_id: functionId, state: 'queued', next_at: { $lte: now } },
-          { $set: { state: 'running', lease_owner: owner, lease_until: leaseUntil }, $inc: { attempt: 1 } },
-          { sort: { seq: 1 }, returnDocument: 'after' },
-        ));
-      if (doc === null) break;
-      out.push(toCall(doc));
-    }
-    return out;
+    // Three round trips for up to `max` calls (rather than one findOneAndUpdate each): the oldest due ids; one
+    // updateMany that takes those still queued (each document's update is atomic, so a call another
+    // gateway took in between is not matched: one lease per call) and marks them with this claim's
+    // token; the taken documents read back by that token. Resent on a lost answer: the resend matches
+    // nothing new, and the token still finds what the first send took.
+    const due = await this.#ctx.run('async claim', true, () =>
+      this.#calls.find({ function_id: functionId, state: 'queued', next_at: { $lte: now } }, { projection: { _id: 1 } }).sort({ seq: 1 }).limit(max).toArray());
+    if (due.length === 0) return [];
+    const ids = due.map((d) => d._id);
+    const token = randomUUID();
+    await this.#ctx.run('async claim', true, () =>
+      this.#calls.updateMany(
+        { _id: { $in: ids }, state: 'queued', next_at: { $lte: now } },
+        { $set: { state: 'running', lease_owner: owner, lease_until: leaseUntil, claim: token }, $inc: { attempt: 1 } },
+      ));
+    const docs = await this.#ctx.run('async claim', true, () =>
+      this.#calls.find({ _id: { $in: ids }, claim: token, state: 'running', lease_owner: owner }).toArray());
+    return docs.sort((a, b) => a.seq - b.seq).map(toCall);
   }
 
-  async complete(id: string, owner: string, attempt: number, completion: AsyncCompletion, now: number): Promise<boolean> {
-    const filter = { _id: id, state: 'running' as const, lease_owner: owner, attempt };
-    const push = completion.attempt === null ? {} : { $push: { attempts: completion.attempt } };
-    if (completion.state === 'queued') {
-      const r = await this.#ctx.run('async complete', true, () =>
-        this.#calls.updateOne(filter, { $set: { state: 'queued', next_at: completion.next_at, lease_owner: null, lease_until: null }, ...push }));
-      return r.matchedCount === 1;
+  async completeMany(writes: readonly AsyncCompletionWrite[], now: number): Promise<boolean[]> {
+    if (writes.length === 0) return [];
+    // One bulkWrite for the batch, each update conditional on its lease; the batch's token marks the
+    // documents it wrote, so which ones were written is known even when a lease was lost or the
+    // bulkWrite was resent after a lost answer.
+    const token = randomUUID();
+    const ops = writes.map((w) => ({ updateOne: { filter: { _id: w.id, state: 'running' as const, lease_owner: w.owner, attempt: w.attempt }, update: completionUpdate(w.completion, now, token) } }));
+    const r = await this.#ctx.run('async complete', true, () => this.#calls.bulkWrite(ops, { ordered: false }));
+    let written: boolean[];
+    if (r.matchedCount === writes.length) {
+      written = writes.map(() => true);
+    } else {
+      const found = await this.#ctx.run('async complete', true, () =>
+        this.#calls.find({ _id: { $in: writes.map((w) => w.id) }, done: token }, { projection: { _id: 1 } }).toArray());
+      const ids = new Set(found.map((d) => d._id));
+      written = writes.map((w) => ids.has(w.id));
     }
-    const finished = completion.state !== 'dead';
-    const doc = await this.#ctx.run('async complete', true, () =>
-      this.#calls.findOneAndUpdate(filter, {
-        $set: {
-          state: completion.state, lease_owner: null, lease_until: null,
-          dead_reason: completion.state === 'dead' ? completion.reason : null,
-          result: completion.result, kept_until: completion.kept_until, finished_at: now,
-          ...(finished ? { request: null } : {}),
-        },
-        ...push,
-      }, { projection: { bytes: 1, function_id: 1 } }));
-    if (doc === null) return false;
-    if (finished) await this.#release(doc.function_id, doc.bytes);
-    return true;
+    // A finished call no longer holds its request: its bytes leave the queue's counts, once per function per batch.
+    const released = new Map<string, number>();
+    writes.forEach((w, i) => {
+      if (written[i] && (w.completion.state === 'succeeded' || w.completion.state === 'failed')) released.set(w.function_id, (released.get(w.function_id) ?? 0) + w.bytes);
+    });
+    if (released.size > 0) await this.#releaseMany(released);
+    return written;
   }
 
   async reap(now: number): Promise<number> {
@@ -297,10 +325,18 @@ export class MongoAsyncCallStore implements AsyncCallStore {
   }
 
   async #release(functionId: string, bytes: number): Promise<void> {
-    await this.#ctx.run('async usage', false, () => this.#usage.bulkWrite([
-      { updateOne: { filter: { _id: functionId }, update: { $inc: { bytes: -bytes } } } },
-      { updateOne: { filter: { _id: TOTAL }, update: { $inc: { bytes: -bytes } } } },
-    ]));
+    await this.#releaseMany(new Map([[functionId, bytes]]));
+  }
+
+  /** Takes bytes off each function's count and their sum off the total, in one bulkWrite. */
+  async #releaseMany(bytesByFunction: ReadonlyMap<string, number>): Promise<void> {
+    let total = 0;
+    const ops = [...bytesByFunction].map(([id, bytes]) => {
+      total += bytes;
+      return { updateOne: { filter: { _id: id }, update: { $inc: { bytes: -bytes } } } };
+    });
+    ops.push({ updateOne: { filter: { _id: TOTAL }, update: { $inc: { bytes: -total } } } });
+    await this.#ctx.run('async usage', false, () => this.#usage.bulkWrite(ops));
   }
 }
 

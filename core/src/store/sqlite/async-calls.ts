@@ -1,6 +1,6 @@
 import { lostAttempt } from '../../async-call.ts';
 import type {
-  AcceptResult, AsyncAttempt, AsyncBounds, AsyncCall, AsyncCompletion, AsyncRequest, AsyncState, AsyncStats, NewAsyncCall,
+  AcceptResult, AsyncAttempt, AsyncBounds, AsyncCall, AsyncCompletionWrite, AsyncRequest, AsyncState, AsyncStats, NewAsyncCall,
 } from '../../async-call.ts';
 import type { AsyncCallStore } from '../../stores.ts';
 import type { SqliteDb } from './db.ts';
@@ -59,6 +59,15 @@ function toCall(row: CallRow): AsyncCall {
   };
 }
 
+/** A call as accept() stored it (built here rather than read back). */
+function queuedCall(call: NewAsyncCall): AsyncCall {
+  return {
+    id: call.id, function_id: call.function_id, state: 'queued', accepted_at: call.accepted_at, attempt: 0, next_at: call.accepted_at,
+    lease_owner: null, lease_until: null, attempts: [], dead_reason: null, result: null, bytes: call.bytes,
+    idempotency_key: call.idempotency_key, kept_until: null, finished_at: null, request: call.request,
+  };
+}
+
 function placeholders(n: number): string {
   return Array.from({ length: n }, () => '?').join(', ');
 }
@@ -94,7 +103,7 @@ export class SqliteAsyncCallStore implements AsyncCallStore {
             call.function_id, call.idempotency_key, call.id, now + bounds.idempotencyWindowMs,
           );
         }
-        return { outcome: 'accepted', call: toCall(this.#row(call.function_id, call.id)!) };
+        return { outcome: 'accepted', call: queuedCall(call) };
       }));
   }
 
@@ -104,41 +113,52 @@ export class SqliteAsyncCallStore implements AsyncCallStore {
   }
 
   claim(functionId: string, owner: string, now: number, leaseUntil: number, max: number): Promise<AsyncCall[]> {
+    // One statement (atomic on its own): the oldest due calls become this owner's, and come back with their request.
     return this.#db.guard('async claim', () =>
+      this.#db.all<CallRow>(
+        `UPDATE async_calls SET state = 'running', attempt = attempt + 1, lease_owner = ?, lease_until = ?
+         WHERE seq IN (SELECT seq FROM async_calls WHERE function_id = ? AND state = 'queued' AND next_ms <= ? ORDER BY seq LIMIT ?)
+         RETURNING ${COLUMNS}`,
+        owner, leaseUntil, functionId, now, max,
+      ).sort((a, b) => a.seq - b.seq).map(toCall));
+  }
+
+  completeMany(writes: readonly AsyncCompletionWrite[], now: number): Promise<boolean[]> {
+    if (writes.length === 0) return Promise.resolve([]);
+    return this.#db.guard('async complete', () =>
       this.#db.transaction(() => {
-        const rows = this.#db.all<{ seq: number }>(
-          "SELECT seq FROM async_calls WHERE function_id = ? AND state = 'queued' AND next_ms <= ? ORDER BY seq LIMIT ?", functionId, now, max);
-        const out: AsyncCall[] = [];
-        for (const { seq } of rows) {
-          this.#db.run("UPDATE async_calls SET state = 'running', attempt = attempt + 1, lease_owner = ?, lease_until = ? WHERE seq = ?", owner, leaseUntil, seq);
-          out.push(toCall(this.#db.get<CallRow>(`SELECT ${COLUMNS} FROM async_calls WHERE seq = ?`, seq)!));
-        }
+        // A finished call no longer holds its request: its bytes leave the queue's count, once per function per batch.
+        const released = new Map<string, number>();
+        const out = writes.map((w) => {
+          const row = this.#completeOne(w, now);
+          if (row === undefined) return false;
+          if (w.completion.state === 'succeeded' || w.completion.state === 'failed') released.set(row.function_id, (released.get(row.function_id) ?? 0) + row.bytes);
+          return true;
+        });
+        for (const [functionId, bytes] of released) this.#addUsage(functionId, -bytes);
         return out;
       }));
   }
 
-  complete(id: string, owner: string, attempt: number, completion: AsyncCompletion, now: number): Promise<boolean> {
-    return this.#db.guard('async complete', () =>
-      this.#db.transaction(() => {
-        const row = this.#db.get<CallRow>(`SELECT ${COLUMNS} FROM async_calls WHERE id = ? AND state = 'running' AND lease_owner = ? AND attempt = ?`, id, owner, attempt);
-        if (row === undefined) return false;
-        const attempts = JSON.parse(row.attempts) as AsyncAttempt[];
-        if (completion.attempt !== null) attempts.push(completion.attempt);
-        if (completion.state === 'queued') {
-          this.#db.run("UPDATE async_calls SET state = 'queued', next_ms = ?, lease_owner = NULL, lease_until = NULL, attempts = ? WHERE seq = ?", completion.next_at, JSON.stringify(attempts), row.seq);
-          return true;
-        }
-        const finished = completion.state !== 'dead';
-        this.#db.run(
-          `UPDATE async_calls SET state = ?, lease_owner = NULL, lease_until = NULL, attempts = ?, dead_reason = ?, result = ?, kept_until = ?, finished_ms = ?
-           ${finished ? ', request = NULL, body = NULL' : ''} WHERE seq = ?`,
-          completion.state, JSON.stringify(attempts), completion.state === 'dead' ? completion.reason : null,
-          completion.result === null ? null : JSON.stringify(completion.result), completion.kept_until, now, row.seq,
-        );
-        // A finished call no longer holds its request: its bytes leave the queue's count.
-        if (finished) this.#addUsage(row.function_id, -row.bytes);
-        return true;
-      }));
+  /** One attempt's end, appended to the call's attempts in SQL (the row, its body included, is not read back). */
+  #completeOne(w: AsyncCompletionWrite, now: number): { function_id: string; bytes: number } | undefined {
+    const c = w.completion;
+    const attempts = c.attempt === null ? 'attempts' : "json_insert(attempts, '$[#]', json(?))";
+    const pushed = c.attempt === null ? [] : [JSON.stringify(c.attempt)];
+    const where = "WHERE id = ? AND state = 'running' AND lease_owner = ? AND attempt = ? RETURNING function_id, bytes";
+    if (c.state === 'queued') {
+      return this.#db.get(
+        `UPDATE async_calls SET state = 'queued', next_ms = ?, lease_owner = NULL, lease_until = NULL, attempts = ${attempts} ${where}`,
+        c.next_at, ...pushed, w.id, w.owner, w.attempt,
+      );
+    }
+    const finished = c.state !== 'dead';
+    return this.#db.get(
+      `UPDATE async_calls SET state = ?, lease_owner = NULL, lease_until = NULL, attempts = ${attempts}, dead_reason = ?, result = ?, kept_until = ?, finished_ms = ?
+       ${finished ? ', request = NULL, body = NULL' : ''} ${where}`,
+      c.state, ...pushed, c.state === 'dead' ? c.reason : null, c.result === null ? null : JSON.stringify(c.result), c.kept_until, now,
+      w.id, w.owner, w.attempt,
+    );
   }
 
   reap(now: number): Promise<number> {
