@@ -221,6 +221,7 @@ export async function startPlatform(options: PlatformOptions): Promise<Platform<
     metrics,
     onOriginGone: (origin) => invoker.originGone(origin),
     idleMs: config.runtimeIdleSeconds * 1000,
+    loadTimeoutMs: config.loadTimeoutSeconds * 1000,
     clock,
     background,
   });

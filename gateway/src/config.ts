@@ -76,6 +76,8 @@ export interface GatewayConfig {
   consoleRate: { bytesPerSecond: number; burstBytes: number; postsPerSecond: number; burstPosts: number };
   /** One machine: a function's runtime with no call for this long is stopped (FNHOST_RUNTIME_IDLE_SECONDS; 0: never). */
   runtimeIdleSeconds: number;
+  /** One machine: the bound of a function module's load, apart from its time limit (FNHOST_LOAD_TIMEOUT_SECONDS, docs/gateway.md "A load longer than the time limit"). */
+  loadTimeoutSeconds: number;
   /**
    * FNHOST_CONSOLE_CAPTURE (on|off, default on): each execution's console output kept with its
    * record. Off: runtimes this gateway starts capture nothing, and output any runtime (a pod) posts
@@ -197,6 +199,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       burstPosts: intVar(env, 'FNHOST_CONSOLE_BURST_POSTS', CONSOLE_RATE_DEFAULTS.burstPosts, 1, 100_000),
     },
     runtimeIdleSeconds: intVar(env, 'FNHOST_RUNTIME_IDLE_SECONDS', DEFAULT_RUNTIME_IDLE_SECONDS, 0, 604_800),
+    loadTimeoutSeconds: intVar(env, 'FNHOST_LOAD_TIMEOUT_SECONDS', limits.DEFAULT_LOAD_TIMEOUT_SECONDS, 1, limits.MAX_TIMEOUT_SECONDS),
     consoleCapture: onOff(env, 'FNHOST_CONSOLE_CAPTURE', true),
     scheduleStartingDeadlineSeconds: intVar(env, 'FNHOST_SCHEDULE_STARTING_DEADLINE_SECONDS', DEFAULT_STARTING_DEADLINE_SECONDS, 0, 604_800),
     kv: kvSettingsFrom(env),
