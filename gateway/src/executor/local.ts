@@ -367,15 +367,15 @@ export class LocalExecutor implements Executor {
       return nothing;
     }
     let timedOut = false;
-    const failure = await loadFailureOf(upstream, this.#loadTimeoutMs).catch((err: Error) => {
+    const failure = await loadFailureOf(upstream, this.#loadBoundOf(fn)).catch((err: Error) => {
       if (err.name === 'TimeoutError' && runtime.exitReason === undefined) timedOut = true;
       else this.#opts.logger.warn('could not learn whether a function\'s module loaded; accepting it', { function_id: fn.function_id, error: err.message });
       return undefined;
     });
     if (timedOut) {
       // Past its load bound: ended now, as a restart's load would be; the write is refused unless stored anyway.
-      this.#loadTimedOut(runtime);
-      return { loadError: loadTimeoutText(this.#loadTimeoutMs), loadTimedOut: true, commit: () => undefined, discard: async () => undefined };
+      this.#loadTimedOut(runtime, this.#loadBoundOf(fn));
+      return { loadError: loadTimeoutText(this.#loadBoundOf(fn)), loadTimedOut: true, commit: () => undefined, discard: async () => undefined };
     }
     runtime.loaded = Promise.resolve(upstream);
     runtime.started = true;
@@ -412,8 +412,8 @@ export class LocalExecutor implements Executor {
     let upstream: Upstream;
     try {
       upstream = await runtime.ready;
-      const failure = await loadFailureOf(upstream, this.#loadTimeoutMs).catch((err: Error) => {
-        throw err.name === 'TimeoutError' ? new FunctionLoadTimeoutError(this.#loadTimeoutMs) : err;
+      const failure = await loadFailureOf(upstream, this.#loadBoundOf(fn)).catch((err: Error) => {
+        throw err.name === 'TimeoutError' ? new FunctionLoadTimeoutError(this.#loadBoundOf(fn)) : err;
       });
       if (failure !== undefined) {
         if (failure.kind === 'syntax' || failure.kind === 'no_handler') {
@@ -492,8 +492,12 @@ export class LocalExecutor implements Executor {
     return { functionId: fn.function_id, name: fn.name, hash: configHash(fn), proc: undefined, ready: undefined as never, loaded: undefined as never, exitReason: undefined };
   }
 
-  get #loadTimeoutMs(): number {
-    return this.#opts.loadTimeoutMs ?? DEFAULT_LOAD_TIMEOUT_SECONDS * 1000;
+  /**
+   * fn's load bound: the setting, or its time limit when that is longer (a function given 60 s
+   * keeps the load it always had; the bound only stops a short limit from cutting a load short).
+   */
+  #loadBoundOf(fn: FunctionRecord): number {
+    return Math.max(this.#opts.loadTimeoutMs ?? DEFAULT_LOAD_TIMEOUT_SECONDS * 1000, fn.timeout_seconds * 1000);
   }
 
   /**
@@ -503,11 +507,11 @@ export class LocalExecutor implements Executor {
    */
   async #awaitLoad(fn: FunctionRecord, runtime: Runtime, upstream: Upstream): Promise<Upstream> {
     try {
-      await loadFailureOf(upstream, this.#loadTimeoutMs);
+      await loadFailureOf(upstream, this.#loadBoundOf(fn));
     } catch (err) {
       if (runtime.exitReason === undefined && (err as Error).name === 'TimeoutError') {
-        this.#loadTimedOut(runtime);
-        throw new FunctionLoadTimeoutError(this.#loadTimeoutMs);
+        this.#loadTimedOut(runtime, this.#loadBoundOf(fn));
+        throw new FunctionLoadTimeoutError(this.#loadBoundOf(fn));
       }
       throw new RuntimeUnavailableError(`the runtime of function ${fn.name} ended while loading its module (${(err as Error).message})`, { cause: err });
     }
@@ -515,12 +519,12 @@ export class LocalExecutor implements Executor {
   }
 
   /** A load past its bound: the runtime is ended at once (a blocked load answers no SIGTERM), logged and counted as a restart. */
-  #loadTimedOut(runtime: Runtime): void {
+  #loadTimedOut(runtime: Runtime, boundMs: number): void {
     if (this.#runtimes.get(runtime.functionId) === runtime) this.#runtimes.delete(runtime.functionId);
     // Not 'stopped': calls in the next START_RETRY_MS fail fast with the load's timeout (#start).
     runtime.exitReason = 'timeout';
     this.#opts.metrics.runtimeRestarts++;
-    this.#opts.logger.warn('a function module did not finish loading within its load bound; ending its runtime', { function_id: runtime.functionId, pid: runtime.proc?.pid, load_timeout_seconds: this.#loadTimeoutMs / 1000 });
+    this.#opts.logger.warn('a function module did not finish loading within its load bound; ending its runtime', { function_id: runtime.functionId, pid: runtime.proc?.pid, load_timeout_seconds: boundMs / 1000 });
     void this.#stop(runtime, 'kill');
   }
 
@@ -536,7 +540,7 @@ export class LocalExecutor implements Executor {
       FNHOST_FUNCTION_NAME: fn.name,
       FNHOST_ROUTES: JSON.stringify(fn.routes),
       FNHOST_TIMEOUT_MS: String(fn.timeout_seconds * 1000),
-      FNHOST_LOAD_TIMEOUT_MS: String(this.#loadTimeoutMs),
+      FNHOST_LOAD_TIMEOUT_MS: String(this.#loadBoundOf(fn)),
       FNHOST_MEMORY_MIB: String(fn.memory_mib),
       // A sandbox has no network: the gateway's internal API is a Unix socket bound into it.
       FNHOST_GATEWAY_URL: sandboxed ? Sandboxes.gatewayUrl : this.#opts.gatewayUrl(),
