@@ -1,7 +1,7 @@
 import { expect } from 'chai';
-import { request } from 'node:http';
 import { putCode, sha256 } from '../../helpers/code-upload.ts';
 import { attackedGateway, counters } from './gateway-target.ts';
+import { TOKEN_IN_MEMORY, attackCall } from './attacker.ts';
 import { folderBytes, Neighbour, type Target } from './neighbour.ts';
 import type { RunningGateway } from '../../helpers/platform.ts';
 
@@ -12,8 +12,7 @@ import type { RunningGateway } from '../../helpers/platform.ts';
 // FNHOST_CODE_FETCHES_PER_FUNCTION streams at once, a bucket of bytes a second) fetches past it get
 // 429 with Retry-After, counted in fnhost_refused_total and logged once; the neighbour is served.
 //
-// The token: found in the attacker's own process memory, as test/gateway/attack/console-flood.int.test.ts
-// does (the runtime keeps it there for its own calls).
+// The token: found in the attacker's own process memory (./attacker.ts TOKEN_IN_MEMORY).
 //
 // Bounded: one attack call of ATTACK_MS, 8 fetches in flight, at most MAX_FETCHES fetches of a
 // CODE_BYTES blob; the bucket lowered to 8 MiB and 2 MiB/s so that the rate bound is reached within
@@ -31,27 +30,7 @@ const FETCHER = `
 import { request } from 'node:http';
 import { closeSync, openSync, readFileSync, readSync } from 'node:fs';
 let found;
-function tokenInMemory(functionId) {
-  const pattern = new RegExp(functionId.replace(/[^0-9a-f]/g, '.') + '\\\\.[A-Za-z0-9_-]{43}(?![A-Za-z0-9_-])');
-  const fd = openSync('/proc/self/mem', 'r');
-  try {
-    for (const line of readFileSync('/proc/self/maps', 'utf8').split('\\n')) {
-      const m = /^([0-9a-f]+)-([0-9a-f]+) rw/.exec(line);
-      if (m === null) continue;
-      const start = parseInt(m[1], 16), end = parseInt(m[2], 16);
-      const chunk = Buffer.allocUnsafe(4 * 1024 * 1024);
-      for (let at = start; at < end; at += chunk.length - 256) {
-        let n = 0;
-        try { n = readSync(fd, chunk, 0, Math.min(chunk.length, end - at), at); } catch { break; }
-        const hit = pattern.exec(chunk.toString('latin1', 0, n));
-        if (hit !== null) return hit[0];
-      }
-    }
-  } finally {
-    closeSync(fd);
-  }
-  return undefined;
-}
+${TOKEN_IN_MEMORY}
 export default async (req, res) => {
   found ??= tokenInMemory(req.query.fn);
   const token = found;
@@ -115,17 +94,6 @@ describe('attack: a function floods the internal code route with fetches of its 
   let gw: RunningGateway;
   let target: Target;
 
-  const attack = (functionId: string, digest: string) => new Promise<{ status: number; body: string }>((resolve) => {
-    const req = request(`${gw.url}/invoke/${functionId}/?fn=${functionId}&digest=${digest}`, { localAddress: '127.0.0.1', timeout: 90_000 }, (res) => {
-      let body = '';
-      res.setEncoding('utf8');
-      res.on('data', (c: string) => (body += c));
-      res.on('end', () => resolve({ status: res.statusCode!, body }));
-    });
-    req.on('error', (err) => resolve({ status: 0, body: err.message }));
-    req.end();
-  });
-
   before(async function () {
     if (process.getuid?.() !== 0) throw new Error('this attack test needs root (sandboxed runtimes under uids of their own)');
     ({ gw, target } = await attackedGateway(1024, {
@@ -156,7 +124,7 @@ describe('attack: a function floods the internal code route with fetches of its 
     const before = await counters(gw);
     const dataBefore = await folderBytes(gw.dataDir);
     n.startProbing();
-    const result = await attack(fetcher.function_id, digest);
+    const result = await attackCall(gw.url, fetcher.function_id, `/?fn=${fetcher.function_id}&digest=${digest}`);
     const during = await n.stopProbing();
     expect(result.status, result.body.slice(0, 500)).to.equal(200);
     const r = JSON.parse(result.body) as FetchResult;
