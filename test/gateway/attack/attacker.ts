@@ -5,13 +5,20 @@ import { request } from 'node:http';
 // token as an attacker would.
 
 /**
- * Source text of `tokenInMemory(functionId)`, to paste into a handler: the runtime keeps its token
+ * Source text of `runtimeToken(functionId)` (with its imports), to paste at a handler's top: the runtime keeps its token
  * in its memory for its own calls (since issue 28 it is in no environment), and the handler shares
  * that address space, so it scans its own process's writable memory (/proc/self/mem) for
  * `<function id>.<43 base64url characters>`. A bound must hold for a function that has its token,
  * however it got it.
  */
 export const TOKEN_IN_MEMORY = `
+import { closeSync, openSync, readFileSync, readSync } from 'node:fs';
+let found;
+/** The function's runtime token, found once in this process's memory (undefined: not found). */
+function runtimeToken(functionId) {
+  found ??= tokenInMemory(functionId);
+  return found;
+}
 function tokenInMemory(functionId) {
   const pattern = new RegExp(functionId.replace(/[^0-9a-f]/g, '.') + '\\\\.[A-Za-z0-9_-]{43}(?![A-Za-z0-9_-])');
   const fd = openSync('/proc/self/mem', 'r');

@@ -28,12 +28,9 @@ const BURST_BYTES = 8 * 1024 * 1024;
 
 const POSTER = `
 import { request } from 'node:http';
-import { closeSync, openSync, readFileSync, readSync } from 'node:fs';
-let found;
 ${TOKEN_IN_MEMORY}
 export default async (req, res) => {
-  found ??= tokenInMemory(req.query.fn);
-  const token = found;
+  const token = runtimeToken(req.query.fn);
   if (token === undefined) return res.status(500).json({ error: 'no token found in the process memory' });
   const own = req.headers['x-fnhost-execution-id'];
   const mode = req.query.mode;
