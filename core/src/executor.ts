@@ -28,6 +28,8 @@ export interface PreparedRuntime {
    * refuses such a write unless asked to store it anyway (docs/gateway.md "Broken code").
    */
   loadError?: string;
+  /** The load did not finish within its load bound (FNHOST_LOAD_TIMEOUT_SECONDS): loadError says so, and the runtime is already ended. */
+  loadTimedOut?: boolean;
 }
 
 /** A runtime started for one call to an unstored version (Executor.throwaway). */

@@ -35,6 +35,13 @@ export const MAX_API_BODY_BYTES = 2 * MAX_CODE_BYTES;
 export const DEFAULT_TIMEOUT_SECONDS = 30;
 /** The platform maximum; a setting (FNHOST_MAX_TIMEOUT_SECONDS) may lower it. */
 export const MAX_TIMEOUT_SECONDS = 900;
+/**
+ * The bound of a module's load (its top level), apart from the calls' time limit: what the
+ * create's load check has always waited (the start timeout). Lambda bounds its init apart from
+ * the invocation timeout (10 s); 15 s keeps the create's check and a restart's load one bound.
+ * A function's time limit, when longer, is its bound instead: no load gets less than it had.
+ */
+export const DEFAULT_LOAD_TIMEOUT_SECONDS = 15;
 export const DEFAULT_MEMORY_MIB = 128;
 export const MIN_MEMORY_MIB = 32;
 export const MAX_MEMORY_MIB = 4096;

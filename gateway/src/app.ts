@@ -221,6 +221,7 @@ export async function startPlatform(options: PlatformOptions): Promise<Platform<
     metrics,
     onOriginGone: (origin) => invoker.originGone(origin),
     idleMs: config.runtimeIdleSeconds * 1000,
+    loadTimeoutMs: config.loadTimeoutSeconds * 1000,
     clock,
     background,
   });
@@ -319,7 +320,7 @@ export async function startPlatform(options: PlatformOptions): Promise<Platform<
   const kvGuard = new KvGuard({ kv: stores.kv, settings: config.kv, cluster: cluster !== undefined, metrics, logger });
   // The machine itself (its interfaces, in cluster mode the node) and the platform's ranges: protected (docs/egress.md).
   const machine = new MachineAddresses({ platform: config.egressPlatform, extra: config.egressNodeAddresses });
-  const internal = internalRoutes({ tokens: cluster?.runtimeTokens ?? tokens, functions, kv: stores.kv, kvGuard, insight: stores.insight, consoleCapture: config.consoleCapture, flushRecords: () => writer.flush(), policies, protection: () => machine.current(), now, connections: perFunction.internalConnections, console: perFunction.console, code: { store: cluster?.codeStoreForPods?.(stores.code) ?? stores.code, functions, extraDigests: cluster?.extraCodeDigests } });
+  const internal = internalRoutes({ tokens: cluster?.runtimeTokens ?? tokens, functions, kv: stores.kv, kvGuard, insight: stores.insight, consoleCapture: config.consoleCapture, flushRecords: () => writer.flush(), policies, protection: () => machine.current(), now, connections: perFunction.internalConnections, console: perFunction.console, code: { store: cluster?.codeStoreForPods?.(stores.code) ?? stores.code, functions, extraDigests: cluster?.extraCodeDigests, bound: perFunction.codeFetches } });
   const app = mainApp({ health, api, internal, adminToken: options.adminToken, kubeAccess: cluster?.kubeAccess, trustProxy: config.trustProxy, logger });
   // The admin panel: its page, sign-in and session-authenticated API, on its own listener.
   const admin = adminPanel({ token: options.adminToken, now, sessionStore: stores.sessions, logger, background });

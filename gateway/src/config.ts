@@ -4,6 +4,7 @@ import { DEFAULT_STARTING_DEADLINE_SECONDS, FnhostError, limits } from '@fnhost/
 import { PlatformRanges } from './policy/match.ts';
 import { kvSettingsFrom, type KvSettings } from './kv/settings.ts';
 import { CODE_SETTING_DEFAULTS as CODE, type CodeSettings } from './code/settings.ts';
+import { CODE_FETCH_DEFAULTS, MIN_CHARGE_BYTES, type CodeFetchSettings } from './code/fetch-bound.ts';
 import { asyncSettingsFrom, type AsyncSettings } from './async/settings.ts';
 import { CONNECTION_DEFAULTS } from './internal/connection-bound.ts';
 import { CONSOLE_RATE_DEFAULTS, MAX_CONSOLE_POST_BYTES } from './internal/console-rate.ts';
@@ -76,6 +77,8 @@ export interface GatewayConfig {
   consoleRate: { bytesPerSecond: number; burstBytes: number; postsPerSecond: number; burstPosts: number };
   /** One machine: a function's runtime with no call for this long is stopped (FNHOST_RUNTIME_IDLE_SECONDS; 0: never). */
   runtimeIdleSeconds: number;
+  /** One machine: the bound of a function module's load, apart from its time limit (FNHOST_LOAD_TIMEOUT_SECONDS, docs/gateway.md "A load longer than the time limit"). */
+  loadTimeoutSeconds: number;
   /**
    * FNHOST_CONSOLE_CAPTURE (on|off, default on): each execution's console output kept with its
    * record. Off: runtimes this gateway starts capture nothing, and output any runtime (a pod) posts
@@ -93,6 +96,8 @@ export interface GatewayConfig {
   kv: KvSettings;
   /** The code store's bounds and GC (FNHOST_CODE_*; ./code/settings.ts, docs/gateway.md "The code store"). */
   code: CodeSettings;
+  /** The bound on runtimes' fetches of their code (GET /internal/v1/code/{digest}), per function (./code/fetch-bound.ts, docs/security.md "Resources: code fetches"). */
+  codeFetches: CodeFetchSettings;
   /** Asynchronous invocation's queue (async/settings.ts, docs/async.md). */
   async: AsyncSettings;
 }
@@ -197,6 +202,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       burstPosts: intVar(env, 'FNHOST_CONSOLE_BURST_POSTS', CONSOLE_RATE_DEFAULTS.burstPosts, 1, 100_000),
     },
     runtimeIdleSeconds: intVar(env, 'FNHOST_RUNTIME_IDLE_SECONDS', DEFAULT_RUNTIME_IDLE_SECONDS, 0, 604_800),
+    loadTimeoutSeconds: intVar(env, 'FNHOST_LOAD_TIMEOUT_SECONDS', limits.DEFAULT_LOAD_TIMEOUT_SECONDS, 1, limits.MAX_TIMEOUT_SECONDS),
     consoleCapture: onOff(env, 'FNHOST_CONSOLE_CAPTURE', true),
     scheduleStartingDeadlineSeconds: intVar(env, 'FNHOST_SCHEDULE_STARTING_DEADLINE_SECONDS', DEFAULT_STARTING_DEADLINE_SECONDS, 0, 604_800),
     kv: kvSettingsFrom(env),
@@ -206,6 +212,11 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       maxConcurrentUploads: intVar(env, 'FNHOST_CODE_UPLOADS_MAX_CONCURRENT', CODE.maxConcurrentUploads, 1, 64),
       gcGraceMs: intVar(env, 'FNHOST_CODE_GC_GRACE_SECONDS', CODE.gcGraceMs / 1000, 0, 30 * 86_400) * 1000,
       gcIntervalMs: intVar(env, 'FNHOST_CODE_GC_INTERVAL_SECONDS', CODE.gcIntervalMs / 1000, 1, 86_400) * 1000,
+    },
+    codeFetches: {
+      concurrent: intVar(env, 'FNHOST_CODE_FETCHES_PER_FUNCTION', CODE_FETCH_DEFAULTS.concurrent, 1, 1024),
+      bytesPerSecond: intVar(env, 'FNHOST_CODE_FETCH_BYTES_PER_SECOND', CODE_FETCH_DEFAULTS.bytesPerSecond, 64 * 1024, 2 ** 40),
+      burstBytes: intVar(env, 'FNHOST_CODE_FETCH_BURST_BYTES', CODE_FETCH_DEFAULTS.burstBytes, MIN_CHARGE_BYTES, 2 ** 40),
     },
     async: asyncSettingsFrom((name, fallback, min, max) => intVar(env, name, fallback, min, max)),
   };

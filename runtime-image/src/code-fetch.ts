@@ -21,9 +21,12 @@ const RETRY_MAX_MS = 5_000;
 export class CodeFetchError extends Error {
   override name = 'CodeFetchError';
   readonly retry: boolean;
-  constructor(message: string, retry = false) {
+  /** The gateway's Retry-After (a 429 at its bound on code fetches), in ms: the next try waits at least this long. */
+  readonly retryAfterMs: number;
+  constructor(message: string, retry = false, retryAfterMs = 0) {
     super(message);
     this.retry = retry;
+    this.retryAfterMs = retryAfterMs;
   }
 }
 
@@ -68,7 +71,9 @@ function fetchOnce(file: string, ref: { digest: string; size: number }, gatewayU
             // Not JSON: the text as it came.
           }
           const status = res.statusCode ?? 0;
-          reject(new CodeFetchError(`the code ${ref.digest} could not be fetched from the gateway: ${status} ${message.slice(0, 300)}`, status >= 500 || status === 429));
+          const retryAfter = Number(res.headers['retry-after']);
+          const retryAfterMs = Number.isFinite(retryAfter) && retryAfter > 0 ? Math.min(retryAfter, 60) * 1000 : 0;
+          reject(new CodeFetchError(`the code ${ref.digest} could not be fetched from the gateway: ${status} ${message.slice(0, 300)}`, status >= 500 || status === 429, retryAfterMs));
         });
         res.on('error', (err) => reject(new CodeFetchError(`fetching the code ${ref.digest}: ${err.message}`, true)));
         return;
@@ -121,9 +126,11 @@ export async function ensureCode(config: Pick<RuntimeConfig, 'functionFile' | 'c
       return 'fetched';
     } catch (err) {
       const e = err instanceof CodeFetchError ? err : new CodeFetchError(String((err as Error).message ?? err));
-      if (!e.retry || Date.now() - started + wait > patienceMs) throw e;
-      log('warn', 'fetching the code failed; trying again', { digest: ref.digest, error: e.message, in_ms: wait });
-      await new Promise((r) => setTimeout(r, wait));
+      // A 429's Retry-After (the gateway's bound on code fetches) is waited at least.
+      const pause = Math.max(wait, e.retryAfterMs);
+      if (!e.retry || Date.now() - started + pause > patienceMs) throw e;
+      log('warn', 'fetching the code failed; trying again', { digest: ref.digest, error: e.message, in_ms: pause });
+      await new Promise((r) => setTimeout(r, pause));
     }
   }
 }

@@ -13,6 +13,12 @@ export interface RuntimeConfig {
   functionName: string;
   routes: string[];
   timeoutMs: number;
+  /**
+   * FNHOST_LOAD_TIMEOUT_MS: the bound of the module's load, apart from the calls' time limit (as
+   * Lambda bounds its init apart from the invocation timeout): a top level that awaits the network
+   * or a heavy import may take longer than a short time limit and still come up.
+   */
+  loadTimeoutMs: number;
   memoryMiB: number;
   gatewayUrl: string | undefined;
   runtimeToken: string | undefined;
@@ -133,6 +139,8 @@ export function loadConfig(env: NodeJS.ProcessEnv): RuntimeConfig {
     functionName: env.FNHOST_FUNCTION_NAME?.trim() || 'function',
     routes: parseRoutes(env.FNHOST_ROUTES),
     timeoutMs: intVar(env, 'FNHOST_TIMEOUT_MS', limits.DEFAULT_TIMEOUT_MS, 1, limits.MAX_TIMEOUT_MS),
+    // Unset (a pod): 15 s, or the time limit when that is longer, as the gateway sets it on one machine.
+    loadTimeoutMs: intVar(env, 'FNHOST_LOAD_TIMEOUT_MS', Math.max(limits.DEFAULT_LOAD_TIMEOUT_MS, intVar(env, 'FNHOST_TIMEOUT_MS', limits.DEFAULT_TIMEOUT_MS, 1, limits.MAX_TIMEOUT_MS)), 1, limits.MAX_TIMEOUT_MS),
     memoryMiB: intVar(env, 'FNHOST_MEMORY_MIB', limits.DEFAULT_MEMORY_MIB, limits.MIN_MEMORY_MIB, limits.MAX_MEMORY_MIB),
     gatewayUrl: env.FNHOST_GATEWAY_URL?.trim().replace(/\/+$/, '') || undefined,
     runtimeToken: env.FNHOST_RUNTIME_TOKEN || undefined,

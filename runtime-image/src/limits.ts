@@ -3,6 +3,7 @@
 export const MAX_INVOKE_BODY_BYTES = 6 * 1024 * 1024;
 export const DEFAULT_TIMEOUT_MS = 30_000;
 export const MAX_TIMEOUT_MS = 900_000;
+export const DEFAULT_LOAD_TIMEOUT_MS = 15_000;
 export const DEFAULT_MEMORY_MIB = 128;
 export const MIN_MEMORY_MIB = 32;
 export const MAX_MEMORY_MIB = 4096;

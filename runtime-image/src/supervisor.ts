@@ -370,11 +370,13 @@ export class Supervisor {
       if (p.sent) this.#worker?.postMessage({ t: M_ABORT, i: id });
     }
     if (this.#worker === undefined || this.#ending !== undefined) return;
-    // The function's time limit covers loading its module, not the runtime's own start (slower on a loaded machine).
-    const loadLimit = this.#ownModulesLoaded ? this.#config.timeoutMs : this.#config.timeoutMs + OWN_START_GRACE_MS;
+    // A module's load has a bound of its own (FNHOST_LOAD_TIMEOUT_MS), not the calls' time limit: a
+    // heavy import may block longer than a short limit and still come up. Not counting the runtime's
+    // own start (slower on a loaded machine). A load that awaits (not blocked) is bounded by its starter.
+    const loadLimit = this.#ownModulesLoaded ? this.#config.loadTimeoutMs : this.#config.loadTimeoutMs + OWN_START_GRACE_MS;
     if (!this.#ready && !this.#everReady && now - this.#startedAt > loadLimit && stale > BLOCKED_AFTER_MS) {
       this.#ending = 'load';
-      this.#endingMessage = `the function module did not finish loading within ${this.#config.timeoutMs} ms`;
+      this.#endingMessage = `the function module did not finish loading within its load bound of ${this.#config.loadTimeoutMs} ms`;
       void this.#worker.terminate();
       return;
     }
@@ -473,6 +475,9 @@ export class Supervisor {
       }
       case W_READY: {
         this.#ready = true;
+        // A load that blocked the loop (a heavy import) is the load's, bounded apart: not a blocked
+        // handler the watchdog would end the moment the module is ready.
+        this.#lastCheckAt = this.#lastBeatAt = performance.now();
         if (!this.#everReady) log('info', 'function loaded', { file: this.#config.functionFile });
         this.#everReady = true;
         this.#settle();

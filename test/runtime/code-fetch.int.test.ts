@@ -24,14 +24,21 @@ describe('runtime: referenced code fetched by digest into the pod cache', functi
   let gateway: Server;
   let gatewayUrl: string;
   const requests: Array<{ path: string; auth: string | undefined }> = [];
-  /** What the stand-in answers for the code route: the code, or a status. */
-  let serve: 'code' | 'wrong' | 404 = 'code';
+  /** When each request came (performance.now()). */
+  const times: number[] = [];
+  /** What the stand-in answers for the code route: the code, or a status; 'busy-once': one 429 with Retry-After: 2, then the code. */
+  let serve: 'code' | 'wrong' | 404 | 'busy-once' = 'code';
   const running: RunningRuntime[] = [];
 
   before(async () => {
     dir = await mkdtemp(join(tmpdir(), 'fnhost-code-fetch-'));
     gateway = createServer((req, res) => {
       requests.push({ path: req.url ?? '', auth: req.headers.authorization });
+      times.push(performance.now());
+      if (serve === 'busy-once') {
+        serve = 'code';
+        return void res.writeHead(429, { 'content-type': 'application/json', 'retry-after': '2' }).end(JSON.stringify({ error: 'too_many_requests', message: 'code fetch refused: this function is over its bound (4 fetches at once); retry after 2 s' }));
+      }
       if (req.headers.authorization !== `Bearer ${TOKEN}`) return void res.writeHead(401).end('{"error":"unauthorized"}');
       if (req.url !== `/internal/v1/code/${DIGEST}` || serve === 404) {
         return void res.writeHead(404, { 'content-type': 'application/json' }).end(JSON.stringify({ error: 'code_missing', message: `code ${DIGEST} is not in the code store` }));
@@ -77,6 +84,17 @@ describe('runtime: referenced code fetched by digest into the pod cache', functi
     await pollUntil('the runtime to load the fetched code', async () => (await fetch(`${rt.url}/healthz`)).status === 200, 30_000, 50);
     expect(await (await fetch(rt.url)).json()).to.include({ big: true });
     expect(requests).to.have.length(1);
+  });
+
+  it('a 429 from the gateway\'s bound on code fetches is tried again after its Retry-After, then served', async () => {
+    serve = 'busy-once';
+    requests.length = 0;
+    times.length = 0;
+    const rt = await start(join(dir, 'busy.js'));
+    await pollUntil('the runtime to load the code fetched after the 429', async () => (await fetch(`${rt.url}/healthz`)).status === 200, 30_000, 50);
+    expect(requests).to.have.length(2);
+    expect(times[1]! - times[0]!, 'waited the Retry-After (2 s), not the first back-off (250 ms)').to.be.at.least(1900);
+    await rt.waitForLine(/fetching the code failed; trying again.*"in_ms":2000/, 5_000);
   });
 
   for (const [what, mode, text] of [['code the gateway does not have (404)', 404, 'is not in the code store'], ['bytes of another digest', 'wrong', 'not ']] as const) {

@@ -136,19 +136,35 @@ describe('runtime: module that cannot load', function () {
 describe('runtime: module that never finishes loading', function () {
   let rt: RunningRuntime;
   before(async () => {
-    rt = await startRuntime({ code: 'while (true) {}\nexport default (req, res) => res.end();', timeoutMs: 1000 });
+    rt = await startRuntime({ code: 'while (true) {}\nexport default (req, res) => res.end();', timeoutMs: 500, env: { FNHOST_LOAD_TIMEOUT_MS: '1000' } });
   });
   after(async () => rt?.stop());
 
-  it('is ended at its time limit, counted from the runtime\'s own modules loaded (not after the 30 s grace they get), and stays up', async () => {
+  it('is ended at its load bound (FNHOST_LOAD_TIMEOUT_MS, not the time limit), counted from the runtime\'s own modules loaded (not after the 30 s grace they get), and stays up', async () => {
     // The worker beats once before reading the function's module, so a module that blocks at once
     // still starts the clock; without that beat the load would end only after the grace.
     const line = await rt.waitForLine(/failed to load/, 20_000);
-    expect(line).to.match(/did not finish loading within 1000 ms/);
+    expect(line).to.match(/did not finish loading within its load bound of 1000 ms/);
     const res = await fetch(rt.url + '/');
     expect(res.status).to.equal(500);
-    expect(kindOf(res)).to.deep.equal({ kind: 'load', error: 'the function module did not finish loading within 1000 ms' });
+    expect(kindOf(res)).to.deep.equal({ kind: 'load', error: 'the function module did not finish loading within its load bound of 1000 ms' });
     expect(rt.process.exitCode).to.equal(null);
+  });
+});
+
+describe('runtime: a module whose load blocks longer than the time limit', function () {
+  let rt: RunningRuntime;
+  after(async () => rt?.stop());
+
+  it('loads within its load bound and answers: the load is not charged to the time limit (a heavy import, a 1 s limit)', async () => {
+    const code = `const t = Date.now(); while (Date.now() - t < 2500) {}
+export default (req, res) => res.json({ loaded: true });`;
+    rt = await startRuntime({ code, timeoutMs: 1000 });
+    const asked = await fetch(`${rt.url}/healthz`, { headers: { 'x-fnhost-wait-load': '1' } });
+    expect(asked.status, await asked.clone().text()).to.equal(200);
+    const res = await fetch(`${rt.url}/`);
+    expect(res.status, decodeURIComponent(res.headers.get('x-fnhost-error') ?? '')).to.equal(200);
+    expect(await res.json()).to.deep.equal({ loaded: true });
   });
 });
 

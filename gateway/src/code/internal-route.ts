@@ -3,17 +3,21 @@ import type { Context } from 'koa';
 import { Readable } from 'node:stream';
 import { isDigest, type CodeStore } from '@fnhost/core';
 import type { FunctionService } from '../functions/service.ts';
+import { CodeFetchBoundError, fetchCharge, type CodeFetchBound } from './fetch-bound.ts';
 
 // GET /internal/v1/code/{digest}: a runtime fetching its function's code by digest (cluster
 // mode's pods; docs/internal-protocol.md). Served only when the token's function references that
 // digest (its current code, or what `extraDigests` adds: a throwaway's), read in the function's
-// own namespace; anything else is the one 404, so a token opens no other code.
+// own namespace; anything else is the one 404, so a token opens no other code. Bounded per
+// function (./fetch-bound.ts): streams at once and bytes a second, 429 with Retry-After past them.
 
 export interface CodeInternalDeps {
   store: CodeStore;
   functions: FunctionService;
   /** Further digests a function's runtimes may read (cluster mode: its rollout's or replay throwaway's). */
   extraDigests?: (functionId: string) => Iterable<string>;
+  /** The per-function bound on fetches (./fetch-bound.ts), and who is told of a refusal (metrics, one log line). */
+  bound?: { fetches: CodeFetchBound; now: () => number; onRefused: (functionId: string, err: CodeFetchBoundError) => void };
 }
 
 function referenced(deps: CodeInternalDeps, functionId: string, digest: string): boolean {
@@ -30,13 +34,33 @@ export function addCodeRoute(router: Router, deps: CodeInternalDeps): void {
     const digest = ctx.params.digest!;
     const functionId = ctx.state.functionId as string;
     const fn = deps.functions.byId(functionId);
-    const source = fn !== undefined && isDigest(digest) && referenced(deps, functionId, digest) ? await deps.store.openRead(fn.namespace, digest) : null;
+    const mine = fn !== undefined && isDigest(digest) && referenced(deps, functionId, digest);
+    const info = mine ? await deps.store.stat(fn!.namespace, digest) : null;
+    // Charged before anything is opened: a refused fetch costs no read.
+    let release: () => void = () => undefined;
+    if (deps.bound !== undefined) {
+      try {
+        release = deps.bound.fetches.admit(functionId, fetchCharge(info?.size), deps.bound.now());
+      } catch (err) {
+        if (!(err instanceof CodeFetchBoundError)) throw err;
+        deps.bound.onRefused(functionId, err);
+        ctx.set('Retry-After', String(err.retryAfterSeconds));
+        throw err;
+      }
+    }
+    let source: Awaited<ReturnType<CodeStore['openRead']>> = null;
+    try {
+      source = mine ? await deps.store.openRead(fn!.namespace, digest) : null;
+    } finally {
+      if (source === null) release();
+    }
     if (source === null) {
       ctx.status = 404;
       ctx.body = { error: 'not_found', message: `code ${digest.slice(0, 80)} is not this function's` };
       return;
     }
-    const info = await deps.store.stat(fn!.namespace, digest);
+    // The slot is held while the stream runs: until the response ends or its connection closes.
+    ctx.res.once('close', release);
     ctx.type = 'application/octet-stream';
     if (info !== null) ctx.length = info.size;
     ctx.set('x-fnhost-code-digest', digest);

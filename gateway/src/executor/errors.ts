@@ -10,3 +10,19 @@ export class RuntimeUnavailableError extends FnhostError {
     super('runtime_unavailable', 502, message, { ...options, expose: true });
   }
 }
+
+/**
+ * A function's module did not finish loading within its load bound (FNHOST_LOAD_TIMEOUT_SECONDS),
+ * counted apart from the calls' time limit: its runtime was ended. The text names the bound only,
+ * nothing of the function's code or environment, so the caller may see it.
+ */
+export class FunctionLoadTimeoutError extends FnhostError {
+  constructor(boundMs: number) {
+    super('function_load_timeout', 504, loadTimeoutText(boundMs), { expose: true });
+  }
+}
+
+/** The text of a load past its bound (a call's record, the create's refusal, the log line). */
+export function loadTimeoutText(boundMs: number): string {
+  return `the function's module did not finish loading within its load bound of ${boundMs / 1000} s (its top level awaits something that does not settle, or loads too much); its runtime was ended`;
+}

@@ -18,10 +18,10 @@ import { loggingOnly, type BackgroundFailures } from '../background.ts';
 import { IdleRuntimes } from './idle.ts';
 import { cpuSettingOf } from '../sandbox/cpu.ts';
 import type { Clock } from '@fnhost/core/clock.ts';
-import { DEFAULT_MEMORY_MIB } from '@fnhost/core/limits.ts';
+import { DEFAULT_LOAD_TIMEOUT_SECONDS, DEFAULT_MEMORY_MIB } from '@fnhost/core/limits.ts';
 import { systemClock } from '../scheduler/local.ts';
 import { RuntimeProcess, lastLine } from './process.ts';
-import { RuntimeUnavailableError } from './errors.ts';
+import { FunctionLoadTimeoutError, RuntimeUnavailableError, loadTimeoutText } from './errors.ts';
 
 export { WAIT_LOAD_HEADER, lastLine, moduleExtension };
 
@@ -99,6 +99,12 @@ export interface LocalExecutorOptions {
   tokens: RuntimeTokenSource;
   runtimeMain?: string;
   startTimeoutMs?: number;
+  /**
+   * The bound of a function module's load, apart from its calls' time limit (FNHOST_LOAD_TIMEOUT_SECONDS,
+   * default 15 s: docs/gateway.md "A load longer than the time limit"). Counted from the runtime
+   * listening; past it the runtime is ended, logged, and its waiting calls answered 504.
+   */
+  loadTimeoutMs?: number;
   logger: Logger;
   metrics: Metrics;
   /** Pass the runtimes' stdout/stderr lines through to the gateway's (default true). */
@@ -154,8 +160,15 @@ interface Runtime {
   hash: string;
   /** Its process, once spawned or taken from the pool. */
   proc: RuntimeProcess | undefined;
+  /** Resolves once the process listens. */
   ready: Promise<Upstream>;
-  /** `ready` has resolved: a call from now on does not wait for this runtime (Upstream.coldStart). */
+  /**
+   * Resolves once its module has loaded or failed to (a failed load answers its calls itself), within
+   * the load bound: what a call waits for, so that no call reaches a runtime still loading and no
+   * call's deadline ends a runtime that is loading (its load is bounded apart).
+   */
+  loaded: Promise<Upstream>;
+  /** `loaded` has resolved: a call from now on does not wait for this runtime (Upstream.coldStart). */
   started?: boolean;
   /** Why the process ended, when it did (out of memory is told apart from a crash). */
   exitReason: RecycleReason | 'stopped' | undefined;
@@ -326,7 +339,7 @@ export class LocalExecutor implements Executor {
 
   acquire(fn: FunctionRecord): Promise<Upstream> {
     const current = this.#runtimes.get(fn.function_id);
-    if (current !== undefined && current.proc?.exited !== true && current.hash === configHash(fn)) return current.started === true ? current.ready : current.ready.then(cold);
+    if (current !== undefined && current.proc?.exited !== true && current.hash === configHash(fn)) return current.started === true ? current.loaded : current.loaded.then(cold);
     const failed = this.#failedStart.get(fn.function_id);
     if (failed !== undefined && failed.hash === configHash(fn) && Date.now() - failed.at < START_RETRY_MS) return Promise.reject(failed.error);
     return this.#start(fn, current).then(cold);
@@ -344,9 +357,8 @@ export class LocalExecutor implements Executor {
     const nothing: PreparedRuntime = { commit: () => undefined, discard: async () => undefined };
     const current = this.#runtimes.get(fn.function_id);
     if (this.#closed || (current !== undefined && current.proc?.exited !== true && current.hash === configHash(fn))) return nothing;
-    const runtime: Runtime = { functionId: fn.function_id, name: fn.name, hash: configHash(fn), proc: undefined, ready: undefined as never, exitReason: undefined };
+    const runtime = this.#newRuntime(fn);
     runtime.ready = this.#run(fn, runtime);
-    runtime.ready.then(() => (runtime.started = true), () => undefined);
     let upstream: Upstream;
     try {
       upstream = await runtime.ready;
@@ -354,10 +366,19 @@ export class LocalExecutor implements Executor {
       await this.#stop(runtime);
       return nothing;
     }
-    const failure = await loadFailureOf(upstream, this.#opts.startTimeoutMs ?? 15_000).catch((err: Error) => {
-      this.#opts.logger.warn('could not learn whether a function\'s module loaded; accepting it', { function_id: fn.function_id, error: err.message });
+    let timedOut = false;
+    const failure = await loadFailureOf(upstream, this.#loadBoundOf(fn)).catch((err: Error) => {
+      if (err.name === 'TimeoutError' && runtime.exitReason === undefined) timedOut = true;
+      else this.#opts.logger.warn('could not learn whether a function\'s module loaded; accepting it', { function_id: fn.function_id, error: err.message });
       return undefined;
     });
+    if (timedOut) {
+      // Past its load bound: ended now, as a restart's load would be; the write is refused unless stored anyway.
+      this.#loadTimedOut(runtime, this.#loadBoundOf(fn));
+      return { loadError: loadTimeoutText(this.#loadBoundOf(fn)), loadTimedOut: true, commit: () => undefined, discard: async () => undefined };
+    }
+    runtime.loaded = Promise.resolve(upstream);
+    runtime.started = true;
     if (failure !== undefined && (failure.kind === 'syntax' || failure.kind === 'no_handler')) {
       await this.#stop(runtime);
       throw new CodeRefusedError(failure.kind, loadFailureText(failure.kind, failure.message, fn.code, loadsAsModule(fn.code)));
@@ -386,12 +407,14 @@ export class LocalExecutor implements Executor {
    */
   async throwaway(fn: FunctionRecord): Promise<ThrowawayRuntime> {
     if (this.#closed) throw new RuntimeUnavailableError('the gateway is shutting down');
-    const runtime: Runtime = { functionId: fn.function_id, name: fn.name, hash: configHash(fn), proc: undefined, ready: undefined as never, exitReason: undefined };
+    const runtime = this.#newRuntime(fn);
     runtime.ready = this.#run(fn, runtime);
     let upstream: Upstream;
     try {
       upstream = await runtime.ready;
-      const failure = await loadFailureOf(upstream, this.#opts.startTimeoutMs ?? 15_000);
+      const failure = await loadFailureOf(upstream, this.#loadBoundOf(fn)).catch((err: Error) => {
+        throw err.name === 'TimeoutError' ? new FunctionLoadTimeoutError(this.#loadBoundOf(fn)) : err;
+      });
       if (failure !== undefined) {
         if (failure.kind === 'syntax' || failure.kind === 'no_handler') {
           throw new CodeRefusedError(failure.kind, loadFailureText(failure.kind, failure.message, fn.code, loadsAsModule(fn.code)));
@@ -441,27 +464,68 @@ export class LocalExecutor implements Executor {
   #start(fn: FunctionRecord, previous: Runtime | undefined): Promise<Upstream> {
     if (this.#closed) return Promise.reject(new RuntimeUnavailableError('the gateway is shutting down'));
     const hash = configHash(fn);
-    const runtime: Runtime = { functionId: fn.function_id, name: fn.name, hash, proc: undefined, ready: undefined as never, exitReason: undefined };
+    const runtime = this.#newRuntime(fn);
     runtime.ready = this.#run(fn, runtime);
-    runtime.ready.then(() => (runtime.started = true), () => undefined);
+    runtime.loaded = runtime.ready.then((upstream) => this.#awaitLoad(fn, runtime, upstream));
+    runtime.loaded.then(() => (runtime.started = true), () => undefined);
     this.#runtimes.set(fn.function_id, runtime);
     this.#idle?.started(fn.function_id);
     if (previous !== undefined) {
       if (previous.proc?.exited !== true) this.#opts.metrics.runtimeRestarts++;
       // Let calls already sent to the old process finish on it; new calls go to the new one.
-      void runtime.ready.then(
+      void runtime.loaded.then(
         () => this.#stop(previous),
         () => this.#stop(previous),
       );
     }
-    runtime.ready.then(
+    runtime.loaded.then(
       () => this.#failedStart.delete(fn.function_id),
       (error: Error) => {
         if (this.#runtimes.get(fn.function_id) === runtime) this.#runtimes.delete(fn.function_id);
         if (runtime.exitReason !== 'stopped') this.#failedStart.set(fn.function_id, { hash, at: Date.now(), error });
       },
     );
-    return runtime.ready;
+    return runtime.loaded;
+  }
+
+  #newRuntime(fn: FunctionRecord): Runtime {
+    return { functionId: fn.function_id, name: fn.name, hash: configHash(fn), proc: undefined, ready: undefined as never, loaded: undefined as never, exitReason: undefined };
+  }
+
+  /**
+   * fn's load bound: the setting, or its time limit when that is longer (a function given 60 s
+   * keeps the load it always had; the bound only stops a short limit from cutting a load short).
+   */
+  #loadBoundOf(fn: FunctionRecord): number {
+    return Math.max(this.#opts.loadTimeoutMs ?? DEFAULT_LOAD_TIMEOUT_SECONDS * 1000, fn.timeout_seconds * 1000);
+  }
+
+  /**
+   * Waits for a listening runtime's module to load (or fail to: a failed load answers its calls
+   * 500 itself) within the load bound; past it the runtime is ended and the calls waiting for it
+   * get FunctionLoadTimeoutError (those whose own limit came first were answered 504 already).
+   */
+  async #awaitLoad(fn: FunctionRecord, runtime: Runtime, upstream: Upstream): Promise<Upstream> {
+    try {
+      await loadFailureOf(upstream, this.#loadBoundOf(fn));
+    } catch (err) {
+      if (runtime.exitReason === undefined && (err as Error).name === 'TimeoutError') {
+        this.#loadTimedOut(runtime, this.#loadBoundOf(fn));
+        throw new FunctionLoadTimeoutError(this.#loadBoundOf(fn));
+      }
+      throw new RuntimeUnavailableError(`the runtime of function ${fn.name} ended while loading its module (${(err as Error).message})`, { cause: err });
+    }
+    return upstream;
+  }
+
+  /** A load past its bound: the runtime is ended at once (a blocked load answers no SIGTERM), logged and counted as a restart. */
+  #loadTimedOut(runtime: Runtime, boundMs: number): void {
+    if (this.#runtimes.get(runtime.functionId) === runtime) this.#runtimes.delete(runtime.functionId);
+    // Not 'stopped': calls in the next START_RETRY_MS fail fast with the load's timeout (#start).
+    runtime.exitReason = 'timeout';
+    this.#opts.metrics.runtimeRestarts++;
+    this.#opts.logger.warn('a function module did not finish loading within its load bound; ending its runtime', { function_id: runtime.functionId, pid: runtime.proc?.pid, load_timeout_seconds: boundMs / 1000 });
+    void this.#stop(runtime, 'kill');
   }
 
   /** The environment of a runtime for fn (docs/internal-protocol.md "Starting a runtime"), the same whether spawned or specialized. */
@@ -476,6 +540,7 @@ export class LocalExecutor implements Executor {
       FNHOST_FUNCTION_NAME: fn.name,
       FNHOST_ROUTES: JSON.stringify(fn.routes),
       FNHOST_TIMEOUT_MS: String(fn.timeout_seconds * 1000),
+      FNHOST_LOAD_TIMEOUT_MS: String(this.#loadBoundOf(fn)),
       FNHOST_MEMORY_MIB: String(fn.memory_mib),
       // A sandbox has no network: the gateway's internal API is a Unix socket bound into it.
       FNHOST_GATEWAY_URL: sandboxed ? Sandboxes.gatewayUrl : this.#opts.gatewayUrl(),

@@ -50,12 +50,13 @@ export class CodeRefusedError extends FnhostError {
   }
 }
 
-/** Why a write of code is refused: it does not parse, exports no handler, or its top level threw while loading. */
-export type CodeRefusal = 'syntax' | 'no_handler' | 'load';
+/** Why a write of code is refused: it does not parse, exports no handler, its top level threw while loading, or its load did not end within its bound. */
+export type CodeRefusal = 'syntax' | 'no_handler' | 'load' | 'load_timeout';
 
 function refusalText(kind: CodeRefusal, text: string): string {
   if (kind === 'syntax') return `code does not parse: ${text}`;
   if (kind === 'no_handler') return `code exports no handler: ${text.replace(/^the module exports no handler: /, '')}`;
+  if (kind === 'load_timeout') return `code does not finish loading: ${text}`;
   return `code throws while loading: ${text.replace(/^the module threw while loading: /, '')}`;
 }
 

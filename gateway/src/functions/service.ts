@@ -281,7 +281,7 @@ export class FunctionService {
     const prepared = await this.#prepare(fn);
     if (refuseLoadError && prepared?.loadError !== undefined) {
       await prepared.discard();
-      throw new CodeRefusedError('load', prepared.loadError);
+      throw new CodeRefusedError(prepared.loadTimedOut === true ? 'load_timeout' : 'load', prepared.loadError);
     }
     return prepared;
   }

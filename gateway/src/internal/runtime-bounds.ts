@@ -3,16 +3,19 @@ import type { Logger } from '../log.ts';
 import type { Metrics } from '../metrics.ts';
 import { ConnectionCounts, ConnectionGuard, RefusalLog } from './connection-bound.ts';
 import { ConsoleRate, ExecutionIds, type ConsoleRateError } from './console-rate.ts';
+import { CodeFetchBound, type CodeFetchBoundError } from '../code/fetch-bound.ts';
 
 // The bounds on what runtimes ask of the gateway (docs/security.md "Resources: internal API,
 // egress, console"), made once from the configuration: open connections per function on the
-// internal API and on the egress proxy, and console posts per function.
+// internal API and on the egress proxy, console posts per function, and code fetches per function
+// (docs/security.md "Resources: code fetches").
 
 export interface RuntimeBounds {
   internalConnections: ConnectionGuard;
   egressConnections: ConnectionGuard;
   executions: ExecutionIds;
   console: { rate: ConsoleRate; executions: ExecutionIds; allExecutionsHere: boolean; onRefused: (functionId: string, err: ConsoleRateError) => void };
+  codeFetches: { fetches: CodeFetchBound; now: () => number; onRefused: (functionId: string, err: CodeFetchBoundError) => void };
 }
 
 export function runtimeBounds(config: GatewayConfig, metrics: Metrics, logger: Logger, options: { allExecutionsHere: boolean; serviceOfAddress?: (address: string) => string | undefined }): RuntimeBounds {
@@ -32,6 +35,14 @@ export function runtimeBounds(config: GatewayConfig, metrics: Metrics, logger: L
       onRefused: (functionId, err) => {
         metrics.refused('console_rate');
         log.refused('console_rate', functionId, 'console output refused: the function is over its rate bound', { function_id: functionId, retry_after_seconds: err.retryAfterSeconds });
+      },
+    },
+    codeFetches: {
+      fetches: new CodeFetchBound(config.codeFetches),
+      now: () => performance.now(),
+      onRefused: (functionId, err) => {
+        metrics.refused(err.reason);
+        log.refused(err.reason, functionId, 'code fetch refused: the function is over its bound on fetches of its code', { function_id: functionId, retry_after_seconds: err.retryAfterSeconds });
       },
     },
   };

@@ -18,10 +18,14 @@ export class PayloadTooLargeError extends FnhostError {
 }
 
 export class FunctionTimeoutError extends FnhostError {
-  constructor(seconds: number) {
-    super('function_timeout', 504, `function exceeded its time limit of ${seconds} s`, { expose: true });
+  /** `detail`: what the call was waiting for when its limit passed (a runtime still loading its module). */
+  constructor(seconds: number, detail?: string) {
+    super('function_timeout', 504, `function exceeded its time limit of ${seconds} s${detail === undefined ? '' : ` ${detail}`}`, { expose: true });
   }
 }
+
+/** What a call that reached its limit before its runtime had loaded was waiting for. */
+export const STILL_LOADING = 'while its runtime was still starting and loading its module (the load has a bound of its own and goes on)';
 
 export class FunctionOutOfMemoryError extends FnhostError {
   constructor(mib: number) {

@@ -32,6 +32,11 @@ export interface Exchange {
   /** performance.now() past which the gateway gives up on the runtime (0: not armed). */
   deadline: number;
   timedOut: boolean;
+  /**
+   * Set while the call waits for its runtime to start and load its module: at the deadline it
+   * answers the call 504 without ending that runtime (its start and its load have bounds of their own).
+   */
+  expire?: () => void;
   /** The upstream the call went to (its pool is destroyed on a gateway timeout). */
   origin: string | undefined;
   logged: boolean;

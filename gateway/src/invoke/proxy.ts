@@ -10,7 +10,7 @@ import {
 import { UnauthorizedError } from '../auth.ts';
 import type { Logger } from '../log.ts';
 import type { Metrics } from '../metrics.ts';
-import { FunctionOutOfMemoryError, FunctionTimeoutError, UnforwardableRequestError, isRefusedBeforeSending, recordText, runtimeEndedCall, writeError } from './errors.ts';
+import { FunctionOutOfMemoryError, FunctionTimeoutError, STILL_LOADING, UnforwardableRequestError, isRefusedBeforeSending, recordText, runtimeEndedCall, writeError } from './errors.ts';
 import { CAPTURE_LIMIT, collect, drainRequest, messageFrom500, readBody } from './bodies.ts';
 import type { BodyLease } from './body-budget.ts';
 import { admitBody, answerBodyFailure, type BodyBounds } from './body-refusal.ts';
@@ -235,10 +235,10 @@ export class Invoker {
       const waitFrom = performance.now();
       try {
         let coldStart: boolean | undefined;
-        ({ origin, socketPath, coldStart } = ex.pinned ?? await this.#o.executor.acquire(fn));
+        ({ origin, socketPath, coldStart } = ex.pinned ?? await this.#acquire(ex));
         if (coldStart === true) ex.coldStart = true;
       } catch (err) {
-        throw ex.timedOut ? new FunctionTimeoutError(fn.timeout_seconds) : err;
+        throw ex.timedOut && !(err instanceof FunctionTimeoutError) ? new FunctionTimeoutError(fn.timeout_seconds) : err;
       } finally {
         ex.waitMs += performance.now() - waitFrom;
       }
@@ -273,6 +273,19 @@ export class Invoker {
     }
   }
 
+  /**
+   * The executor's upstream for the call, or a 504 at the call's deadline while it waits: the runtime
+   * that is starting or loading its module is left to go on (a load longer than a short time limit
+   * is no reason to end it; its start and its load have bounds of their own, docs/gateway.md).
+   */
+  #acquire(ex: Exchange): Promise<Upstream> {
+    const acquired = this.#o.executor.acquire(ex.fn);
+    return new Promise<Upstream>((resolve, reject) => {
+      ex.expire = () => reject(new FunctionTimeoutError(ex.fn.timeout_seconds, STILL_LOADING));
+      acquired.then(resolve, reject);
+    }).finally(() => (ex.expire = undefined));
+  }
+
   #expireDue(): void {
     if (this.#armed.size === 0) {
       clearInterval(this.#sweeper);
@@ -283,6 +296,13 @@ export class Invoker {
     for (const ex of this.#armed) {
       if (ex.deadline > now) continue;
       this.#armed.delete(ex);
+      if (ex.expire !== undefined) {
+        // Still waiting for its runtime to start or load: this call ends, the runtime goes on.
+        ex.timedOut = true;
+        this.#o.metrics.timeouts++;
+        ex.expire();
+        continue;
+      }
       // The runtime ends a slow handler itself at the limit; reaching this means it cannot
       // answer at all. Recycling it and dropping its pool ends this call (and any other on it).
       ex.timedOut = true;

@@ -1,8 +1,8 @@
 import { expect } from 'chai';
-import { request } from 'node:http';
 import { startGateway, type RunningGateway } from '../../helpers/platform.ts';
 import { managementApi, targetOf, type ManagementApi } from './gateway-target.ts';
 import { folderBytes, Neighbour, type Target } from './neighbour.ts';
+import { TOKEN_IN_MEMORY, attackCall } from './attacker.ts';
 
 // Attack (issue 27 point 5): a function posts console output to the internal API flat out, with
 // its runtime token, naming execution ids that do not exist (each
@@ -15,8 +15,8 @@ import { folderBytes, Neighbour, type Target } from './neighbour.ts';
 // The token: at 021272b the attacker read it from /proc/self/environ; since issue 28 it is in no
 // environment, but the runtime keeps it in its memory for its own calls, and the handler's worker
 // thread shares that address space. So the attacker here finds it as one would, by scanning its
-// own process's writable memory (/proc/self/mem) for `<function id>.<43 base64url characters>`:
-// the rate bound must hold for a function that has its token, however it got it.
+// own process's writable memory (./attacker.ts TOKEN_IN_MEMORY): the rate bound must hold for a
+// function that has its token, however it got it.
 //
 // Bounded: per mode one attack call of ATTACK_MS, 8 posts in flight, at most MAX_POSTS posts of
 // ~1 MiB each; Unix socket and loopback only. Needs root and bubblewrap (the sandbox).
@@ -28,32 +28,9 @@ const BURST_BYTES = 8 * 1024 * 1024;
 
 const POSTER = `
 import { request } from 'node:http';
-import { closeSync, openSync, readFileSync, readSync } from 'node:fs';
-let found;
-function tokenInMemory(functionId) {
-  const pattern = new RegExp(functionId.replace(/[^0-9a-f]/g, '.') + '\\.[A-Za-z0-9_-]{43}(?![A-Za-z0-9_-])');
-  const fd = openSync('/proc/self/mem', 'r');
-  try {
-    for (const line of readFileSync('/proc/self/maps', 'utf8').split('\\n')) {
-      const m = /^([0-9a-f]+)-([0-9a-f]+) rw/.exec(line);
-      if (m === null) continue;
-      const start = parseInt(m[1], 16), end = parseInt(m[2], 16);
-      const chunk = Buffer.allocUnsafe(4 * 1024 * 1024);
-      for (let at = start; at < end; at += chunk.length - 256) {
-        let n = 0;
-        try { n = readSync(fd, chunk, 0, Math.min(chunk.length, end - at), at); } catch { break; }
-        const hit = pattern.exec(chunk.toString('latin1', 0, n));
-        if (hit !== null) return hit[0];
-      }
-    }
-  } finally {
-    closeSync(fd);
-  }
-  return undefined;
-}
+${TOKEN_IN_MEMORY}
 export default async (req, res) => {
-  found ??= tokenInMemory(req.query.fn);
-  const token = found;
+  const token = runtimeToken(req.query.fn);
   if (token === undefined) return res.status(500).json({ error: 'no token found in the process memory' });
   const own = req.headers['x-fnhost-execution-id'];
   const mode = req.query.mode;
@@ -99,16 +76,7 @@ describe('attack: a function floods the console endpoint (issue 27 point 5)', fu
 
   const api: ManagementApi = (method, path, body) => managementApi(gw)(method, path, body);
 
-  const attack = (functionId: string, mode: string) => new Promise<{ status: number; body: string }>((resolve) => {
-    const req = request(`${gw.url}/invoke/${functionId}/?mode=${mode}&fn=${functionId}`, { localAddress: '127.0.0.1', timeout: 90_000 }, (res) => {
-      let body = '';
-      res.setEncoding('utf8');
-      res.on('data', (c: string) => (body += c));
-      res.on('end', () => resolve({ status: res.statusCode!, body }));
-    });
-    req.on('error', (err) => resolve({ status: 0, body: err.message }));
-    req.end();
-  });
+  const attack = (functionId: string, mode: string) => attackCall(gw.url, functionId, `/?mode=${mode}&fn=${functionId}`);
 
   const consoleRefusals = async () => Number(/fnhost_refused_total\{reason="console_rate"\} (\d+)/.exec(await (await fetch(`${gw.url}/metrics`)).text())?.[1]);
 

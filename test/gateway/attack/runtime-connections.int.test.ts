@@ -1,9 +1,9 @@
 import { expect } from 'chai';
-import { request } from 'node:http';
 import { startGateway, type RunningGateway } from '../../helpers/platform.ts';
 import { pollUntil } from '../../helpers/wait.ts';
 import { managementApi, targetOf, type ManagementApi } from './gateway-target.ts';
 import { Neighbour, openDescriptors, type Target } from './neighbour.ts';
+import { attackCall } from './attacker.ts';
 
 // Attack (issue 27 point 2): a deployed function's child processes open connections to the
 // gateway's sockets inside its sandbox, the internal API (/run/fnhost-gateway/gateway.sock) and the
@@ -105,16 +105,7 @@ describe('attack: a function floods the gateway\'s sockets from inside its sandb
       }
     })();
     n.startProbing();
-    const attack = await new Promise<{ status: number; body: string }>((resolve) => {
-      const req = request(`${gw.url}/invoke/${attacker.function_id}/`, { localAddress: '127.0.0.1', timeout: 90_000 }, (res) => {
-        let body = '';
-        res.setEncoding('utf8');
-        res.on('data', (c: string) => (body += c));
-        res.on('end', () => resolve({ status: res.statusCode!, body }));
-      });
-      req.on('error', (err) => resolve({ status: 0, body: err.message }));
-      req.end();
-    });
+    const attack = await attackCall(gw.url, attacker.function_id);
     const during = await n.stopProbing();
     console.log(`      neighbour during the flood: ${JSON.stringify(during)}`);
     n.expectServed(during, 'socket flood');
