@@ -228,8 +228,6 @@ export async function startGenericRuntime(generic: GenericConfig): Promise<Runni
     req.resume();
     answerError(res, 503, '', 'this runtime serves no function yet (a generic runtime of the warm pool)', JSON.stringify({ error: 'not_specialized', message: 'this runtime serves no function yet' }));
   });
-  // Loads node:crypto now, while there is nothing to do, not on the specialization's path (≈ 5 ms).
-  sameSecret(generic.token, generic.token);
   const port = await listen(server, generic.port, generic.host, generic.socket);
   // After listening: the pool counts this runtime as ready while its worker starts beside it.
   let spare = generic.warmWorkerMemoryMiB === undefined ? undefined : startSpareWorker(generic.warmWorkerMemoryMiB, HEARTBEAT_MS, generic.isolation);

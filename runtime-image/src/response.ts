@@ -7,6 +7,7 @@ import { contentTypeOf, normalizeType, typeFromName, withCharset } from './conte
 import { clearingOptions, serializeCookie, type CookieOptions } from './cookies.ts';
 import { http } from './libraries.ts';
 import { byteLength, toBody, transferOf } from './response-body.ts';
+import { weakEtag } from './etag.ts';
 import type { FnRequest } from './request.ts';
 
 const { basename, extname } = process.getBuiltinModule('node:path');
@@ -277,7 +278,7 @@ export class FnResponse {
     if (chunk !== undefined && !this.get('Transfer-Encoding')) {
       const bytes = typeof chunk === 'string' ? chunk : bytesOf(chunk as ArrayBufferView | ArrayBuffer);
       this.set('Content-Length', typeof bytes === 'string' ? Buffer.byteLength(bytes) : bytes.byteLength);
-      if (!this.get('ETag')) this.set('ETag', http().etag(bytes, { weak: true }));
+      if (!this.get('ETag')) this.set('ETag', weakEtag(bytes));
     }
     if (this.req?.fresh) this.status(304);
     if (this.statusCode === 204 || this.statusCode === 304) {
