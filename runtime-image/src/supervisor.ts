@@ -31,7 +31,7 @@ import { ResponseFramingError, checkFinalStatus, declaredLength, framedHeaders }
 import type { WorkerData } from './worker.ts';
 import { timeZoneOffsets, type SpareWorker } from './spare-worker.ts';
 import { ConsoleCapture, consoleSender } from './console-capture.ts';
-import { IDLE_CHECK_MS, collectGarbage, shouldCollect } from './memory.ts';
+import { IDLE_CHECK_MS, isIdle } from './memory.ts';
 
 export const HEARTBEAT_MS = 50;
 /** At a call's deadline, a worker whose loop has not turned for this long is blocked: end it. */
@@ -152,9 +152,8 @@ export class Supervisor {
   /** Each call's console output for its record (console-capture.ts); undefined when off. */
   readonly #console: ConsoleCapture | undefined;
   restarts = 0;
-  /** For the idle collection (./memory.ts): when a call was last seen, and whether anything ran since the last one. */
+  /** When a call was last seen (./memory.ts: slower checks once idle). */
   #lastBusyAt = 0;
-  #dirty = false;
   #closed = false;
 
   constructor(config: RuntimeConfig, spare?: SpareWorker) {
@@ -365,16 +364,15 @@ export class Supervisor {
     if (this.#closed) return;
     this.#check();
     if (this.#closed) return;
-    // In process isolation, once idle and collected, a check a second: 20 checks a second would
-    // get their functions compiled by Maglev and TurboFan within minutes of idling (./memory.ts).
-    const slow = this.#inProcess && this.#ready && !this.#dirty && this.#pending.size === 0 && this.#queue.length === 0;
+    // In process isolation, once idle, a check a second: 20 checks a second would get their
+    // functions compiled by Maglev and TurboFan within minutes of idling (./memory.ts).
+    const slow = this.#inProcess && this.#ready && isIdle({ now: performance.now(), lastBusyAt: this.#lastBusyAt, inFlight: this.#pending.size + this.#queue.length });
     this.#watch = this.#schedule(slow ? IDLE_CHECK_MS : HEARTBEAT_MS);
   }
 
   /** A call arrived while checks are a second apart: back to HEARTBEAT_MS, so its time limit is kept to the heartbeat. */
   #busy(): void {
     this.#lastBusyAt = performance.now();
-    this.#dirty = true;
     if (this.#checkDelay === HEARTBEAT_MS || this.#closed) return;
     clearTimeout(this.#watch);
     // The slow wait so far counts as a check's: the loop was free until now.
@@ -425,15 +423,7 @@ export class Supervisor {
       this.#end('crash', `the runtime restarted because the function blocked its event loop for over ${Math.round(stale)} ms while an invocation ran past its time limit`);
       return;
     }
-    if (this.#pending.size > 0) {
-      this.#lastBusyAt = now;
-      this.#dirty = true;
-    } else if (this.#inProcess && this.#ready && shouldCollect({ now, lastBusyAt: this.#lastBusyAt, dirty: this.#dirty, inFlight: 0 })) {
-      this.#dirty = false;
-      collectGarbage();
-      // The collection's pause is the runtime's, not a blocked handler's: the next check does not count it.
-      this.#lastCheckAt = performance.now();
-    }
+    if (this.#pending.size > 0) this.#lastBusyAt = now;
   }
 
   #refuseCall(id: unknown, err: unknown): void {
@@ -521,9 +511,7 @@ export class Supervisor {
         this.#ready = true;
         if (!this.#everReady) {
           log('info', 'function loaded', { file: this.#config.functionFile });
-          // The load's garbage is collected once the runtime idles (./memory.ts).
           this.#lastBusyAt = performance.now();
-          this.#dirty = true;
         }
         this.#everReady = true;
         this.#settle();
