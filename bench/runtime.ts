@@ -1,7 +1,7 @@
 // P2b: the runtime answering directly vs a bare node:http hello world, side by side in one run;
 // and P5's second half, the runtime's idle RSS (≤ 50 MB), beside what Node itself costs.
 //
-//   node bench/runtime.ts [seconds] [connections] [rss rounds]
+//   node bench/runtime.ts [seconds] [connections] [rss rounds (0: P2b only)] [sample times, ms after the first answer: 1500,8000]
 //   BENCH_RUNTIME_BEFORE=/other/checkout/runtime-image/src/main.ts node bench/runtime.ts …
 //
 // With BENCH_RUNTIME_BEFORE, another runtime (a checkout of an earlier commit) is measured in the
@@ -10,13 +10,16 @@
 //
 // Idle RSS is read from /proc/<pid>/status (VmRSS, split into RssAnon and RssFile: file-backed
 // pages are mostly the node binary's, shared by every Node process on the machine) 1.5 s after
-// the first answer, for each of these, in interleaved rounds (medians):
+// the first answer and again at each later sample time (by default 8 s: after the idle collection
+// of runtime-image/src/memory.ts, 5 s into idling), for each of these, in interleaved rounds (medians):
 //   node -e            an idle `node -e 'setInterval(…)'`
 //   node:http          a bare node:http hello world
 //   + worker thread    the same with one idle worker thread: the floor of a runtime that runs user code in a worker
 //   generic runtime    a runtime of the warm pool waiting for its function (no worker thread yet)
 //   runtime, warm cache  a runtime for a hello function with NODE_COMPILE_CACHE already filled (how the local executor starts them after the first)
 //   runtime, cold cache  the same with an empty compile cache (the first start on a machine, or a fresh pod)
+//   pool runtime, specialized  a generic runtime in process isolation given its function by the
+//                      specialization request, as the one-machine gateway's warm pool does (most runtimes it runs)
 // Then the V8 heap of each thread of a runtime (warm cache), reported by a preloaded script.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
@@ -38,6 +41,8 @@ const autocannon = (await import('autocannon' as string)).default as (opts: Reco
 const seconds = Number(process.argv[2] ?? 6);
 const connections = Number(process.argv[3] ?? 50);
 const rssRounds = Number(process.argv[4] ?? 5);
+const sampleMs = (process.argv[5] ?? '1500,8000').split(',').map(Number);
+if (sampleMs.some((ms, i) => !Number.isInteger(ms) || ms < 0 || (i > 0 && ms <= sampleMs[i - 1]!))) throw new Error(`sample times must be increasing whole ms, got ${process.argv[5]}`);
 const RUNTIME_MAIN = fileURLToPath(new URL('../runtime-image/src/main.ts', import.meta.url));
 const BEFORE_MAIN = process.env.BENCH_RUNTIME_BEFORE;
 
@@ -133,6 +138,20 @@ const fnEnv = (cache: string) => ({ PORT: '0', HOST: '127.0.0.1', FNHOST_FUNCTIO
 const PROCESS_ARGS = ['--max-old-space-size=128', RUNTIME_MAIN];
 const processEnv = (cache: string) => ({ ...fnEnv(cache), FNHOST_ISOLATION: 'process' });
 const load0 = loadavg();
+const SPECIALIZE_TOKEN = 'b'.repeat(40);
+
+/** A generic runtime in process isolation, specialized to the hello function (what the one-machine warm pool hands out). */
+async function startSpecialized(cache: string): Promise<Started> {
+  const s = await start(PROCESS_ARGS, { PORT: '0', HOST: '127.0.0.1', FNHOST_SPECIALIZE_TOKEN: SPECIALIZE_TOKEN, FNHOST_ISOLATION: 'process', NODE_COMPILE_CACHE: cache });
+  const r = await fetch(`http://127.0.0.1:${s.port}/_fnhost/specialize`, {
+    method: 'POST',
+    headers: { 'x-fnhost-specialize-token': SPECIALIZE_TOKEN, 'content-type': 'application/json' },
+    body: JSON.stringify({ env: { FNHOST_FUNCTION_FILE: file, FNHOST_FUNCTION_NAME: 'hello' } }),
+  });
+  if (r.status !== 200) throw new Error(`specialization answered ${r.status}: ${await r.text()}`);
+  await r.text();
+  return s;
+}
 
 // Idle RSS.
 const variants: Array<[string, () => Promise<Started>]> = [
@@ -142,29 +161,38 @@ const variants: Array<[string, () => Promise<Started>]> = [
   ['generic runtime (warm pool, no worker yet)', () => start([RUNTIME_MAIN], { PORT: '0', HOST: '127.0.0.1', FNHOST_SPECIALIZE_TOKEN: 'b'.repeat(40), NODE_COMPILE_CACHE: warmCache })],
   ['runtime, process isolation, warm compile cache (the local executor)', () => start(PROCESS_ARGS, processEnv(warmCache))],
   ['runtime, thread isolation, warm compile cache (pods)', () => start([RUNTIME_MAIN], fnEnv(warmCache))],
+  ['pool runtime (process isolation), specialized, warm compile cache', () => startSpecialized(warmCache)],
   ['runtime, process isolation, --max-semi-space-size=1', () => start(['--max-semi-space-size=1', ...PROCESS_ARGS], processEnv(warmCache))],
   ['runtime, cold compile cache', async () => start([RUNTIME_MAIN], fnEnv(join(await mkdtemp(join(dir, 'cold-')), 'cache')))],
 ];
 const beforeCache = join(dir, 'compile-cache-before');
-if (BEFORE_MAIN) variants.push(['runtime BEFORE, warm compile cache', () => start([BEFORE_MAIN], fnEnv(beforeCache))]);
+// The runtime before in the mode the local executor starts (process isolation; BENCH_BEFORE_ISOLATION=thread for a checkout without it).
+const BEFORE_THREAD = process.env.BENCH_BEFORE_ISOLATION === 'thread';
+const startBefore = () => (BEFORE_THREAD ? start([BEFORE_MAIN!], fnEnv(beforeCache)) : start(['--max-old-space-size=128', BEFORE_MAIN!], processEnv(beforeCache)));
+if (BEFORE_MAIN) variants.push([`runtime BEFORE, ${BEFORE_THREAD ? 'thread' : 'process'} isolation, warm compile cache`, startBefore]);
 // Fill the warm cache once (the runtime writes it once loaded).
 {
   const first = await start([RUNTIME_MAIN], fnEnv(warmCache));
   await fetch(`http://127.0.0.1:${first.port}/`).then((r) => r.text());
   await stop(first);
   if (BEFORE_MAIN) {
-    const before = await start([BEFORE_MAIN], fnEnv(beforeCache));
+    const before = await startBefore();
     await fetch(`http://127.0.0.1:${before.port}/`).then((r) => r.text());
     await stop(before);
   }
 }
-const samples = variants.map(() => [] as Rss[]);
+// samples[variant][sample time] = one Rss a round.
+const samples = variants.map(() => sampleMs.map(() => [] as Rss[]));
 for (let round = 0; round < rssRounds; round++) {
   for (const [i, [, launch]] of variants.entries()) {
     const s = await launch();
     if (s.port !== 0) await fetch(`http://127.0.0.1:${s.port}/`).then((r) => r.text());
-    await sleep(1500);
-    samples[i]!.push(await rssOf(s.child.pid!));
+    let waited = 0;
+    for (const [j, ms] of sampleMs.entries()) {
+      await sleep(ms - waited);
+      waited = ms;
+      samples[i]![j]!.push(await rssOf(s.child.pid!));
+    }
     await stop(s);
   }
 }
@@ -180,7 +208,7 @@ await stop(probe);
 const bare = await start(['-e', BARE], {});
 const rt = await start(PROCESS_ARGS, processEnv(warmCache));
 const rtThread = await start([RUNTIME_MAIN], fnEnv(warmCache));
-const before = BEFORE_MAIN ? await start([BEFORE_MAIN], fnEnv(beforeCache)) : undefined;
+const before = BEFORE_MAIN ? await startBefore() : undefined;
 try {
   await fetch(`http://127.0.0.1:${rt.port}/`).then((r) => r.text());
   await load(bare.port); // warm-up
@@ -201,12 +229,15 @@ try {
   const rtRps = (r.rps + r2.rps) / 2;
   const mib = (n: number) => n.toFixed(1);
   console.log(`machine: ${machineDescription()}; ${new Date().toISOString()}; load average ${load0.map((l) => l.toFixed(2)).join(' ')} → ${loadavg().map((l) => l.toFixed(2)).join(' ')}`);
-  console.log(`\nidle RSS, MiB, medians of ${rssRounds} interleaved rounds (1.5 s after the first answer):`);
-  console.log('| process | RSS | anon | file | PSS |');
-  console.log('|---|---|---|---|---|');
-  for (const [i, [name]] of variants.entries()) {
-    const s = samples[i]!;
-    console.log(`| ${name} | ${mib(median(s.map((x) => x.rss)))} | ${mib(median(s.map((x) => x.anon)))} | ${mib(median(s.map((x) => x.file)))} | ${mib(median(s.map((x) => x.pss)))} |`);
+  // rss rounds 0: P2b only.
+  if (rssRounds > 0) {
+    console.log(`\nidle RSS, MiB, medians of ${rssRounds} interleaved rounds, at ${sampleMs.map((ms) => `${ms / 1000} s`).join(' and ')} after the first answer (RSS / anon / file / PSS):`);
+    console.log(`| process | ${sampleMs.map((ms) => `at ${ms / 1000} s`).join(' | ')} |`);
+    console.log(`|---|${sampleMs.map(() => '---|').join('')}`);
+    for (const [i, [name]] of variants.entries()) {
+      const cells = samples[i]!.map((s) => `${mib(median(s.map((x) => x.rss)))} / ${mib(median(s.map((x) => x.anon)))} / ${mib(median(s.map((x) => x.file)))} / ${mib(median(s.map((x) => x.pss)))}`);
+      console.log(`| ${name} | ${cells.join(' | ')} |`);
+    }
   }
   console.log('\nV8 heap per thread of a runtime (warm cache), MiB: physical (used) / new / old / code+trusted / external');
   for (const h of heaps) {
@@ -225,8 +256,9 @@ try {
   }
   console.log(`runtime RSS after the load: ${mib(afterLoad.rss)} MiB (anon ${mib(afterLoad.anon)})`);
   reportFigure({ target: 'P2b', what: 'runtime direct / bare node:http (runtime.ts)', measured: `${(rtRps / bareRps).toFixed(2)}×`, bound: '≥ 0.7×', met: rtRps / bareRps >= 0.7 });
-  const idleRss = median(samples[variants.findIndex(([name]) => name.startsWith('runtime'))]?.map((x) => x.rss) ?? [Number.NaN]);
-  reportFigure({ target: 'P5', what: 'runtime idle RSS (warm compile cache)', measured: `${mib(idleRss)} MiB`, bound: '≤ 50 MB', met: idleRss <= 50 });
+  // The runtime the local executor starts, at the last sample time (idle, after its collection).
+  const idleRss = median(samples[variants.findIndex(([name]) => name.startsWith('runtime'))]?.at(-1)?.map((x) => x.rss) ?? [Number.NaN]);
+  if (rssRounds > 0) reportFigure({ target: 'P5', what: 'runtime idle RSS (warm compile cache)', measured: `${mib(idleRss)} MiB`, bound: '≤ 50 MB', met: idleRss <= 50 });
 } finally {
   await stop(bare);
   await stop(rt);

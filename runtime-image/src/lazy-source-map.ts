@@ -1,4 +1,6 @@
-import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
+// Not an ES import of node:fs (see hide-secrets.ts): its namespace's `promises` getter loads
+// fs/promises with readline, os and fs watchers into every runtime (≈ 0.9 MiB idle RSS).
+const { closeSync, fstatSync, openSync, readSync } = process.getBuiltinModule('node:fs');
 
 // A large bundle's inline source map, read only when a stack needs it and never decoded whole.
 // Node's own support (module.setSourceMapsSupport) decodes every mapping of a map into arrays at
@@ -24,7 +26,8 @@ export function inlineMapOffset(file: string): { at: number; size: number } | nu
   }
   try {
     const size = fstatSync(fd).size;
-    const buf = Buffer.alloc(CHUNK + MARKER.length);
+    // No larger than the file: a hello handler's load does not allocate a MiB it never fills.
+    const buf = Buffer.alloc(Math.min(size, CHUNK) + MARKER.length);
     // From the end back: the comment is the file's last line, its data base64 (no newline in it).
     for (let end = size; end > 0; end -= CHUNK) {
       const start = Math.max(0, end - CHUNK);

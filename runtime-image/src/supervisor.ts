@@ -31,6 +31,7 @@ import { ResponseFramingError, checkFinalStatus, declaredLength, framedHeaders }
 import type { WorkerData } from './worker.ts';
 import { timeZoneOffsets, type SpareWorker } from './spare-worker.ts';
 import { ConsoleCapture, consoleSender } from './console-capture.ts';
+import { IDLE_CHECK_MS, isIdle } from './memory.ts';
 
 export const HEARTBEAT_MS = 50;
 /** At a call's deadline, a worker whose loop has not turned for this long is blocked: end it. */
@@ -141,7 +142,9 @@ export class Supervisor {
   #oom = false;
   #ending: ErrorKind | undefined;
   #endingMessage = '';
-  readonly #watch: NodeJS.Timeout;
+  #watch: NodeJS.Timeout;
+  /** The delay the pending check was scheduled with (HEARTBEAT_MS, or IDLE_CHECK_MS in process isolation once idle and collected). */
+  #checkDelay = HEARTBEAT_MS;
   /** A worker started ahead by the generic runtime this one was (./spare-worker.ts); used once, by the first start. */
   #spare: SpareWorker | undefined;
   /** Whether the worker running now is the spare (tests, the specialization's log line). */
@@ -149,6 +152,9 @@ export class Supervisor {
   /** Each call's console output for its record (console-capture.ts); undefined when off. */
   readonly #console: ConsoleCapture | undefined;
   restarts = 0;
+  /** When a call was last seen (./memory.ts: slower checks once idle). */
+  #lastBusyAt = 0;
+  #closed = false;
 
   constructor(config: RuntimeConfig, spare?: SpareWorker) {
     this.#config = config;
@@ -162,8 +168,7 @@ export class Supervisor {
       })
       : undefined;
     this.settled = new Promise((resolve) => (this.#settle = resolve));
-    this.#watch = setInterval(() => this.#check(), HEARTBEAT_MS);
-    this.#watch.unref();
+    this.#watch = this.#schedule(HEARTBEAT_MS);
   }
 
   get status(): 'ok' | 'starting' | 'error' {
@@ -309,7 +314,8 @@ export class Supervisor {
     this.#ready = false;
     log('warn', 'function runtime ending; its starter replaces it', { reason: kind, message, in_flight: this.#pending.size });
     this.#failAll(kind, message);
-    clearInterval(this.#watch);
+    clearTimeout(this.#watch);
+    this.#closed = true;
     const exit = () => process.exit(HANDLER_ENDED_EXIT_CODE);
     const flushed = this.#console?.flushAll() ?? Promise.resolve();
     setTimeout(exit, END_FLUSH_MS).unref();
@@ -346,6 +352,34 @@ export class Supervisor {
     void worker.terminate();
   }
 
+  /** The next check in `delayMs`; each check schedules the one after it (#tick). */
+  #schedule(delayMs: number): NodeJS.Timeout {
+    this.#checkDelay = delayMs;
+    const t = setTimeout(() => this.#tick(), delayMs);
+    t.unref();
+    return t;
+  }
+
+  #tick(): void {
+    if (this.#closed) return;
+    this.#check();
+    if (this.#closed) return;
+    // In process isolation, once idle, a check a second: 20 checks a second would get their
+    // functions compiled by Maglev and TurboFan within minutes of idling (./memory.ts).
+    const slow = this.#inProcess && this.#ready && isIdle({ now: performance.now(), lastBusyAt: this.#lastBusyAt, inFlight: this.#pending.size + this.#queue.length });
+    this.#watch = this.#schedule(slow ? IDLE_CHECK_MS : HEARTBEAT_MS);
+  }
+
+  /** A call arrived while checks are a second apart: back to HEARTBEAT_MS, so its time limit is kept to the heartbeat. */
+  #busy(): void {
+    this.#lastBusyAt = performance.now();
+    if (this.#checkDelay === HEARTBEAT_MS || this.#closed) return;
+    clearTimeout(this.#watch);
+    // The slow wait so far counts as a check's: the loop was free until now.
+    this.#lastCheckAt = performance.now() - HEARTBEAT_MS;
+    this.#watch = this.#schedule(HEARTBEAT_MS);
+  }
+
   #check(): void {
     const now = performance.now();
     const beat = Atomics.load(this.#beats, 0);
@@ -359,7 +393,7 @@ export class Supervisor {
     }
     // On the handler's own thread the beat and this check run in the same loop: how late this
     // check comes is how long the loop was just blocked.
-    const stale = this.#inProcess ? now - this.#lastCheckAt - HEARTBEAT_MS : now - this.#lastBeatAt;
+    const stale = this.#inProcess ? now - this.#lastCheckAt - this.#checkDelay : now - this.#lastBeatAt;
     this.#lastCheckAt = now;
     let timedOut = 0;
     for (const [id, p] of this.#pending) {
@@ -389,7 +423,9 @@ export class Supervisor {
     if (this.#ready && ((timedOut > 0 && stale > BLOCKED_AFTER_MS) || (!waiting && stale > this.#config.timeoutMs))) {
       log('warn', 'function event loop blocked; ending the worker', { blocked_ms: Math.round(stale) });
       this.#end('crash', `the runtime restarted because the function blocked its event loop for over ${Math.round(stale)} ms while an invocation ran past its time limit`);
+      return;
     }
+    if (this.#pending.size > 0) this.#lastBusyAt = now;
   }
 
   #refuseCall(id: unknown, err: unknown): void {
@@ -478,7 +514,10 @@ export class Supervisor {
         // A load that blocked the loop (a heavy import) is the load's, bounded apart: not a blocked
         // handler the watchdog would end the moment the module is ready.
         this.#lastCheckAt = this.#lastBeatAt = performance.now();
-        if (!this.#everReady) log('info', 'function loaded', { file: this.#config.functionFile });
+        if (!this.#everReady) {
+          log('info', 'function loaded', { file: this.#config.functionFile });
+          this.#lastBusyAt = performance.now();
+        }
         this.#everReady = true;
         this.#settle();
         for (const m of this.#queue) this.#send(m);
@@ -529,6 +568,7 @@ export class Supervisor {
     const deadline = performance.now() + this.#config.timeoutMs + (this.#ready ? 0 : OWN_START_GRACE_MS);
     const pending: Pending = { res, deadline, sent: false };
     this.#pending.set(id, pending);
+    this.#busy();
     const executionId = req.headers['x-fnhost-execution-id'];
     if (this.#console !== undefined && typeof executionId === 'string') {
       const capture = this.#console;
@@ -549,7 +589,8 @@ export class Supervisor {
   async close(graceMs: number): Promise<void> {
     const until = performance.now() + graceMs;
     while (this.#pending.size > 0 && performance.now() < until) await new Promise((r) => setTimeout(r, 20));
-    clearInterval(this.#watch);
+    clearTimeout(this.#watch);
+    this.#closed = true;
     await this.#console?.flushAll();
     const w = this.#worker;
     this.#worker = undefined;

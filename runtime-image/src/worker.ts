@@ -34,7 +34,10 @@ const port = (inThread?.port ?? threads!.parentPort!) as Pick<ThreadPort, 'on' |
 const beat = new Int32Array(initial.heartbeat);
 // The first beat, now: the runtime's own modules are loaded, and the function's load time limit starts (supervisor.ts).
 Atomics.add(beat, 0, 1);
-setInterval(() => Atomics.add(beat, 0, 1), initial.heartbeatMs).unref();
+// On the main thread the supervisor reads how late its own check runs instead (a blocked loop
+// delays both alike), so no beat timer: an idle runtime runs as little JavaScript as it can
+// (./memory.ts: every timer tick's functions are JIT-compiled in time, paging in compiler code).
+if (inThread === undefined) setInterval(() => Atomics.add(beat, 0, 1), initial.heartbeatMs).unref();
 
 /**
  * A spare worker (./spare-worker.ts) waits here, its modules loaded, for its function. Nothing

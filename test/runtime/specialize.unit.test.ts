@@ -41,5 +41,16 @@ describe('runtime warm pool: pure parts', () => {
     expect(sameSecret(token, token)).to.equal(true);
     expect(sameSecret(token + 'x', token)).to.equal(false);
     expect(sameSecret('', token)).to.equal(false);
+    expect(sameSecret(token, '')).to.equal(false);
+    expect(sameSecret('', '')).to.equal(true);
+    // One unit changed anywhere, at the start, the middle or the end, fails; so does a prefix.
+    for (const at of [0, Math.floor(token.length / 2), token.length - 1]) {
+      const changed = token.slice(0, at) + (token[at] === 'a' ? 'b' : 'a') + token.slice(at + 1);
+      expect(sameSecret(changed, token), `changed at ${at}`).to.equal(false);
+    }
+    expect(sameSecret(token.slice(0, -1), token)).to.equal(false);
+    // A unit whose code differs only in high bits (é vs i: 0xe9 vs 0x69) is not mistaken for equal.
+    expect(sameSecret('\u00e9', 'i')).to.equal(false);
+    expect(sameSecret('\u0100', '\u0000')).to.equal(false);
   });
 });
