@@ -5,6 +5,7 @@ import type {
 } from './model.ts';
 import type { ScheduleRun } from './schedule-ledger.ts';
 import type { FunctionIdHome } from './function-id-home.ts';
+import type { AsyncCallback } from './async-callback.ts';
 import type { AcceptResult, AsyncBounds, AsyncCall, AsyncCompletion, AsyncState, AsyncStats, NewAsyncCall } from './async-call.ts';
 
 // The storage seams. One machine implements them on node:sqlite
@@ -438,6 +439,8 @@ export interface AsyncCallStore {
   list(functionId: string, states: readonly AsyncState[], limit: number): Promise<AsyncCall[]>;
   /** Dead calls (all of the function's, or these ids) back to the queue as new: attempts from 0, due at once, aged from `now`. Returns how many. */
   requeue(functionId: string, ids: readonly string[] | 'all', now: number): Promise<number>;
+  /** Records how the call's callback went (it has one); false when the call is gone. */
+  setCallback(functionId: string, id: string, callback: AsyncCallback): Promise<boolean>;
   stats(): Promise<AsyncStats>;
   /** Deletes finished and dead calls past their kept_until. Returns how many. */
   sweep(now: number): Promise<number>;

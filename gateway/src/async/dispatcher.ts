@@ -34,6 +34,8 @@ export interface DispatcherOptions {
   background: BackgroundFailures;
   /** Told of each attempt's end (metrics). */
   onAttempt?: (outcome: AsyncCompletion['state']) => void;
+  /** Told of each call that ended (its final answer recorded), to POST it to the call's callback (callback-sender.ts). */
+  ended?: (call: AsyncCall, completion: Exclude<AsyncCompletion, { state: 'queued' }>) => void;
 }
 
 /** The answer kept on the call: status, headers, the body up to ASYNC_RESULT_BODY_LIMIT. */
@@ -182,7 +184,8 @@ export class AsyncDispatcher {
       completion = completionOf(call, fn, run, startedAt, this.#o.now(), settings.retryBaseMs, (this.#o.random ?? Math.random)());
     }
     // A lost lease (this gateway was taken for dead) writes nothing: the call runs again elsewhere.
-    await store.complete(call.id, this.#o.owner, call.attempt, completion, this.#o.now());
+    const written = await store.complete(call.id, this.#o.owner, call.attempt, completion, this.#o.now());
+    if (written && completion.state !== 'queued') this.#o.ended?.(call, completion);
     if (completion.state === 'queued') this.retried++;
     if (completion.state === 'dead') this.deadLettered++;
     this.#o.onAttempt?.(completion.state);

@@ -3,6 +3,7 @@ import { lostAttempt } from '../../async-call.ts';
 import type {
   AcceptResult, AsyncAttempt, AsyncBounds, AsyncCall, AsyncCompletion, AsyncState, AsyncStats, DeadReason, NewAsyncCall,
 } from '../../async-call.ts';
+import { pendingCallback, type AsyncCallback } from '../../async-callback.ts';
 import type { AsyncCallStore } from '../../stores.ts';
 import type { MongoContext } from './context.ts';
 
@@ -38,6 +39,8 @@ interface CallDoc {
   finished_at: number | null;
   /** Headers as [name, value] pairs: a header name may hold a `.` or `$`, which field names should not. */
   request: { method: string; path: string; headers: Array<[string, string]>; body: Binary | null } | null;
+  /** Absent on calls stored before callbacks existed. */
+  callback?: AsyncCallback | null;
 }
 
 interface UsageDoc {
@@ -74,6 +77,7 @@ function toCall(doc: CallDoc): AsyncCall {
       headers: Object.fromEntries(doc.request.headers),
       body: doc.request.body === null ? null : Buffer.from(doc.request.body.buffer),
     },
+    callback: doc.callback ?? null,
   };
 }
 
@@ -137,6 +141,7 @@ export class MongoAsyncCallStore implements AsyncCallStore {
         headers: Object.entries(call.request.headers),
         body: call.request.body === null ? null : new Binary(call.request.body),
       },
+      callback: call.callback_url === null ? null : pendingCallback(call.callback_url),
     };
     try {
       // Idempotent by its _id: a resend after a lost answer finds it stored.
@@ -231,6 +236,12 @@ export class MongoAsyncCallStore implements AsyncCallStore {
     const r = await this.#ctx.run('async requeue', true, () =>
       this.#calls.updateMany(filter, { $set: { state: 'queued', attempt: 0, next_at: now, accepted_at: now, dead_reason: null, result: null, kept_until: null, finished_at: null } }));
     return r.modifiedCount;
+  }
+
+  async setCallback(functionId: string, id: string, callback: AsyncCallback): Promise<boolean> {
+    const r = await this.#ctx.run('async callback', true, () =>
+      this.#calls.updateOne({ _id: id, function_id: functionId, callback: { $ne: null } }, { $set: { callback } }));
+    return r.matchedCount === 1;
   }
 
   async stats(): Promise<AsyncStats> {

@@ -1,4 +1,6 @@
 import { lostAttempt } from '../../async-call.ts';
+import { pendingCallback } from '../../async-callback.ts';
+import type { AsyncCallback } from '../../async-callback.ts';
 import type {
   AcceptResult, AsyncAttempt, AsyncBounds, AsyncCall, AsyncCompletion, AsyncRequest, AsyncState, AsyncStats, NewAsyncCall,
 } from '../../async-call.ts';
@@ -29,9 +31,10 @@ interface CallRow {
   finished_ms: number | null;
   request: string | null;
   body: Uint8Array | null;
+  callback: string | null;
 }
 
-const COLUMNS = 'seq, id, function_id, state, accepted_ms, attempt, next_ms, lease_owner, lease_until, attempts, dead_reason, result, bytes, idem_key, kept_until, finished_ms, request, body';
+const COLUMNS = 'seq, id, function_id, state, accepted_ms, attempt, next_ms, lease_owner, lease_until, attempts, dead_reason, result, bytes, idem_key, kept_until, finished_ms, request, body, callback';
 
 function toCall(row: CallRow): AsyncCall {
   let request: AsyncRequest | null = null;
@@ -56,6 +59,7 @@ function toCall(row: CallRow): AsyncCall {
     kept_until: row.kept_until,
     finished_at: row.finished_ms,
     request,
+    callback: row.callback === null ? null : (JSON.parse(row.callback) as AsyncCallback),
   };
 }
 
@@ -83,9 +87,10 @@ export class SqliteAsyncCallStore implements AsyncCallStore {
         if (total + call.bytes > bounds.totalBytes) return { outcome: 'full', bound: 'total', used: total, limit: bounds.totalBytes };
         const { body, ...head } = call.request;
         this.#db.run(
-          `INSERT INTO async_calls (id, function_id, state, accepted_ms, attempt, next_ms, attempts, bytes, idem_key, request, body)
-           VALUES (?, ?, 'queued', ?, 0, ?, '[]', ?, ?, ?, ?)`,
+          `INSERT INTO async_calls (id, function_id, state, accepted_ms, attempt, next_ms, attempts, bytes, idem_key, request, body, callback)
+           VALUES (?, ?, 'queued', ?, 0, ?, '[]', ?, ?, ?, ?, ?)`,
           call.id, call.function_id, call.accepted_at, call.accepted_at, call.bytes, call.idempotency_key, JSON.stringify(head), body,
+          call.callback_url === null ? null : JSON.stringify(pendingCallback(call.callback_url)),
         );
         this.#addUsage(call.function_id, call.bytes);
         if (call.idempotency_key !== null) {
@@ -180,6 +185,11 @@ export class SqliteAsyncCallStore implements AsyncCallStore {
         for (const id of ids) n += Number(this.#db.run(`UPDATE async_calls ${set} WHERE function_id = ? AND id = ? AND state = 'dead'`, now, now, functionId, id).changes);
         return n;
       }));
+  }
+
+  setCallback(functionId: string, id: string, callback: AsyncCallback): Promise<boolean> {
+    return this.#db.guard('async callback', () =>
+      Number(this.#db.run('UPDATE async_calls SET callback = ? WHERE id = ? AND function_id = ? AND callback IS NOT NULL', JSON.stringify(callback), id, functionId).changes) === 1);
   }
 
   stats(): Promise<AsyncStats> {
