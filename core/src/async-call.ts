@@ -114,15 +114,9 @@ export interface AsyncStats {
   oldestQueuedAt: number | null;
 }
 
-/** A function's own settings (FunctionRecord.async); absent fields take the defaults below. */
-export interface FunctionAsyncSettings {
-  /** Retries after the first attempt, 0..MAX_ASYNC_RETRIES. */
-  max_retries?: number;
-  /** How long after acceptance a call may still be started, in seconds. */
-  max_age_seconds?: number;
-  /** Hosts X-Callback-Url may name (async-callback.ts); absent or empty: no callbacks. */
-  callback_hosts?: string[];
-}
+// A function's own settings (FunctionRecord.async) are model.ts's, so that the model imports nothing of the queue.
+export type { FunctionAsyncSettings } from './model.ts';
+import type { FunctionAsyncSettings } from './model.ts';
 
 /** Lambda's defaults: two retries, six hours. */
 export const DEFAULT_ASYNC_RETRIES = 2;
