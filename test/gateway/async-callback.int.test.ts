@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { startGateway, type RunningGateway } from '../helpers/platform.ts';
 import { startMongoServer, type MongoTestServer } from '../helpers/mongo-server.ts';
 import { pollUntil } from '../helpers/wait.ts';
-import { databaseUrl } from './async-helpers.ts';
+import { api, create, databaseUrl } from './async-helpers.ts';
 
 // Issue 33, callbacks (docs/async.md "Callbacks"): X-Callback-Url through a
 // real gateway process and real runtimes, on SQLite and on MongoDB (the
@@ -78,18 +78,6 @@ class Receiver {
     this.#server.closeAllConnections();
     await new Promise<void>((resolve) => this.#server.close(() => resolve()));
   }
-}
-
-async function api(gw: RunningGateway, method: string, path: string, body?: unknown) {
-  const r = await fetch(gw.url + path, { method, headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
-  const text = await r.text();
-  return { status: r.status, body: text === '' ? undefined : JSON.parse(text) };
-}
-
-async function create(gw: RunningGateway, name: string, code: string, extra: Record<string, unknown> = {}): Promise<string> {
-  const r = await api(gw, 'POST', '/api/v1/functions', { name, code, ...extra });
-  expect(r.status, JSON.stringify(r.body)).to.equal(201);
-  return r.body.function_id as string;
 }
 
 /** Opens one address:port to the function's own connections (and so to its callbacks), as the egress tests open loopback. */
