@@ -204,6 +204,16 @@ function describeCallbacks(storeName: string, storeEnv: () => Record<string, str
       // function:async lists it with the callback's state.
       const listed = await api(gw, 'GET', '/api/v1/functions/cb-retry/async?state=dead');
       expect(listed.body.calls.map((c: any) => c.callback?.state)).to.deep.equal(['failed']);
+      // Requeued, the call ends (dead) again, and its callback is tried afresh: the receiver now takes it.
+      hooks.answer = () => 200;
+      hooks.received.length = 0;
+      expect((await api(gw, 'POST', '/api/v1/functions/cb-retry/dead-letters/retry', { ids: [second.body.async_id] })).body.requeued).to.equal(1);
+      const again = await pollUntil('the requeued call\'s callback delivered', async () => {
+        const r = await api(gw, 'GET', `/api/v1/functions/cb-retry/async/${second.body.async_id}`);
+        return r.body.state === 'dead' && r.body.callback?.state === 'delivered' ? r.body : undefined;
+      }, 60_000, 50);
+      expect(again.callback).to.deep.include({ attempts: 1, last_status: 200, last_error: null });
+      expect(hooks.at('/never')).to.have.length(1);
     });
 
     it('attack: a callback to a protected address (a loopback service no rule names, 169.254.169.254, the gateway\'s admin listener) is never sent', async () => {

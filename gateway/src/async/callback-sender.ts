@@ -145,10 +145,12 @@ export class AsyncCallbackSender {
     if (this.#running.size >= this.#o.settings.maxInFlight) {
       const limit = this.#o.settings.maxInFlight;
       this.#o.refusals?.refused('async_callbacks_in_flight', 'an async callback was not sent: the gateway had its bound of callbacks in flight', { function_id: call.function_id, limit });
-      this.#write(call, { ...callback, state: 'failed', last_error: `not sent: ${limit} callbacks were in flight on this gateway (FNHOST_ASYNC_CALLBACKS_IN_FLIGHT)`, updated_at: this.#o.now() });
+      this.#write(call, { ...callback, state: 'failed', attempts: 0, last_status: null, last_error: `not sent: ${limit} callbacks were in flight on this gateway (FNHOST_ASYNC_CALLBACKS_IN_FLIGHT)`, updated_at: this.#o.now() });
       return;
     }
-    const p = this.#deliver(call, callback, payload)
+    // Each end of the call is a delivery of its own: a dead call requeued and ended again starts its tries afresh.
+    const fresh: AsyncCallback = { ...callback, state: 'pending', attempts: 0, last_status: null, last_error: null };
+    const p = this.#deliver(call, fresh, payload)
       .catch((err: unknown) => this.#o.background.failed('async_callback', err, { function_id: call.function_id }))
       .finally(() => this.#running.delete(p));
     this.#running.add(p);
