@@ -33,7 +33,7 @@ describe('async callbacks: the sender', function () {
     }
   });
 
-  function sender(port: number, lookup: (name: string) => Promise<string[]>, writes: AsyncCallback[] = [], timeoutMs = 2000) {
+  function sender(port: number, lookup: (name: string) => Promise<string[]>, writes: AsyncCallback[] = [], timeoutMs = 10_000) {
     return new AsyncCallbackSender({
       store: { setCallback: async (_f, _id, cb) => { writes.push(cb); return true; } },
       settings: { maxInFlight: 4, timeoutMs, retryBaseMs: 10 },
