@@ -327,6 +327,7 @@ export async function startPlatform(options: PlatformOptions): Promise<Platform<
   const asyncCallbacks = new AsyncCallbackSender({
     store: stores.asyncCalls, settings: config.async.callbacks, refusals, background, now,
     policies: (functionId) => policiesFor(policies, functionId, machine.current()),
+    callbackHosts: (functionId) => functions.byId(functionId)?.async?.callback_hosts,
     listener: () => {
       const m = machine.current();
       const tcp = egress?.tcpAddress === undefined ? [] : [Number(egress.tcpAddress.slice(egress.tcpAddress.lastIndexOf(':') + 1))];

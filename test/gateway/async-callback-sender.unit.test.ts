@@ -33,8 +33,9 @@ describe('async callbacks: the sender', function () {
     }
   });
 
-  function sender(port: number, lookup: (name: string) => Promise<string[]>, writes: AsyncCallback[] = [], timeoutMs = 10_000) {
+  function sender(port: number, lookup: (name: string) => Promise<string[]>, writes: AsyncCallback[] = [], timeoutMs = 10_000, hosts: string[] = ['*.test', '127.0.0.1']) {
     return new AsyncCallbackSender({
+      callbackHosts: () => hosts,
       store: { setCallback: async (_f, _id, cb) => { writes.push(cb); return true; } },
       settings: { maxInFlight: 4, timeoutMs, retryBaseMs: 10 },
       // As a function whose policy names the receiver's address and port.
@@ -82,6 +83,17 @@ describe('async callbacks: the sender', function () {
     expect(writes).to.have.length(1);
     expect(writes[0]).to.deep.include({ state: 'failed', attempts: 1, last_status: null });
     expect(writes[0]!.last_error).to.include('not sent: connection to evil.test:1234 blocked by network policy: it resolves to 127.0.0.1');
+  });
+
+  it('a host the function no longer lists is not sent to (the owner took it off after the call was accepted)', async () => {
+    let lookups = 0;
+    const out = await sender(9, async () => {
+      lookups++;
+      return ['127.0.0.1'];
+    }, [], 10_000, ['other.example.com']).tryOnce('f1', 'http://rebind.test:9/hook', payload);
+    expect(out).to.deep.include({ delivered: false, final: true });
+    expect((out as { error: string }).error).to.include('not sent: X-Callback-Url host "rebind.test:9" is not one of this function\'s callback hosts').and.include('any more');
+    expect(lookups).to.equal(0);
   });
 
   it('a resolver that never answers ends the try at its time limit, and the callback fails after its three tries', async () => {

@@ -2,7 +2,7 @@ import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { isIP } from 'node:net';
 import {
-  CALLBACK_MAX_ATTEMPTS, callbackBackoffMs, callbackDelivered, callbackErrorText,
+  CALLBACK_MAX_ATTEMPTS, callbackBackoffMs, checkCallbackUrl, callbackDelivered, callbackErrorText,
   type AsyncCall, type AsyncCallback, type AsyncCallStore,
 } from '@fnhost/core';
 import type { BackgroundFailures } from '../background.ts';
@@ -42,6 +42,8 @@ export interface CallbackSenderOptions {
   policies(functionId: string): Promise<Policies>;
   /** The platform's listeners on this machine, as the egress proxy guards them. */
   listener(): ListenerGuard;
+  /** The function's callback hosts now (FunctionRecord.async.callback_hosts): an owner who took a host off stops its callbacks. */
+  callbackHosts(functionId: string): readonly string[] | undefined;
   /** A name's addresses (the system's resolver by default). */
   lookup?: (name: string) => Promise<string[]>;
   refusals?: Refusals;
@@ -166,6 +168,11 @@ export class AsyncCallbackSender {
 
   /** One try: the policies' decision, then the POST to the address decided on. */
   async tryOnce(functionId: string, rawUrl: string, payload: CallbackPayload): Promise<TryOutcome> {
+    try {
+      checkCallbackUrl(rawUrl, this.#o.callbackHosts(functionId));
+    } catch (err) {
+      return { delivered: false, status: null, error: callbackErrorText(`not sent: ${(err as Error).message.replace(/; the call was not accepted$/, '')} any more`), final: true };
+    }
     const url = new URL(rawUrl);
     const host = bareHost(url);
     const port = url.port === '' ? (url.protocol === 'https:' ? 443 : 80) : Number(url.port);
