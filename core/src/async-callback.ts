@@ -25,6 +25,12 @@ export interface AsyncCallback {
   last_error: string | null;
   /** ms: when the state last changed. */
   updated_at: number | null;
+  /**
+   * ms: a pending callback is being delivered by a gateway until then (renewed at each try).
+   * One that passed it (its gateway died) is taken by another gateway's sender; absent or
+   * null on a callback not taken yet.
+   */
+  lease_until?: number | null;
 }
 
 /** Hosts a function may list; a list is the owner's few receivers, not a network. */

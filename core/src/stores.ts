@@ -441,6 +441,12 @@ export interface AsyncCallStore {
   requeue(functionId: string, ids: readonly string[] | 'all', now: number): Promise<number>;
   /** Records how the call's callback went (it has one); false when the call is gone. */
   setCallback(functionId: string, id: string, callback: AsyncCallback): Promise<boolean>;
+  /**
+   * Takes up to `max` ended calls whose callback is pending and held by nobody: its lease
+   * passed `now`, or it was never leased and the call ended before `staleBefore` (the gateway
+   * that ended it died before sending). Each is leased until `leaseUntil` and returned.
+   */
+  claimCallbacks(now: number, staleBefore: number, leaseUntil: number, max: number): Promise<AsyncCall[]>;
   stats(): Promise<AsyncStats>;
   /** Deletes finished and dead calls past their kept_until. Returns how many. */
   sweep(now: number): Promise<number>;

@@ -325,7 +325,7 @@ export async function startPlatform(options: PlatformOptions): Promise<Platform<
   const machine = new MachineAddresses({ platform: config.egressPlatform, extra: config.egressNodeAddresses });
   // Callbacks of async calls: decided as the function's own connections are (its policies, the protected ranges, the platform's listeners).
   const asyncCallbacks = new AsyncCallbackSender({
-    store: stores.asyncCalls, settings: config.async.callbacks, refusals, background, now,
+    store: stores.asyncCalls, settings: config.async.callbacks, refusals, background, now, pollMs: config.async.pollMs,
     policies: (functionId) => policiesFor(policies, functionId, machine.current()),
     callbackHosts: (functionId) => functions.byId(functionId)?.async?.callback_hosts,
     listener: () => {
@@ -401,6 +401,7 @@ export async function startPlatform(options: PlatformOptions): Promise<Platform<
   });
   for (const late of lateRuns) scheduler.start(late.functionId, late.plannedAt);
   asyncDispatcher.start();
+  asyncCallbacks.start();
 
   const sweep = async () => {
     const t = now();

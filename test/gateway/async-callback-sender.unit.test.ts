@@ -36,7 +36,8 @@ describe('async callbacks: the sender', function () {
   function sender(port: number, lookup: (name: string) => Promise<string[]>, writes: AsyncCallback[] = [], timeoutMs = 10_000, hosts: string[] = ['*.test', '127.0.0.1']) {
     return new AsyncCallbackSender({
       callbackHosts: () => hosts,
-      store: { setCallback: async (_f, _id, cb) => { writes.push(cb); return true; } },
+      // Every write but the lease taken before the first try (attempts 0).
+      store: { setCallback: async (_f, _id, cb) => { if (cb.attempts > 0) writes.push(cb); return true; }, claimCallbacks: async () => [] },
       settings: { maxInFlight: 4, timeoutMs, retryBaseMs: 10 },
       // As a function whose policy names the receiver's address and port.
       policies: async () => ({ global: null, fn: { default: 'allow', allow: [`127.0.0.1:${port}`], deny: [] }, platform: new MachineProtection([]) }),

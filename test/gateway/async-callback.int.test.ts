@@ -1,5 +1,6 @@
 import { expect } from 'chai';
 import { createServer, type IncomingHttpHeaders, type Server, type ServerResponse } from 'node:http';
+import { rm } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
 import { startGateway, type RunningGateway } from '../helpers/platform.ts';
 import { startMongoServer, type MongoTestServer } from '../helpers/mongo-server.ts';
@@ -110,14 +111,19 @@ function describeCallbacks(storeName: string, storeEnv: () => Record<string, str
     let gw: RunningGateway;
     let hooks: Receiver;
     let internal: Receiver;
+    let env: Record<string, string>;
+    /** The data folder a restarted gateway took over (startGateway removes only the folders it made). */
+    let adopted: string | undefined;
 
     before(async () => {
       await prepare?.();
       [hooks, internal] = await Promise.all([new Receiver().start(), new Receiver().start()]);
-      gw = await startGateway({ token: TOKEN, env: { ...ENV, ...storeEnv() } });
+      env = { ...ENV, ...storeEnv() };
+      gw = await startGateway({ token: TOKEN, env });
     });
     after(async () => {
       await gw?.stop();
+      if (adopted !== undefined) await rm(adopted, { recursive: true, force: true });
       await hooks?.stop();
       await internal?.stop();
       await cleanup?.();
@@ -215,6 +221,30 @@ function describeCallbacks(storeName: string, storeEnv: () => Record<string, str
       }, 60_000, 50);
       expect(again.callback).to.deep.include({ attempts: 1, last_status: 200, last_error: null });
       expect(hooks.at('/never')).to.have.length(1);
+    });
+
+    it('a callback whose gateway was killed while delivering it is taken over by the next gateway, from the answer stored on the call', async () => {
+      const fnId = await create(gw, 'cb-orphan', `export default (req, res) => res.status(202).send('kept ' + req.body.n)`, { async: { callback_hosts: [`127.0.0.1:${hooks.port}`] } });
+      await openTo(gw, 'cb-orphan', `127.0.0.1:${hooks.port}`);
+      hooks.answer = (_n, path) => (path === '/orphan' ? 'hold' : 200);
+      const r = await post(gw, fnId, `http://127.0.0.1:${hooks.port}/orphan`, '{"n":5}');
+      await pollUntil('the first POST at the receiver', async () => (hooks.at('/orphan').length > 0 ? true : undefined), 60_000, 20);
+      const exited = new Promise((resolve) => gw.process.once('exit', resolve));
+      gw.process.kill('SIGKILL');
+      await exited;
+      const dataDir = gw.dataDir;
+      adopted = dataDir;
+      hooks.answer = () => 200;
+      hooks.releaseHeld();
+      gw = await startGateway({ token: TOKEN, env, dataDir, startTimeoutMs: 90_000 });
+      // Its lease (two tries' time and two backoffs: about 20 s here) passes, then the new gateway's sender takes it.
+      const call = await settledCallback(gw, 'cb-orphan', r.body.async_id);
+      expect(call.callback).to.deep.include({ state: 'delivered', attempts: 1, last_status: 200 });
+      const posts = hooks.at('/orphan');
+      expect(posts.length).to.be.at.least(2);
+      const last = posts.at(-1)!;
+      expect(last.body).to.equal('kept 5');
+      expect(last.headers).to.include({ 'x-fnhost-async-id': r.body.async_id, 'x-fnhost-state': 'succeeded', 'x-fnhost-status': '202', 'x-fnhost-attempt': '1' });
     });
 
     it('attack: a callback to a protected address (a loopback service no rule names, 169.254.169.254, the gateway\'s admin listener) is never sent', async () => {

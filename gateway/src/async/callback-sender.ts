@@ -9,7 +9,7 @@ import type { BackgroundFailures } from '../background.ts';
 import { checkTarget, type ListenerGuard } from '../egress/checked.ts';
 import type { Policies } from '../egress/decision.ts';
 import type { Refusals } from '../resources/refusals.ts';
-import { callbackHeaders, type CallbackPayload } from './callback.ts';
+import { callbackHeaders, storedCallbackPayload, type CallbackPayload } from './callback.ts';
 
 // Delivery of async callbacks (docs/async.md "Callbacks"): the gateway that
 // ended a call POSTs its final answer to the call's X-Callback-Url. Each try
@@ -22,6 +22,15 @@ import { callbackHeaders, type CallbackPayload } from './callback.ts';
 // How it went is written on the call (AsyncCall.callback) after every try.
 // Callbacks in flight on one gateway are bounded: past the bound a callback
 // is not sent, marked failed, counted (fnhost_refused_total) and logged.
+// A pending callback is leased by the gateway delivering it (renewed at each
+// try); one whose gateway died (its lease passed, or never taken) is taken
+// over by any gateway's sender, which looks every pollMs, and delivered from
+// the answer stored on the call.
+
+/** The longest gap between two writes of a delivery (a backoff and a try), with a try's time again as margin. */
+export function callbackLeaseMs(s: CallbackSettings): number {
+  return 2 * s.timeoutMs + 2 * s.retryBaseMs;
+}
 
 export interface CallbackSettings {
   /** FNHOST_ASYNC_CALLBACKS_IN_FLIGHT: callbacks one gateway delivers at once (their tries and backoffs). */
@@ -36,7 +45,7 @@ export interface CallbackSettings {
 export const CALLBACK_RESPONSE_READ_BYTES = 64 * 1024;
 
 export interface CallbackSenderOptions {
-  store: Pick<AsyncCallStore, 'setCallback'>;
+  store: Pick<AsyncCallStore, 'setCallback' | 'claimCallbacks'>;
   settings: CallbackSettings;
   /** The policies the function's own connections are decided under (egress/decision.ts policiesFor). */
   policies(functionId: string): Promise<Policies>;
@@ -50,6 +59,8 @@ export interface CallbackSenderOptions {
   background: BackgroundFailures;
   now: () => number;
   random?: () => number;
+  /** How often to look for callbacks a dead gateway left pending (FNHOST_ASYNC_POLL_MS). */
+  pollMs?: number;
 }
 
 /** One try's outcome: delivered, or why not and whether another try could do better. */
@@ -130,10 +141,38 @@ export class AsyncCallbackSender {
   readonly #running = new Set<Promise<void>>();
   readonly #sleeps = new Set<() => void>();
   #stopped = false;
+  #timer: NodeJS.Timeout | undefined;
+  #looking = false;
 
   constructor(options: CallbackSenderOptions) {
     this.#o = options;
     this.#lookup = options.lookup ?? systemLookup();
+  }
+
+  /** Looks every pollMs for callbacks a dead gateway left pending. */
+  start(): void {
+    if (this.#o.pollMs === undefined) return;
+    this.#timer = setInterval(() => void this.recover(), this.#o.pollMs);
+    this.#timer.unref();
+  }
+
+  /** Takes over the pending callbacks nobody holds (within the bound in flight) and delivers them. Returns how many. */
+  async recover(): Promise<number> {
+    const free = this.#o.settings.maxInFlight - this.#running.size;
+    if (this.#stopped || this.#looking || free <= 0) return 0;
+    this.#looking = true;
+    try {
+      const now = this.#o.now();
+      const leaseMs = callbackLeaseMs(this.#o.settings);
+      const calls = await this.#o.store.claimCallbacks(now, now - leaseMs, now + leaseMs, free);
+      for (const call of calls) this.deliver(call, storedCallbackPayload(call));
+      return calls.length;
+    } catch (err) {
+      this.#o.background.failed('async_callback', err);
+      return 0;
+    } finally {
+      this.#looking = false;
+    }
   }
 
   get inFlight(): number {
@@ -147,11 +186,11 @@ export class AsyncCallbackSender {
     if (this.#running.size >= this.#o.settings.maxInFlight) {
       const limit = this.#o.settings.maxInFlight;
       this.#o.refusals?.refused('async_callbacks_in_flight', 'an async callback was not sent: the gateway had its bound of callbacks in flight', { function_id: call.function_id, limit });
-      this.#write(call, { ...callback, state: 'failed', attempts: 0, last_status: null, last_error: `not sent: ${limit} callbacks were in flight on this gateway (FNHOST_ASYNC_CALLBACKS_IN_FLIGHT)`, updated_at: this.#o.now() });
+      this.#write(call, { ...callback, state: 'failed', attempts: 0, last_status: null, last_error: `not sent: ${limit} callbacks were in flight on this gateway (FNHOST_ASYNC_CALLBACKS_IN_FLIGHT)`, updated_at: this.#o.now(), lease_until: null });
       return;
     }
     // Each end of the call is a delivery of its own: a dead call requeued and ended again starts its tries afresh.
-    const fresh: AsyncCallback = { ...callback, state: 'pending', attempts: 0, last_status: null, last_error: null };
+    const fresh: AsyncCallback = { ...callback, state: 'pending', attempts: 0, last_status: null, last_error: null, lease_until: this.#o.now() + callbackLeaseMs(this.#o.settings) };
     const p = this.#deliver(call, fresh, payload)
       .catch((err: unknown) => this.#o.background.failed('async_callback', err, { function_id: call.function_id }))
       .finally(() => this.#running.delete(p));
@@ -161,6 +200,7 @@ export class AsyncCallbackSender {
   /** No more callbacks; resolves once those under way ended or after maxMs (they then stay pending). */
   async stop(maxMs: number): Promise<void> {
     this.#stopped = true;
+    if (this.#timer !== undefined) clearInterval(this.#timer);
     for (const wake of this.#sleeps) wake();
     if (this.#running.size === 0) return;
     await Promise.race([Promise.allSettled([...this.#running]), new Promise((r) => setTimeout(r, maxMs).unref())]);
@@ -190,6 +230,8 @@ export class AsyncCallbackSender {
 
   async #deliver(call: AsyncCall, start: AsyncCallback, payload: CallbackPayload): Promise<void> {
     let state: AsyncCallback = start;
+    // Leased before the first try: from here a gateway that dies leaves it for another to take over.
+    await this.#o.store.setCallback(call.function_id, call.id, state);
     for (let n = start.attempts + 1; n <= CALLBACK_MAX_ATTEMPTS; n++) {
       if (n > 1 && !(await this.#sleep(callbackBackoffMs(n, this.#o.settings.retryBaseMs, (this.#o.random ?? Math.random)())))) return;
       const out = await this.tryOnce(call.function_id, state.url, payload);
@@ -202,6 +244,7 @@ export class AsyncCallbackSender {
         state: out.delivered ? 'delivered' : out.final || last ? 'failed' : 'pending',
         updated_at: this.#o.now(),
       };
+      state.lease_until = state.state === 'pending' ? this.#o.now() + callbackLeaseMs(this.#o.settings) : null;
       await this.#o.store.setCallback(call.function_id, call.id, state);
       if (state.state !== 'pending') return;
     }

@@ -41,6 +41,23 @@ export function callbackPayloadOf(call: AsyncCall, completion: Exclude<AsyncComp
   };
 }
 
+/** The payload of a call that ended earlier, as stored (a callback a dead gateway left pending, taken over). */
+export function storedCallbackPayload(call: AsyncCall): CallbackPayload {
+  const result = call.result;
+  const answered = [...call.attempts].reverse().find((a) => a.status_code !== null);
+  return {
+    functionId: call.function_id,
+    asyncId: call.id,
+    state: call.state === 'succeeded' || call.state === 'failed' ? call.state : 'dead',
+    attempt: answered?.attempt ?? call.attempt,
+    status: result?.status_code ?? null,
+    headers: result?.headers ?? {},
+    body: result === null ? Buffer.alloc(0) : Buffer.from(result.body, 'base64'),
+    truncated: result?.truncated ?? false,
+    deadReason: call.dead_reason,
+  };
+}
+
 /** The POST's headers: the function's own (but NOT_PASSED and any x-fnhost-*), then the call's facts. */
 export function callbackHeaders(p: CallbackPayload): Record<string, string | string[]> {
   const out: Record<string, string | string[]> = {};

@@ -244,6 +244,23 @@ export class MongoAsyncCallStore implements AsyncCallStore {
     return r.matchedCount === 1;
   }
 
+  async claimCallbacks(now: number, staleBefore: number, leaseUntil: number, max: number): Promise<AsyncCall[]> {
+    const free = {
+      'callback.state': 'pending',
+      state: { $in: ['succeeded', 'failed', 'dead'] as AsyncState[] },
+      $or: [{ 'callback.lease_until': { $lt: now } }, { 'callback.lease_until': null, finished_at: { $lt: staleBefore } }],
+    };
+    const found = await this.#ctx.run('async callbacks', true, () => this.#calls.find(free, { projection: { _id: 1 } }).sort({ finished_at: 1 }).limit(max).toArray());
+    const out: AsyncCall[] = [];
+    for (const { _id } of found) {
+      // Taken by whoever updates it first: the filter says it is still free.
+      const doc = await this.#ctx.run('async callbacks', false, () =>
+        this.#calls.findOneAndUpdate({ _id, ...free }, { $set: { 'callback.lease_until': leaseUntil } }, { returnDocument: 'after' }));
+      if (doc !== null) out.push(toCall(doc));
+    }
+    return out;
+  }
+
   async stats(): Promise<AsyncStats> {
     const [queued, running, dead, oldest] = await Promise.all([
       this.#ctx.run('async stats', true, () => this.#calls.countDocuments({ state: 'queued' })),
@@ -321,5 +338,6 @@ export async function ensureAsyncCallIndexes(db: Db): Promise<void> {
     { key: { state: 1, next_at: 1 }, name: 'state_next' },
     { key: { state: 1, lease_until: 1 }, name: 'state_lease' },
     { key: { kept_until: 1 }, name: 'kept_until' },
+    { key: { 'callback.state': 1, finished_at: 1 }, name: 'callback_state' },
   ]);
 }

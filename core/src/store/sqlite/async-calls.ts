@@ -192,6 +192,23 @@ export class SqliteAsyncCallStore implements AsyncCallStore {
       Number(this.#db.run('UPDATE async_calls SET callback = ? WHERE id = ? AND function_id = ? AND callback IS NOT NULL', JSON.stringify(callback), id, functionId).changes) === 1);
   }
 
+  claimCallbacks(now: number, staleBefore: number, leaseUntil: number, max: number): Promise<AsyncCall[]> {
+    return this.#db.guard('async callbacks', () =>
+      this.#db.transaction(() => {
+        // The expression of the partial index async_callbacks_pending (schema.ts 15 -> 16).
+        const rows = this.#db.all<CallRow>(
+          `SELECT ${COLUMNS} FROM async_calls
+           WHERE json_extract(callback, '$.state') = 'pending' AND state IN ('succeeded', 'failed', 'dead')
+             AND (json_extract(callback, '$.lease_until') < ? OR (json_extract(callback, '$.lease_until') IS NULL AND finished_ms < ?))
+           ORDER BY finished_ms LIMIT ?`, now, staleBefore, max);
+        for (const row of rows) this.#db.run("UPDATE async_calls SET callback = json_set(callback, '$.lease_until', ?) WHERE seq = ?", leaseUntil, row.seq);
+        return rows.map((row) => {
+          const call = toCall(row);
+          return { ...call, callback: { ...call.callback!, lease_until: leaseUntil } };
+        });
+      }));
+  }
+
   stats(): Promise<AsyncStats> {
     return this.#db.guard('async stats', () => {
       const counts = this.#db.all<{ state: string; n: number }>("SELECT state, count(*) AS n FROM async_calls WHERE state IN ('queued', 'running', 'dead') GROUP BY state");

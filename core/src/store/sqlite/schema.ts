@@ -326,9 +326,12 @@ const MIGRATIONS: readonly string[] = [
   `,
   // 15 -> 16 (issue 33, callbacks): async_calls.callback, the call's
   // X-Callback-Url and its delivery (core/src/async-callback.ts AsyncCallback
-  // as JSON); NULL for a call without one.
+  // as JSON); NULL for a call without one. async_callbacks_pending: the few
+  // ended calls whose callback is still to be delivered, for the senders'
+  // look for callbacks a dead gateway left (claimCallbacks).
   `
   ALTER TABLE async_calls ADD COLUMN callback TEXT;
+  CREATE INDEX IF NOT EXISTS async_callbacks_pending ON async_calls (finished_ms) WHERE json_extract(callback, '$.state') = 'pending';
   `,
 ];
 
