@@ -193,20 +193,23 @@ export class SqliteAsyncCallStore implements AsyncCallStore {
   }
 
   claimCallbacks(now: number, staleBefore: number, leaseUntil: number, max: number): Promise<AsyncCall[]> {
-    return this.#db.guard('async callbacks', () =>
-      this.#db.transaction(() => {
-        // The expression of the partial index async_callbacks_pending (schema.ts 15 -> 16).
-        const rows = this.#db.all<CallRow>(
-          `SELECT ${COLUMNS} FROM async_calls
-           WHERE json_extract(callback, '$.state') = 'pending' AND state IN ('succeeded', 'failed', 'dead')
-             AND (json_extract(callback, '$.lease_until') < ? OR (json_extract(callback, '$.lease_until') IS NULL AND finished_ms < ?))
-           ORDER BY finished_ms LIMIT ?`, now, staleBefore, max);
-        for (const row of rows) this.#db.run("UPDATE async_calls SET callback = json_set(callback, '$.lease_until', ?) WHERE seq = ?", leaseUntil, row.seq);
-        return rows.map((row) => {
-          const call = toCall(row);
-          return { ...call, callback: { ...call.callback!, lease_until: leaseUntil } };
-        });
-      }));
+    // The expression of the partial index async_callbacks_pending (schema.ts 15 -> 16).
+    const free = `json_extract(callback, '$.state') = 'pending' AND state IN ('succeeded', 'failed', 'dead')
+      AND (json_extract(callback, '$.lease_until') < ? OR (json_extract(callback, '$.lease_until') IS NULL AND finished_ms < ?))`;
+    return this.#db.guard('async callbacks', () => {
+      // Looked for without a write transaction: every gateway looks every poll, and there is mostly nothing.
+      const found = this.#db.all<{ seq: number }>(`SELECT seq FROM async_calls WHERE ${free} ORDER BY finished_ms LIMIT ?`, now, staleBefore, max);
+      if (found.length === 0) return [];
+      return this.#db.transaction(() => {
+        const out: AsyncCall[] = [];
+        for (const { seq } of found) {
+          // Taken only if still free: another gateway may have taken it meanwhile.
+          const taken = Number(this.#db.run(`UPDATE async_calls SET callback = json_set(callback, '$.lease_until', ?) WHERE seq = ? AND ${free}`, leaseUntil, seq, now, staleBefore).changes);
+          if (taken === 1) out.push(toCall(this.#db.get<CallRow>(`SELECT ${COLUMNS} FROM async_calls WHERE seq = ?`, seq)!));
+        }
+        return out;
+      });
+    });
   }
 
   stats(): Promise<AsyncStats> {
