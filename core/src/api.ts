@@ -1,3 +1,4 @@
+import type { FunctionAsyncSettings } from './async-call.ts';
 import type { RecordedRequest, RecordedResponse, RequestRecording, RetentionPolicy } from './model.ts';
 import type { Change } from './replay-diff.ts';
 import type { FunctionScalingSettings } from './scaling.ts';
@@ -47,6 +48,8 @@ export interface ApiFunction {
   kv_quota?: { max_bytes?: number; max_keys?: number };
   /** Single-function answers: KV usage (expired keys never count) and the quota in force (docs/kv.md "Quotas"). */
   kv?: ApiKvUsage;
+  /** The function's own async settings (docs/async.md); absent fields take the defaults, no callback_hosts: no callbacks. */
+  async?: FunctionAsyncSettings;
 }
 
 export interface ApiKvUsage {

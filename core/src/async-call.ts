@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { validateCallbackHosts, type AsyncCallback } from './async-callback.ts';
 import { ValidationError } from './errors.ts';
 
 // Asynchronous invocation (docs/async.md): the model of an accepted call and
@@ -68,6 +69,8 @@ export interface AsyncCall {
   finished_at: number | null;
   /** The request; null once the call succeeded or failed (nothing more will send it). */
   request: AsyncRequest | null;
+  /** Where its final answer is POSTed (X-Callback-Url), and how that went; null without one. */
+  callback: AsyncCallback | null;
 }
 
 /** What the acceptor stores. */
@@ -78,6 +81,8 @@ export interface NewAsyncCall {
   request: AsyncRequest;
   bytes: number;
   idempotency_key: string | null;
+  /** The checked X-Callback-Url (async-callback.ts checkCallbackUrl), or null. */
+  callback_url: string | null;
 }
 
 /** The queue's bounds at acceptance (bytes of the calls holding a request: queued, running, dead). */
@@ -124,13 +129,9 @@ export interface AsyncStats {
   oldestQueuedAt: number | null;
 }
 
-/** A function's own settings (FunctionRecord.async); absent fields take the defaults below. */
-export interface FunctionAsyncSettings {
-  /** Retries after the first attempt, 0..MAX_ASYNC_RETRIES. */
-  max_retries?: number;
-  /** How long after acceptance a call may still be started, in seconds. */
-  max_age_seconds?: number;
-}
+// A function's own settings (FunctionRecord.async) are model.ts's, so that the model imports nothing of the queue.
+export type { FunctionAsyncSettings } from './model.ts';
+import type { FunctionAsyncSettings } from './model.ts';
 
 /** Lambda's defaults: two retries, six hours. */
 export const DEFAULT_ASYNC_RETRIES = 2;
@@ -155,7 +156,7 @@ export function isAsyncId(value: string): boolean {
 /** Validates `async` as given to the API (merging onto `current` for a PATCH); {} means every default. */
 export function validateAsyncSettings(raw: unknown, current: FunctionAsyncSettings = {}): FunctionAsyncSettings {
   if (raw === null) return {};
-  if (typeof raw !== 'object' || Array.isArray(raw)) throw new ValidationError(`async must be an object {max_retries?, max_age_seconds?}, got ${JSON.stringify(raw)?.slice(0, 60)}`);
+  if (typeof raw !== 'object' || Array.isArray(raw)) throw new ValidationError(`async must be an object {max_retries?, max_age_seconds?, callback_hosts?}, got ${JSON.stringify(raw)?.slice(0, 60)}`);
   const out: FunctionAsyncSettings = { ...current };
   for (const [field, value] of Object.entries(raw as Record<string, unknown>)) {
     if (field === 'max_retries') {
@@ -168,8 +169,12 @@ export function validateAsyncSettings(raw: unknown, current: FunctionAsyncSettin
       else if (!Number.isInteger(value) || (value as number) < MIN_ASYNC_MAX_AGE_SECONDS || (value as number) > MAX_ASYNC_MAX_AGE_SECONDS) {
         throw new ValidationError(`async.max_age_seconds must be an integer from ${MIN_ASYNC_MAX_AGE_SECONDS} to ${MAX_ASYNC_MAX_AGE_SECONDS} (or null for the default ${DEFAULT_ASYNC_MAX_AGE_SECONDS}), got ${JSON.stringify(value)?.slice(0, 40)}`);
       } else out.max_age_seconds = value as number;
+    } else if (field === 'callback_hosts') {
+      const hosts = validateCallbackHosts(value);
+      if (hosts.length === 0) delete out.callback_hosts;
+      else out.callback_hosts = hosts;
     } else {
-      throw new ValidationError(`async: unknown field "${field.slice(0, 40)}"; allowed: max_retries, max_age_seconds`);
+      throw new ValidationError(`async: unknown field "${field.slice(0, 40)}"; allowed: max_retries, max_age_seconds, callback_hosts`);
     }
   }
   return out;

@@ -115,8 +115,8 @@ export interface FunctionSpec {
   recordRequests?: FunctionRecordRequests;
   /** This function's KV quota; a field left out takes the platform's default (docs/kv.md "Quotas"). */
   kvQuota?: { maxBytes?: number; maxKeys?: number };
-  /** Asynchronous invocation's retries and age (FunctionRecord.async). */
-  async?: { maxRetries?: number; maxAgeSeconds?: number };
+  /** Asynchronous invocation's retries, age and callback hosts (FunctionRecord.async). */
+  async?: { maxRetries?: number; maxAgeSeconds?: number; callbackHosts?: string[] };
   replicas?: number;
   /** idleSeconds has a CRD default (300), so the API server always returns it with scaleToZero. */
   scaleToZero?: { idleSeconds: number };

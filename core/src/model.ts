@@ -1,5 +1,4 @@
 import type { CodeRef } from './code/digest.ts';
-import type { FunctionAsyncSettings } from './async-call.ts';
 import type { FunctionScalingSettings } from './scaling.ts';
 // The fnhost domain model, shared by the gateway, the operator and the CLI.
 // Field names of records that leave the process (logs, functions) follow the
@@ -201,4 +200,14 @@ export interface NetworkPolicyChange {
   at: string;
   before: NetworkPolicy | null;
   after: NetworkPolicy | null;
+}
+
+/** A function's own async settings (FunctionRecord.async; docs/async.md); absent fields take async-call.ts's defaults. */
+export interface FunctionAsyncSettings {
+  /** Retries after the first attempt, 0..MAX_ASYNC_RETRIES. */
+  max_retries?: number;
+  /** How long after acceptance a call may still be started, in seconds. */
+  max_age_seconds?: number;
+  /** Hosts X-Callback-Url may name (async-callback.ts); absent or empty: no callbacks. */
+  callback_hosts?: string[];
 }

@@ -5,7 +5,8 @@ import type {
 } from './model.ts';
 import type { ScheduleRun } from './schedule-ledger.ts';
 import type { FunctionIdHome } from './function-id-home.ts';
-import type { AcceptResult, AsyncBounds, AsyncCall, AsyncCompletionWrite, AsyncState, AsyncStats, NewAsyncCall } from './async-call.ts';
+import type { AsyncCallback } from './async-callback.ts';
+import type { AcceptResult, AsyncBounds, AsyncCall, AsyncCompletion, AsyncCompletionWrite, AsyncState, AsyncStats, NewAsyncCall } from './async-call.ts';
 
 // The storage seams. One machine implements them on node:sqlite
 // (core/src/store/sqlite/), a cluster on MongoDB (core/src/store/mongo/); in
@@ -446,6 +447,14 @@ export interface AsyncCallStore {
   list(functionId: string, states: readonly AsyncState[], limit: number): Promise<AsyncCall[]>;
   /** Dead calls (all of the function's, or these ids) back to the queue as new: attempts from 0, due at once, aged from `now`. Returns how many. */
   requeue(functionId: string, ids: readonly string[] | 'all', now: number): Promise<number>;
+  /** Records how the call's callback went (it has one); false when the call is gone. */
+  setCallback(functionId: string, id: string, callback: AsyncCallback): Promise<boolean>;
+  /**
+   * Takes up to `max` ended calls whose callback is pending and held by nobody: its lease
+   * passed `now`, or it was never leased and the call ended before `staleBefore` (the gateway
+   * that ended it died before sending). Each is leased until `leaseUntil` and returned.
+   */
+  claimCallbacks(now: number, staleBefore: number, leaseUntil: number, max: number): Promise<AsyncCall[]>;
   stats(): Promise<AsyncStats>;
   /** Deletes finished and dead calls past their kept_until. Returns how many. */
   sweep(now: number): Promise<number>;

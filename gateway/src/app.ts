@@ -55,6 +55,9 @@ import { boundListener, deriveBounds, serverOptions } from './http/connection-bo
 import { BodyBudget } from './invoke/body-budget.ts';
 import { AsyncAcceptor, ASYNC_CALLS_PREFIX, ASYNC_INVOKE_PREFIX } from './async/acceptor.ts';
 import { AsyncDispatcher } from './async/dispatcher.ts';
+import { callbackPayloadOf } from './async/callback.ts';
+import { AsyncCallbackSender, callbackMetricsText } from './async/callback-sender.ts';
+import { policiesFor } from './egress/decision.ts';
 import { asyncMetricsText } from './async/metrics.ts';
 import { asyncRoutes } from './async/routes.ts';
 import { readNofile, type NofileLimits } from './resources/descriptors.ts';
@@ -281,6 +284,7 @@ export async function startPlatform(options: PlatformOptions): Promise<Platform<
   // Asynchronous invocation (async/, docs/async.md): accepted into the store, delivered by every gateway's dispatcher through the same run path.
   const asyncDispatcher = new AsyncDispatcher({
     store: stores.asyncCalls, functions, runner: invoker, settings: config.async, owner: instances.id, now, background,
+    ended: (call, completion) => asyncCallbacks.deliver(call, callbackPayloadOf(call, completion)),
   });
   const asyncAcceptor = new AsyncAcceptor({
     store: stores.asyncCalls, functions, settings: config.async, now, logger, refusals,
@@ -303,7 +307,7 @@ export async function startPlatform(options: PlatformOptions): Promise<Platform<
         logWriteFailures: writer.failures,
         runningRuntimes: executor.running,
         lostRecords: instances.totals,
-      }) + asyncMetricsText(asyncDispatcher, now()) + (cluster?.metricsText() ?? '') + (egress?.proxy.metricsText() ?? ''),
+      }) + asyncMetricsText(asyncDispatcher, now()) + callbackMetricsText(asyncCallbacks) + (cluster?.metricsText() ?? '') + (egress?.proxy.metricsText() ?? ''),
   });
   // Who may do what: one machine, the admin token only; cluster mode, the namespace rule and Kubernetes RBAC too.
   const access = new AccessControl({ kube: cluster?.kubeAccess, gate: cluster?.namespaceGate });
@@ -320,6 +324,17 @@ export async function startPlatform(options: PlatformOptions): Promise<Platform<
   const kvGuard = new KvGuard({ kv: stores.kv, settings: config.kv, cluster: cluster !== undefined, metrics, logger });
   // The machine itself (its interfaces, in cluster mode the node) and the platform's ranges: protected (docs/egress.md).
   const machine = new MachineAddresses({ platform: config.egressPlatform, extra: config.egressNodeAddresses });
+  // Callbacks of async calls: decided as the function's own connections are (its policies, the protected ranges, the platform's listeners).
+  const asyncCallbacks = new AsyncCallbackSender({
+    store: stores.asyncCalls, settings: config.async.callbacks, refusals, background, now, pollMs: config.async.pollMs,
+    policies: (functionId) => policiesFor(policies, functionId, machine.current()),
+    callbackHosts: (functionId) => functions.byId(functionId)?.async?.callback_hosts,
+    listener: () => {
+      const m = machine.current();
+      const tcp = egress?.tcpAddress === undefined ? [] : [Number(egress.tcpAddress.slice(egress.tcpAddress.lastIndexOf(':') + 1))];
+      return { isMachine: (a) => m.isMachine(a), ports: [...listenerPorts(), ...tcp] };
+    },
+  });
   const internal = internalRoutes({ tokens: cluster?.runtimeTokens ?? tokens, functions, kv: stores.kv, kvGuard, insight: stores.insight, consoleCapture: config.consoleCapture, flushRecords: () => writer.flush(), policies, protection: () => machine.current(), now, connections: perFunction.internalConnections, console: perFunction.console, code: { store: cluster?.codeStoreForPods?.(stores.code) ?? stores.code, functions, extraDigests: cluster?.extraCodeDigests, bound: perFunction.codeFetches } });
   const app = mainApp({ health, api, internal, adminToken: options.adminToken, kubeAccess: cluster?.kubeAccess, trustProxy: config.trustProxy, logger });
   // The admin panel: its page, sign-in and session-authenticated API, on its own listener.
@@ -338,13 +353,14 @@ export async function startPlatform(options: PlatformOptions): Promise<Platform<
     else if (req.url!.startsWith(ASYNC_INVOKE_PREFIX) || req.url!.startsWith(ASYNC_CALLS_PREFIX)) asyncAcceptor.handleHttp(req, res);
     else void koa(req, res);
   });
+  const listenerPorts = () => [server, adminServer].flatMap((s) => { const a = s.address(); return a !== null && typeof a === 'object' ? [a.port] : []; });
   // Connections: a global bound from the descriptor limit minus the reserve, a per-client bound, header and request timeouts (http/connection-bounds.ts).
   boundListener(server, bounds.main, refusals, 'main');
   boundListener(adminServer, bounds.admin, refusals, 'admin');
 
   egress = await startEgress({
     config, logger, policies, machine,
-    listenerPorts: () => [server, adminServer].flatMap((s) => { const a = s.address(); return a !== null && typeof a === 'object' ? [a.port] : []; }),
+    listenerPorts,
     tokens: cluster?.runtimeTokens ?? tokens,
     knows: (id) => functions.byId(id) !== undefined,
     local: local === undefined || sandboxes !== undefined ? undefined : unsandboxedEgress(join(config.dataDir, EGRESS_SOCKET)),
@@ -386,6 +402,7 @@ export async function startPlatform(options: PlatformOptions): Promise<Platform<
   });
   for (const late of lateRuns) scheduler.start(late.functionId, late.plannedAt);
   asyncDispatcher.start();
+  asyncCallbacks.start();
 
   const sweep = async () => {
     const t = now();
@@ -449,6 +466,8 @@ export async function startPlatform(options: PlatformOptions): Promise<Platform<
       await Promise.race([stopped, new Promise((resolve) => setTimeout(resolve, Math.max(0, deadline - Date.now())).unref())]);
       // Async attempts under way end and are recorded; past the grace their leases expire and another gateway runs them.
       await asyncDispatcher.stop(Math.max(0, deadline - Date.now()));
+      // Callbacks under way end; past the grace they stay pending on their calls (docs/async.md "Callbacks").
+      await asyncCallbacks.stop(Math.max(0, deadline - Date.now()));
       await invoker.drain(Math.max(0, deadline - Date.now()));
       clearInterval(idleCloser);
       if (!allClosed) server.closeAllConnections();

@@ -112,6 +112,6 @@ export const REFUSAL_REASONS = [
   'internal_connections_per_function', 'egress_connections_per_function', 'console_rate',
   'kv_bytes', 'kv_keys', 'kv_write_rate', 'namespace_kv_bytes', 'namespace_recorded_bytes',
   'code_store_bytes', 'namespace_code_bytes', 'code_uploads', 'code_fetches', 'code_fetch_rate',
-  'async_queue_function_bytes', 'async_queue_total_bytes',
+  'async_queue_function_bytes', 'async_queue_total_bytes', 'async_callbacks_in_flight',
 ] as const;
 export type RefusalReason = (typeof REFUSAL_REASONS)[number];

@@ -1,4 +1,4 @@
-import { limits, MAX_KV_QUOTA_BYTES, MAX_KV_QUOTA_KEYS, MAX_ASYNC_RETRIES, MIN_ASYNC_MAX_AGE_SECONDS, MAX_ASYNC_MAX_AGE_SECONDS } from '@fnhost/core';
+import { limits, MAX_KV_QUOTA_BYTES, MAX_KV_QUOTA_KEYS, MAX_ASYNC_RETRIES, MIN_ASYNC_MAX_AGE_SECONDS, MAX_ASYNC_MAX_AGE_SECONDS, MAX_CALLBACK_HOSTS } from '@fnhost/core';
 import { MAX_CRONJOB_NAME_LENGTH } from './names.ts';
 import * as scale from '@fnhost/core/scaling.ts';
 
@@ -219,6 +219,12 @@ function specSchema() {
         properties: {
           maxRetries: { type: 'integer', minimum: 0, maximum: MAX_ASYNC_RETRIES },
           maxAgeSeconds: { type: 'integer', minimum: MIN_ASYNC_MAX_AGE_SECONDS, maximum: MAX_ASYNC_MAX_AGE_SECONDS },
+          callbackHosts: {
+            type: 'array',
+            maxItems: MAX_CALLBACK_HOSTS,
+            description: 'Hosts an X-Callback-Url may name (docs/async.md "Callbacks"): "hooks.example.com", "*.example.org" (the names below it), an IP address, each optionally with ":port". Empty or absent: no callbacks. The gateway checks each entry again and refuses "*" and CIDRs.',
+            items: { type: 'string', minLength: 1, maxLength: 300, pattern: '^[^*/]*$|^\\*\\.[^*/]+$' },
+          },
         },
       },
       retention: {

@@ -26,7 +26,7 @@ async function acceptN(stores: Stores, functionId: string, n: number): Promise<A
   for (let i = 0; i < n; i++) {
     const req = request(i);
     // One ms apart: acceptance order is the claim order.
-    const r = await stores.asyncCalls.accept({ id: newAsyncId(), function_id: functionId, accepted_at: T + i, request: req, bytes: requestBytes(req), idempotency_key: null }, BOUNDS, T + i);
+    const r = await stores.asyncCalls.accept({ id: newAsyncId(), function_id: functionId, accepted_at: T + i, request: req, bytes: requestBytes(req), idempotency_key: null, callback_url: null }, BOUNDS, T + i);
     if (r.outcome !== 'accepted') throw new Error(`not accepted: ${r.outcome}`);
     out.push(r.call);
   }
@@ -36,7 +36,7 @@ async function acceptN(stores: Stores, functionId: string, n: number): Promise<A
 /** The function's counted bytes, as accept() reports them when a call would pass a 1-byte bound. */
 async function usedBytes(stores: Stores, functionId: string): Promise<number> {
   const req = request(0);
-  const r = await stores.asyncCalls.accept({ id: newAsyncId(), function_id: functionId, accepted_at: T, request: req, bytes: requestBytes(req), idempotency_key: null }, { ...BOUNDS, functionBytes: 1 }, T);
+  const r = await stores.asyncCalls.accept({ id: newAsyncId(), function_id: functionId, accepted_at: T, request: req, bytes: requestBytes(req), idempotency_key: null, callback_url: null }, { ...BOUNDS, functionBytes: 1 }, T);
   if (r.outcome !== 'full') throw new Error(`expected a refusal, got ${r.outcome}`);
   return r.used;
 }

@@ -132,7 +132,7 @@ class FakeQueue implements Partial<AsyncCallStore> {
       this.calls.push({
         id: `async_${functionId}_${this.calls.length}`, function_id: functionId, state: 'queued', accepted_at: 1000 + this.calls.length, attempt: 0, next_at: 0,
         lease_owner: null, lease_until: null, attempts: [], dead_reason: null, result: null, bytes: 10, idempotency_key: null, kept_until: null, finished_at: null,
-        request: { method: 'POST', path: '/', headers: {}, body: null },
+        request: { method: 'POST', path: '/', headers: {}, body: null }, callback: null,
       });
     }
   }
@@ -196,7 +196,7 @@ class HeldRunner {
   }
 }
 
-const SETTINGS: AsyncSettings = { functionBytes: 1e9, totalBytes: 1e9, idempotencyWindowMs: 1000, retryBaseMs: 1000, maxInFlightPerFunction: 4, leaseMarginMs: 1000, pollMs: 60_000 };
+const SETTINGS: AsyncSettings = { functionBytes: 1e9, totalBytes: 1e9, idempotencyWindowMs: 1000, retryBaseMs: 1000, maxInFlightPerFunction: 4, leaseMarginMs: 1000, pollMs: 60_000, callbacks: { maxInFlight: 1, timeoutMs: 1000, retryBaseMs: 1000 } };
 
 describe('async dispatcher batching (fake store, frozen clock)', () => {
   let d: AsyncDispatcher | undefined;

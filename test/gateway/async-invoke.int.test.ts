@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { startGateway, type RunningGateway } from '../helpers/platform.ts';
 import { startMongoServer, type MongoTestServer } from '../helpers/mongo-server.ts';
 import { pollUntil } from '../helpers/wait.ts';
-import { databaseUrl } from './async-helpers.ts';
+import { api, create, databaseUrl } from './async-helpers.ts';
 
 // Issue 33: asynchronous invocation through a real gateway process and real
 // runtimes, on SQLite (the data folder) and on MongoDB (the stand-in, or
@@ -18,18 +18,6 @@ const ENV = {
   FNHOST_ASYNC_POLL_MS: '50',
   FNHOST_ASYNC_QUEUE_FUNCTION_BYTES: '8192',
 };
-
-async function api(gw: RunningGateway, method: string, path: string, body?: unknown) {
-  const r = await fetch(gw.url + path, { method, headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
-  const text = await r.text();
-  return { status: r.status, body: text === '' ? undefined : JSON.parse(text) };
-}
-
-async function create(gw: RunningGateway, name: string, code: string, extra: Record<string, unknown> = {}): Promise<string> {
-  const r = await api(gw, 'POST', '/api/v1/functions', { name, code, ...extra });
-  expect(r.status, JSON.stringify(r.body)).to.equal(201);
-  return r.body.function_id as string;
-}
 
 async function post(gw: RunningGateway, fnId: string, sub = '', init: RequestInit = {}) {
   const r = await fetch(`${gw.url}/async-invoke/${fnId}${sub}`, { method: 'POST', ...init });

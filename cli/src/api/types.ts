@@ -20,7 +20,7 @@ export interface CreateFunctionFields {
   schedule?: { cron: string; timezone?: string };
   record_requests?: Partial<RequestRecording>;
   kv_quota?: { max_bytes?: number | null; max_keys?: number | null };
-  async?: { max_retries?: number | null; max_age_seconds?: number | null };
+  async?: { max_retries?: number | null; max_age_seconds?: number | null; callback_hosts?: string[] | null };
 }
 
 export interface UpdateFunctionBody {
@@ -32,7 +32,7 @@ export interface UpdateFunctionBody {
   memory_mib?: number;
   record_requests?: Partial<RequestRecording>;
   kv_quota?: { max_bytes?: number | null; max_keys?: number | null };
-  async?: { max_retries?: number | null; max_age_seconds?: number | null };
+  async?: { max_retries?: number | null; max_age_seconds?: number | null; callback_hosts?: string[] | null };
 }
 
 export interface TestRequest {
@@ -60,6 +60,8 @@ export interface ApiAsyncCall {
   attempts: Array<{ attempt: number; log_id: string | null; started_at: string; ended_at: string; status_code: number | null; error_message: string | null }>;
   result: { status_code: number; headers: Record<string, string | string[]>; body: string; truncated: boolean } | null;
   request: { method: string; path: string } | null;
+  /** The X-Callback-Url's delivery (docs/async.md "Callbacks"); the URL without its query. */
+  callback: { url: string; state: 'pending' | 'delivered' | 'failed'; attempts: number; last_status: number | null; last_error?: string | null; updated_at: string | null } | null;
 }
 
 export interface ApiAsyncCalls {

@@ -1,3 +1,4 @@
+import { CALLBACK_MAX_ATTEMPTS } from '@fnhost/core/async-callback.ts';
 import { MAX_INVOKE_BODY_BYTES, MAX_TIMEOUT_SECONDS } from '@fnhost/core/limits.ts';
 import { UsageError } from '../errors.ts';
 import type { ApiAsyncCall } from '../api/types.ts';
@@ -14,23 +15,42 @@ import type { CommandContext } from './spec.ts';
 const METHOD = /^[A-Za-z]{1,16}$/;
 const ASYNC_ID = /^async_[A-Za-z0-9_-]{22}$/;
 const DEFAULT_LIST = 100;
+const STATES = ['queued', 'running', 'succeeded', 'failed', 'dead'];
+
+/** --state queued,dead (default: queued, running and dead; all: every state, to see a finished call's callback). */
+export function parseStateFlag(raw: string | undefined): string[] {
+  if (raw === undefined) return ['queued', 'running', 'dead'];
+  if (raw === 'all') return STATES;
+  const states = raw.split(',').map((s) => s.trim());
+  for (const s of states) if (!STATES.includes(s)) throw new UsageError(`--state "${s.slice(0, 40)}" is not one of ${STATES.join(', ')} (or all)`);
+  return [...new Set(states)];
+}
 
 export function asyncLines(calls: readonly ApiAsyncCall[]): string[] {
   if (calls.length === 0) return ['No queued, running or dead calls.'];
-  const lines = ['ASYNC ID                        STATE      ATTEMPTS  ACCEPTED                  LAST'];
+  const lines = ['ASYNC ID                        STATE      ATTEMPTS  ACCEPTED                  CALLBACK          LAST'];
   for (const c of calls) {
     const last = c.attempts.at(-1);
     const lastText = last === undefined ? '-' : `${last.status_code ?? 'lost'}${last.error_message ? ' ' + oneLine(last.error_message).slice(0, 60) : ''}`;
-    lines.push(`${c.async_id.padEnd(32)}${c.state.padEnd(11)}${String(c.attempts.length).padEnd(10)}${c.accepted_at.padEnd(26)}${lastText}${c.dead_reason ? ` (${c.dead_reason})` : ''}`);
+    const callbackText = callbackCell(c.callback);
+    lines.push(`${c.async_id.padEnd(32)}${c.state.padEnd(11)}${String(c.attempts.length).padEnd(10)}${c.accepted_at.padEnd(26)}${callbackText.padEnd(18)}${lastText}${c.dead_reason ? ` (${c.dead_reason})` : ''}`);
+    // A callback that failed says why on a line of its own (the owner's view has the error text, never the URL's query).
+    if (c.callback?.state === 'failed' && c.callback.last_error) lines.push(`  callback to ${printable(c.callback.url)}: ${oneLine(c.callback.last_error).slice(0, 160)}`);
   }
   return lines;
+}
+
+/** `-` without a callback, else its state and the POSTs tried: `delivered`, `pending 1/3`, `failed 3/3`. */
+export function callbackCell(cb: ApiAsyncCall['callback']): string {
+  if (cb === null || cb === undefined) return '-';
+  return cb.state === 'delivered' ? 'delivered' : `${cb.state} ${cb.attempts}/${CALLBACK_MAX_ATTEMPTS}`;
 }
 
 export async function listAsync(ctx: CommandContext): Promise<number> {
   const ref = functionRef(ctx);
   const limit = intOption(ctx, 'limit', 1000) ?? DEFAULT_LIST;
   const client = await ctx.client();
-  const page = await client.asyncCalls(ref, ['queued', 'running', 'dead'], limit);
+  const page = await client.asyncCalls(ref, parseStateFlag(stringOption(ctx, 'state')), limit);
   if (ctx.output === 'json') printJson(ctx, page);
   else printLines(ctx, asyncLines(page.calls));
   return 0;

@@ -15,6 +15,8 @@ const redactJson: OptionSpec = { type: 'string', multiple: true, value: '<path>'
 const allowLoadError: OptionSpec = { type: 'boolean', description: 'store the code even though its top level throws while loading (its calls then answer 500 until fixed)' };
 const kvMaxBytes: OptionSpec = { type: 'string', value: '<bytes>|default', description: 'KV quota: bytes of keys and values the function may store, e.g. 1048576 or 50Mi (default: the platform\'s, 100Mi unless set)' };
 const kvMaxKeys: OptionSpec = { type: 'string', value: '<n>|default', description: 'KV quota: keys the function may store (default: the platform\'s, 100000 unless set)' };
+const callbackHost: OptionSpec = { type: 'string', multiple: true, value: '<host>', description: 'a host X-Callback-Url of an async call may name: hooks.example.com, *.example.org, an address, each optionally :port (repeatable; replaces the list; default: no callbacks)' };
+const noCallbacks: OptionSpec = { type: 'boolean', description: 'take no X-Callback-Url (empties the callback hosts)' };
 const route: OptionSpec = { type: 'string', multiple: true, value: '<pattern>', description: 'route pattern such as /users/:userId that fills req.params (repeatable)' };
 
 export const COMMANDS: CommandSpec[] = [
@@ -38,6 +40,7 @@ export const COMMANDS: CommandSpec[] = [
       'redact-json': redactJson,
       'kv-max-bytes': kvMaxBytes,
       'kv-max-keys': kvMaxKeys,
+      'callback-host': callbackHost,
       cron: { type: 'string', value: '<expr>', description: 'run on this 5-field cron schedule as well' },
       timezone: { type: 'string', value: '<zone>', description: 'IANA time zone of --cron (default UTC)' },
       'allow-load-error': allowLoadError,
@@ -67,6 +70,7 @@ export const COMMANDS: CommandSpec[] = [
       'record-requests': recordRequests, 'record-body-limit': recordBodyLimit, 'redact-header': redactHeader, 'redact-json': redactJson,
       'allow-load-error': allowLoadError,
       'kv-max-bytes': kvMaxBytes, 'kv-max-keys': kvMaxKeys,
+      'callback-host': callbackHost, 'no-callbacks': noCallbacks,
     },
     json: true,
     remote: true,
@@ -346,12 +350,37 @@ export const COMMANDS: CommandSpec[] = [
     name: 'function:async',
     args: [fnArg],
     summary: 'Show the function\'s queued, running and dead async calls',
-    details: ['Oldest accepted first. A dead call used up its retries or its age; requeue it with function:async:retry.'],
-    options: { limit: { type: 'string', short: 'n', value: '<n>', description: 'calls to show (default 100, at most 1000)' } },
+    details: [
+      'Oldest accepted first. A dead call used up its retries or its age; requeue it with function:async:retry.',
+      'CALLBACK is the X-Callback-Url\'s delivery: pending, delivered or failed, with the POSTs tried (a failed one says why on the next line).',
+    ],
+    options: {
+      limit: { type: 'string', short: 'n', value: '<n>', description: 'calls to show (default 100, at most 1000)' },
+      state: { type: 'string', value: '<states>|all', description: 'comma-separated states to show: queued, running, succeeded, failed, dead (default queued,running,dead)' },
+    },
     json: true,
     remote: true,
-    examples: ['fnhost function:async hello', 'fnhost function:async hello --output json | jq ".calls[0]"'],
+    examples: ['fnhost function:async hello', 'fnhost function:async hello --state all', 'fnhost function:async hello --output json | jq ".calls[0]"'],
     load: () => import('./async.ts').then((m) => ({ run: m.listAsync })),
+  },
+  {
+    name: 'function:async:set',
+    args: [fnArg],
+    summary: "Set the function's async retries, maximum age and callback hosts",
+    details: [
+      'Only the settings named change. "default" takes a setting back to its default (2 retries, 21600 s).',
+      'Callbacks (X-Callback-Url) are off until hosts are listed; a URL naming another host is refused with 400 when the call is made.',
+    ],
+    options: {
+      'max-retries': { type: 'string', value: '<0-2>|default', description: 'retries after a 5xx, a timeout or an out-of-memory (default 2)' },
+      'max-age': { type: 'string', value: '<seconds>|default', description: 'how long after acceptance a call may still start (60-21600, default 21600)' },
+      'callback-host': callbackHost,
+      'no-callbacks': noCallbacks,
+    },
+    json: true,
+    remote: true,
+    examples: ['fnhost function:async:set hello --callback-host hooks.example.com --callback-host "*.example.org"', 'fnhost function:async:set hello --max-retries 0', 'fnhost function:async:set hello --no-callbacks'],
+    load: () => import('./async-settings.ts'),
   },
   {
     name: 'function:async:retry',

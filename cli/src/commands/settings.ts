@@ -6,6 +6,7 @@ import { validateRequestRecording } from '@fnhost/core/recording.ts';
 import type { FunctionKvQuota, RequestRecording } from '@fnhost/core/model.ts';
 import { validateKvQuota } from '@fnhost/core/kv-quota.ts';
 import { LocalIoError, UsageError } from '../errors.ts';
+import { parseCallbackFlags } from './async-settings.ts';
 import { asUsage, intOption, listOption, stringOption } from './common.ts';
 import type { CommandContext } from './spec.ts';
 
@@ -62,6 +63,7 @@ export interface SettingsFlags {
   memory_mib?: number;
   record_requests?: Partial<RequestRecording>;
   kv_quota?: { max_bytes?: number | null; max_keys?: number | null };
+  async?: { callback_hosts: string[] | null };
 }
 
 const UNITS: Record<string, number> = { '': 1, Ki: 1024, Mi: 1024 ** 2, Gi: 1024 ** 3 };
@@ -129,5 +131,7 @@ export function parseSettings(ctx: CommandContext): SettingsFlags {
   if (recording !== undefined) settings.record_requests = recording;
   const kvQuota = parseKvQuotaFlags(ctx);
   if (kvQuota !== undefined) settings.kv_quota = kvQuota;
+  const callbackHosts = parseCallbackFlags(ctx);
+  if (callbackHosts !== undefined) settings.async = { callback_hosts: callbackHosts };
   return settings;
 }

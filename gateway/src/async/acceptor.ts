@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { callableFunction } from '../invoke/callable.ts';
 import {
-  FnhostError, NotFoundError, ValidationError, isAsyncId, limits, newAsyncId, requestBytes,
+  FnhostError, NotFoundError, ValidationError, checkCallbackUrl, isAsyncId, limits, newAsyncId, requestBytes,
   type AsyncCallStore, type AsyncRequest, type FunctionRecord,
 } from '@fnhost/core';
 import { drainRequest, readBody } from '../invoke/bodies.ts';
@@ -93,13 +93,25 @@ export class AsyncAcceptor {
       writeError(res, new ValidationError('Idempotency-Key must be 1 to 255 visible ASCII characters'));
       return;
     }
+    // Checked before the body is read: a refused callback is answered 400 and nothing is stored (docs/async.md "Callbacks").
+    const callbackHeader = req.headers['x-callback-url'];
+    let callbackUrl: string | null = null;
+    if (callbackHeader !== undefined) {
+      try {
+        callbackUrl = checkCallbackUrl(String(callbackHeader), fn.async?.callback_hosts);
+      } catch (err) {
+        drainRequest(req);
+        writeError(res, err as FnhostError);
+        return;
+      }
+    }
     const bodies = this.#o.bodies;
     const admitted = admitBody(req, res, bodies);
     if (admitted === undefined) return;
     const { hasBody, lease } = admitted;
     const body = hasBody ? readBody(req, limits.MAX_INVOKE_BODY_BYTES, { lease, idleTimeoutMs: bodies?.idleTimeoutMs }) : Promise.resolve(null);
     body.then(
-      (data) => this.#store(fn, req, res, path, data, key ?? null).finally(() => lease?.release()),
+      (data) => this.#store(fn, req, res, path, data, key ?? null, callbackUrl).finally(() => lease?.release()),
       (err: unknown) => {
         lease?.release();
         // Nothing was accepted; a caller that left while sending has nobody to answer.
@@ -108,14 +120,14 @@ export class AsyncAcceptor {
     );
   }
 
-  async #store(fn: FunctionRecord, req: IncomingMessage, res: ServerResponse, path: string, body: Buffer | null, key: string | null): Promise<void> {
+  async #store(fn: FunctionRecord, req: IncomingMessage, res: ServerResponse, path: string, body: Buffer | null, key: string | null, callbackUrl: string | null): Promise<void> {
     const request: AsyncRequest = { method: req.method!, path, headers: storedHeaders(req.headers), body: body === null || body.length === 0 ? null : body };
     const now = this.#o.now();
     const s = this.#o.settings;
     let result;
     try {
       result = await this.#o.store.accept(
-        { id: newAsyncId(), function_id: fn.function_id, accepted_at: now, request, bytes: requestBytes(request), idempotency_key: key },
+        { id: newAsyncId(), function_id: fn.function_id, accepted_at: now, request, bytes: requestBytes(request), idempotency_key: key, callback_url: callbackUrl },
         { functionBytes: s.functionBytes, totalBytes: s.totalBytes, idempotencyWindowMs: s.idempotencyWindowMs },
         now,
       );

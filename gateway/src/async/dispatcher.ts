@@ -38,6 +38,8 @@ export interface DispatcherOptions {
   background: BackgroundFailures;
   /** Told of each attempt's end (metrics). */
   onAttempt?: (outcome: AsyncCompletion['state']) => void;
+  /** Told of each call that ended (its final answer recorded), to POST it to the call's callback (callback-sender.ts). */
+  ended?: (call: AsyncCall, completion: Exclude<AsyncCompletion, { state: 'queued' }>) => void;
 }
 
 /** The answer kept on the call: status, headers, the body up to ASYNC_RESULT_BODY_LIMIT. */
@@ -235,7 +237,8 @@ export class AsyncDispatcher {
       completion = completionOf(call, fn, run, startedAt, this.#o.now(), settings.retryBaseMs, (this.#o.random ?? Math.random)());
     }
     // A lost lease (this gateway was taken for dead) writes nothing: the call runs again elsewhere.
-    await this.#completions.add({ id: call.id, function_id: call.function_id, bytes: call.bytes, owner: this.#o.owner, attempt: call.attempt, completion });
+    const written = await this.#completions.add({ id: call.id, function_id: call.function_id, bytes: call.bytes, owner: this.#o.owner, attempt: call.attempt, completion });
+    if (written && completion.state !== 'queued') this.#o.ended?.(call, completion);
     if (completion.state === 'queued') this.retried++;
     if (completion.state === 'dead') this.deadLettered++;
     this.#o.onAttempt?.(completion.state);

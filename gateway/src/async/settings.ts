@@ -1,3 +1,5 @@
+import type { CallbackSettings } from './callback-sender.ts';
+
 // The queue's settings (docs/async.md "Settings"), from the environment. Each
 // default is chosen as the peers' and said why.
 
@@ -16,6 +18,8 @@ export interface AsyncSettings {
   leaseMarginMs: number;
   /** FNHOST_ASYNC_POLL_MS: how often a gateway looks for due calls it was not told of (retries, other replicas' calls, expired leases). */
   pollMs: number;
+  /** Callbacks (callback-sender.ts): FNHOST_ASYNC_CALLBACKS_IN_FLIGHT, FNHOST_ASYNC_CALLBACK_TIMEOUT_MS, FNHOST_ASYNC_CALLBACK_RETRY_BASE_MS. */
+  callbacks: CallbackSettings;
 }
 
 /** `intVar` reads one integer variable within bounds (config.ts's, which refuses a bad value naming it). */
@@ -30,5 +34,13 @@ export function asyncSettingsFrom(intVar: (name: string, fallback: number, min: 
     maxInFlightPerFunction: intVar('FNHOST_ASYNC_MAX_IN_FLIGHT', 4, 1, 1000),
     leaseMarginMs: intVar('FNHOST_ASYNC_LEASE_MARGIN_MS', 10_000, 100, 600_000),
     pollMs: intVar('FNHOST_ASYNC_POLL_MS', 500, 10, 60_000),
+    callbacks: {
+      // 64: each holds one connection and the answer (at most 64 KiB) while it tries and waits.
+      maxInFlight: intVar('FNHOST_ASYNC_CALLBACKS_IN_FLIGHT', 64, 1, 10_000),
+      // 10 s, as GitHub's and Stripe's webhook senders wait for a receiver.
+      timeoutMs: intVar('FNHOST_ASYNC_CALLBACK_TIMEOUT_MS', 10_000, 100, 120_000),
+      // 10 s before the second try and 20 s before the third (with jitter): a receiver restarting has time to come back.
+      retryBaseMs: intVar('FNHOST_ASYNC_CALLBACK_RETRY_BASE_MS', 10_000, 10, 3_600_000),
+    },
   };
 }

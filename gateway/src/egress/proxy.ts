@@ -7,7 +7,8 @@ import type { RuntimeTokenVerifier } from '../internal/tokens.ts';
 import type { Logger } from '../log.ts';
 import { MachineAddresses } from '../policy/machine.ts';
 import type { PlatformRanges } from '../policy/match.ts';
-import { deniedAddress, denialMessage, decisionOf, denialOf, explain, listenerDenial, policiesFor, type Denial, type Explanation, type PolicySource } from './decision.ts';
+import { deniedAddress, denialMessage, decisionOf, denialOf, explain, policiesFor, type Denial, type Explanation, type PolicySource } from './decision.ts';
+import { checkTarget } from './checked.ts';
 import { DNS_TYPES, systemResolver, type DnsType, type EgressResolver } from './resolver.ts';
 import { TargetError, parseConnectTarget, proxyCredential, validHostName, type ConnectTarget } from './target.ts';
 
@@ -319,30 +320,15 @@ export class EgressProxy {
     }
   }
 
-  /** The addresses to dial, after the policies allowed the name and every address. */
+  /** The addresses to dial, after the policies allowed the name and every address (checked.ts). */
   async #checkedAddresses(functionId: string, target: ConnectTarget): Promise<string[]> {
-    const what = `connection to ${target.host}:${target.port}`;
     const policies = await policiesFor(this.#o.policies, functionId, this.#o.machine.current());
-    const byName = decisionOf(target.host, policies, target.port);
-    if (!byName.allowed) {
-      const denial: Denial = { scope: byName.scope, rule: byName.rule, subject: target.host };
-      throw new EgressRefusal(403, 'policy_denied', denialMessage(what, target.host, denial), denial);
-    }
-    if (isIP(target.host) !== 0) {
-      this.#checkListener(what, target.host, target.host, target.port);
-      return [target.host];
-    }
-    let addresses: string[];
-    try {
-      addresses = (await this.#o.resolver.lookup(target.host)).map((a) => a.address);
-    } catch (err) {
-      throw dnsFailure(err, `resolving ${target.host}`);
-    }
-    if (addresses.length === 0) throw new EgressRefusal(502, 'ENOTFOUND', `resolving ${target.host} gave no address`);
-    const byAddress = deniedAddress(addresses, policies, byName, target.port);
-    if (byAddress !== undefined) throw new EgressRefusal(403, 'policy_denied', denialMessage(what, target.host, byAddress), byAddress);
-    for (const address of addresses) this.#checkListener(what, target.host, address, target.port);
-    return addresses;
+    const machine = this.#o.machine.current();
+    const check = await checkTarget(target.host, target.port, policies, async (name) => (await this.#o.resolver.lookup(name)).map((a) => a.address), { isMachine: (a) => machine.isMachine(a), ports: this.#o.listenerPorts() });
+    if (check.ok) return check.addresses;
+    if (check.reason === 'denied') throw new EgressRefusal(403, 'policy_denied', check.message, check.denial);
+    if (check.reason === 'dns') throw dnsFailure(check.error, `resolving ${target.host}`);
+    throw new EgressRefusal(502, 'ENOTFOUND', `resolving ${target.host} gave no address`);
   }
 
   /**
@@ -373,13 +359,6 @@ export class EgressProxy {
       ? `${what} is allowed (${e.scope} rule ${e.rule})${addresses === undefined ? '' : `: it resolves to ${addresses.join(', ')}`}`
       : denialMessage(what, target.host, { scope: e.scope, rule: e.rule, subject: e.subject });
     return { ...e, target: shown, message };
-  }
-
-  /** Refuses a port of the platform's own listeners on this machine, whatever the policies say. */
-  #checkListener(what: string, host: string, address: string, port: number): void {
-    const machine = this.#o.machine.current();
-    const denial = listenerDenial(address, port, (a) => machine.isMachine(a), this.#o.listenerPorts());
-    if (denial !== undefined) throw new EgressRefusal(403, 'policy_denied', denialMessage(what, host, denial), denial);
   }
 
   /** Connects to the checked addresses in order (the next one when one refuses or times out). */

@@ -27,6 +27,17 @@ describe('cluster mode: spec.async', () => {
     const current = resourceForCreate(fn);
     expect(specPatch(fn, { ...fn }, current)).to.equal(null);
     const changed = { ...fn, async: { max_retries: 0 }, updated_at: '2026-11-24T00:00:00.000Z' };
-    expect((specPatch(fn, changed, current)!.spec as Record<string, unknown>).async).to.deep.equal({ maxRetries: 0, maxAgeSeconds: null });
+    expect((specPatch(fn, changed, current)!.spec as Record<string, unknown>).async).to.deep.equal({ maxRetries: 0, maxAgeSeconds: null, callbackHosts: null });
+  });
+
+  it('maps callbackHosts both ways, leaving out an entry core\'s rules refuse (the CRD\'s pattern is coarser)', () => {
+    expect(recordFromResource(resource({ async: { callbackHosts: ['Hooks.Example.com', '*.example.org'] } }))!.async).to.deep.equal({ callback_hosts: ['hooks.example.com', '*.example.org'] });
+    expect(recordFromResource(resource({ async: { callbackHosts: ['bad host', 'ok.example.com'] } }))!.async).to.deep.equal({ callback_hosts: ['ok.example.com'] });
+    expect(recordFromResource(resource({ async: { callbackHosts: [] } }))!.async).to.equal(undefined);
+    const fn = { ...recordFromResource(resource())!, async: { callback_hosts: ['hooks.example.com'] } };
+    expect(resourceForCreate(fn).spec.async).to.deep.equal({ callbackHosts: ['hooks.example.com'] });
+    const current = resourceForCreate(fn);
+    const cleared = { ...fn, async: undefined, updated_at: '2026-11-24T00:00:00.000Z' };
+    expect((specPatch(fn, cleared, current)!.spec as Record<string, unknown>).async).to.deep.equal({ maxRetries: null, maxAgeSeconds: null, callbackHosts: null });
   });
 });

@@ -4,6 +4,7 @@ import { lostAttempt } from '../../async-call.ts';
 import type {
   AcceptResult, AsyncAttempt, AsyncBounds, AsyncCall, AsyncCompletion, AsyncCompletionWrite, AsyncState, AsyncStats, DeadReason, NewAsyncCall,
 } from '../../async-call.ts';
+import { pendingCallback, type AsyncCallback } from '../../async-callback.ts';
 import type { AsyncCallStore } from '../../stores.ts';
 import type { MongoContext } from './context.ts';
 
@@ -44,6 +45,8 @@ interface CallDoc {
   done?: string;
   /** Headers as [name, value] pairs: a header name may hold a `.` or `$`, which field names should not. */
   request: { method: string; path: string; headers: Array<[string, string]>; body: Binary | null } | null;
+  /** Absent on calls stored before callbacks existed. */
+  callback?: AsyncCallback | null;
 }
 
 interface UsageDoc {
@@ -80,6 +83,7 @@ function toCall(doc: CallDoc): AsyncCall {
       headers: Object.fromEntries(doc.request.headers),
       body: doc.request.body === null ? null : Buffer.from(doc.request.body.buffer),
     },
+    callback: doc.callback ?? null,
   };
 }
 
@@ -158,6 +162,7 @@ export class MongoAsyncCallStore implements AsyncCallStore {
         headers: Object.entries(call.request.headers),
         body: call.request.body === null ? null : new Binary(call.request.body),
       },
+      callback: call.callback_url === null ? null : pendingCallback(call.callback_url),
     };
     try {
       // Idempotent by its _id: a resend after a lost answer finds it stored.
@@ -261,6 +266,29 @@ export class MongoAsyncCallStore implements AsyncCallStore {
     return r.modifiedCount;
   }
 
+  async setCallback(functionId: string, id: string, callback: AsyncCallback): Promise<boolean> {
+    const r = await this.#ctx.run('async callback', true, () =>
+      this.#calls.updateOne({ _id: id, function_id: functionId, callback: { $ne: null } }, { $set: { callback } }));
+    return r.matchedCount === 1;
+  }
+
+  async claimCallbacks(now: number, staleBefore: number, leaseUntil: number, max: number): Promise<AsyncCall[]> {
+    const free = {
+      'callback.state': 'pending',
+      state: { $in: ['succeeded', 'failed', 'dead'] as AsyncState[] },
+      $or: [{ 'callback.lease_until': { $lt: now } }, { 'callback.lease_until': null, finished_at: { $lt: staleBefore } }],
+    };
+    const found = await this.#ctx.run('async callbacks', true, () => this.#calls.find(free, { projection: { _id: 1 } }).sort({ finished_at: 1 }).limit(max).toArray());
+    const out: AsyncCall[] = [];
+    for (const { _id } of found) {
+      // Taken by whoever updates it first: the filter says it is still free.
+      const doc = await this.#ctx.run('async callbacks', false, () =>
+        this.#calls.findOneAndUpdate({ _id, ...free }, { $set: { 'callback.lease_until': leaseUntil } }, { returnDocument: 'after' }));
+      if (doc !== null) out.push(toCall(doc));
+    }
+    return out;
+  }
+
   async stats(): Promise<AsyncStats> {
     const [queued, running, dead, oldest] = await Promise.all([
       this.#ctx.run('async stats', true, () => this.#calls.countDocuments({ state: 'queued' })),
@@ -346,5 +374,6 @@ export async function ensureAsyncCallIndexes(db: Db): Promise<void> {
     { key: { state: 1, next_at: 1 }, name: 'state_next' },
     { key: { state: 1, lease_until: 1 }, name: 'state_lease' },
     { key: { kept_until: 1 }, name: 'kept_until' },
+    { key: { 'callback.state': 1, finished_at: 1 }, name: 'callback_state' },
   ]);
 }

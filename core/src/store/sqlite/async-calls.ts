@@ -1,4 +1,6 @@
 import { lostAttempt } from '../../async-call.ts';
+import { pendingCallback } from '../../async-callback.ts';
+import type { AsyncCallback } from '../../async-callback.ts';
 import type {
   AcceptResult, AsyncAttempt, AsyncBounds, AsyncCall, AsyncCompletionWrite, AsyncRequest, AsyncState, AsyncStats, NewAsyncCall,
 } from '../../async-call.ts';
@@ -29,9 +31,10 @@ interface CallRow {
   finished_ms: number | null;
   request: string | null;
   body: Uint8Array | null;
+  callback: string | null;
 }
 
-const COLUMNS = 'seq, id, function_id, state, accepted_ms, attempt, next_ms, lease_owner, lease_until, attempts, dead_reason, result, bytes, idem_key, kept_until, finished_ms, request, body';
+const COLUMNS = 'seq, id, function_id, state, accepted_ms, attempt, next_ms, lease_owner, lease_until, attempts, dead_reason, result, bytes, idem_key, kept_until, finished_ms, request, body, callback';
 
 function toCall(row: CallRow): AsyncCall {
   let request: AsyncRequest | null = null;
@@ -56,6 +59,7 @@ function toCall(row: CallRow): AsyncCall {
     kept_until: row.kept_until,
     finished_at: row.finished_ms,
     request,
+    callback: row.callback === null ? null : (JSON.parse(row.callback) as AsyncCallback),
   };
 }
 
@@ -65,6 +69,7 @@ function queuedCall(call: NewAsyncCall): AsyncCall {
     id: call.id, function_id: call.function_id, state: 'queued', accepted_at: call.accepted_at, attempt: 0, next_at: call.accepted_at,
     lease_owner: null, lease_until: null, attempts: [], dead_reason: null, result: null, bytes: call.bytes,
     idempotency_key: call.idempotency_key, kept_until: null, finished_at: null, request: call.request,
+    callback: call.callback_url === null ? null : pendingCallback(call.callback_url),
   };
 }
 
@@ -92,9 +97,10 @@ export class SqliteAsyncCallStore implements AsyncCallStore {
         if (total + call.bytes > bounds.totalBytes) return { outcome: 'full', bound: 'total', used: total, limit: bounds.totalBytes };
         const { body, ...head } = call.request;
         this.#db.run(
-          `INSERT INTO async_calls (id, function_id, state, accepted_ms, attempt, next_ms, attempts, bytes, idem_key, request, body)
-           VALUES (?, ?, 'queued', ?, 0, ?, '[]', ?, ?, ?, ?)`,
+          `INSERT INTO async_calls (id, function_id, state, accepted_ms, attempt, next_ms, attempts, bytes, idem_key, request, body, callback)
+           VALUES (?, ?, 'queued', ?, 0, ?, '[]', ?, ?, ?, ?, ?)`,
           call.id, call.function_id, call.accepted_at, call.accepted_at, call.bytes, call.idempotency_key, JSON.stringify(head), body,
+          call.callback_url === null ? null : JSON.stringify(pendingCallback(call.callback_url)),
         );
         this.#addUsage(call.function_id, call.bytes);
         if (call.idempotency_key !== null) {
@@ -200,6 +206,31 @@ export class SqliteAsyncCallStore implements AsyncCallStore {
         for (const id of ids) n += Number(this.#db.run(`UPDATE async_calls ${set} WHERE function_id = ? AND id = ? AND state = 'dead'`, now, now, functionId, id).changes);
         return n;
       }));
+  }
+
+  setCallback(functionId: string, id: string, callback: AsyncCallback): Promise<boolean> {
+    return this.#db.guard('async callback', () =>
+      Number(this.#db.run('UPDATE async_calls SET callback = ? WHERE id = ? AND function_id = ? AND callback IS NOT NULL', JSON.stringify(callback), id, functionId).changes) === 1);
+  }
+
+  claimCallbacks(now: number, staleBefore: number, leaseUntil: number, max: number): Promise<AsyncCall[]> {
+    // The expression of the partial index async_callbacks_pending (schema.ts 15 -> 16).
+    const free = `json_extract(callback, '$.state') = 'pending' AND state IN ('succeeded', 'failed', 'dead')
+      AND (json_extract(callback, '$.lease_until') < ? OR (json_extract(callback, '$.lease_until') IS NULL AND finished_ms < ?))`;
+    return this.#db.guard('async callbacks', () => {
+      // Looked for without a write transaction: every gateway looks every poll, and there is mostly nothing.
+      const found = this.#db.all<{ seq: number }>(`SELECT seq FROM async_calls WHERE ${free} ORDER BY finished_ms LIMIT ?`, now, staleBefore, max);
+      if (found.length === 0) return [];
+      return this.#db.transaction(() => {
+        const out: AsyncCall[] = [];
+        for (const { seq } of found) {
+          // Taken only if still free: another gateway may have taken it meanwhile.
+          const taken = Number(this.#db.run(`UPDATE async_calls SET callback = json_set(callback, '$.lease_until', ?) WHERE seq = ? AND ${free}`, leaseUntil, seq, now, staleBefore).changes);
+          if (taken === 1) out.push(toCall(this.#db.get<CallRow>(`SELECT ${COLUMNS} FROM async_calls WHERE seq = ?`, seq)!));
+        }
+        return out;
+      });
+    });
   }
 
   stats(): Promise<AsyncStats> {

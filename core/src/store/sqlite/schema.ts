@@ -5,7 +5,7 @@ import { StoreError } from '../../errors.ts';
 // version a database file was last migrated to; MIGRATIONS[i] moves a database
 // from version i to i + 1, so a later release appends, never edits.
 
-export const SCHEMA_VERSION = 15;
+export const SCHEMA_VERSION = 16;
 
 const MIGRATIONS: readonly string[] = [
   // 0 -> 1: the first schema.
@@ -323,6 +323,15 @@ const MIGRATIONS: readonly string[] = [
   ) WITHOUT ROWID;
   ALTER TABLE logs ADD COLUMN async_id TEXT;
   ALTER TABLE logs ADD COLUMN attempt INTEGER;
+  `,
+  // 15 -> 16 (issue 33, callbacks): async_calls.callback, the call's
+  // X-Callback-Url and its delivery (core/src/async-callback.ts AsyncCallback
+  // as JSON); NULL for a call without one. async_callbacks_pending: the few
+  // ended calls whose callback is still to be delivered, for the senders'
+  // look for callbacks a dead gateway left (claimCallbacks).
+  `
+  ALTER TABLE async_calls ADD COLUMN callback TEXT;
+  CREATE INDEX IF NOT EXISTS async_callbacks_pending ON async_calls (finished_ms) WHERE json_extract(callback, '$.state') = 'pending';
   `,
 ];
 
