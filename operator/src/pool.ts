@@ -121,6 +121,8 @@ export function poolDeploymentFor(namespace: string, settings: Settings, pool: P
                 { name: 'PORT', value: String(RUNTIME_PORT) },
                 { name: 'HOST', value: '0.0.0.0' },
                 { name: 'FNHOST_SPECIALIZE_REMOTE', value: '1' },
+                // The image names a default function file; a generic runtime has none.
+                { name: 'FNHOST_FUNCTION_FILE', value: '' },
                 { name: 'FNHOST_SPECIALIZE_TOKEN', valueFrom: { secretKeyRef: { name: POOL_SECRET_NAME, key: POOL_KEY_FIELD } } },
                 // The handler's worker thread started ahead with the pool's heap limit: the specialization does not wait for it.
                 { name: 'FNHOST_WARM_WORKER_MEMORY_MIB', value: String(pool.memoryMiB) },

@@ -17,6 +17,9 @@ export const CODE_DIR = '/tmp/fnhost-code';
 /** The pool pod's own variables a remote specialization keeps; the function's env may not set them. */
 export const REMOTE_OWN_VARS = ['FNHOST_GATEWAY_URL', 'FNHOST_EGRESS_PROXY', 'FNHOST_FUNCTION_FILE', REMOTE_VAR];
 
+/** The image's own variables (runtime-image/Dockerfile) a function pod has: a remote specialization keeps them unless the function sets them. */
+export const IMAGE_VARS = ['NODE_ENV', 'NODE_COMPILE_CACHE', 'HOME'];
+
 export function isRemote(env: NodeJS.ProcessEnv): boolean {
   return env[REMOTE_VAR] === '1';
 }

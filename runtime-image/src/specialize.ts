@@ -5,7 +5,7 @@
 // thread (with the function's heap limit, which is fixed when a worker is created) created only then.
 import { ConfigError, intVar, isolationVar, loadConfig, socketVar, type Isolation, type RuntimeConfig } from './config.ts';
 import * as limits from './limits.ts';
-import { REMOTE_OWN_VARS, codeFileOf, isRemote } from './specialize-remote.ts';
+import { IMAGE_VARS, REMOTE_OWN_VARS, codeFileOf, isRemote } from './specialize-remote.ts';
 
 export const SPECIALIZE_PATH = '/_fnhost/specialize';
 /** The credential travels in an x-fnhost-* header: the gateway never forwards those from callers. */
@@ -42,12 +42,13 @@ export function isLoopbackAddress(address: string | undefined): boolean {
 export function loadGenericConfig(env: NodeJS.ProcessEnv): GenericConfig | undefined {
   const token = env.FNHOST_SPECIALIZE_TOKEN;
   if (token === undefined) return undefined;
-  if (env.FNHOST_FUNCTION_FILE !== undefined) {
+  const remote = isRemote(env);
+  // A pool pod's image names a default function file; the operator sets it empty there.
+  if (env.FNHOST_FUNCTION_FILE !== undefined && !(remote && env.FNHOST_FUNCTION_FILE === '')) {
     throw new ConfigError('set either FNHOST_FUNCTION_FILE (a runtime for one function) or FNHOST_SPECIALIZE_TOKEN (a generic runtime of the warm pool), not both');
   }
   if (token.length < MIN_TOKEN_LENGTH) throw new ConfigError(`FNHOST_SPECIALIZE_TOKEN must be at least ${MIN_TOKEN_LENGTH} characters`);
   if (env.FNHOST_HEALTH_PORT !== undefined) throw new ConfigError('FNHOST_HEALTH_PORT is not supported by a generic runtime (health is served on PORT)');
-  const remote = isRemote(env);
   const host = env.HOST?.trim() || '127.0.0.1';
   if (!remote && host !== 'localhost' && !isLoopbackAddress(host)) throw new ConfigError(`HOST="${host}": a generic runtime listens on loopback only (unless FNHOST_SPECIALIZE_REMOTE=1)`);
   const warmWorkerMemoryMiB = env.FNHOST_WARM_WORKER_MEMORY_MIB === undefined ? undefined : intVar(env, 'FNHOST_WARM_WORKER_MEMORY_MIB', 0, limits.MIN_MEMORY_MIB, limits.MAX_MEMORY_MIB);
@@ -93,6 +94,8 @@ export function parseSpecialization(body: unknown, own: NodeJS.ProcessEnv, remot
   const digest = vars.FNHOST_CODE_DIGEST;
   if ((code === undefined) === (digest === undefined)) throw new SpecializeError('send exactly one of code (inline) and env FNHOST_CODE_DIGEST (referenced code)');
   for (const name of ['FNHOST_GATEWAY_URL', 'FNHOST_EGRESS_PROXY']) if (own[name] !== undefined) vars[name] = own[name];
+  // What the image gives every runtime (runtime-image/Dockerfile), as a function pod has it, unless the function sets it.
+  for (const name of IMAGE_VARS) if (vars[name] === undefined && own[name] !== undefined) vars[name] = own[name];
   vars.FNHOST_FUNCTION_FILE = codeFileOf(code as string | undefined, digest);
   return { config: loadConfig(vars), env: vars, cwd, ...(code === undefined ? {} : { code: code as string }) };
 }

@@ -40,11 +40,14 @@ describe('runtime warm pool: pure parts', () => {
 
   it('remote (a cluster pool pod): any HOST; the code inline or by digest, exactly one; the runtime names the file and keeps its own gateway and proxy', () => {
     expect(loadGenericConfig({ FNHOST_SPECIALIZE_TOKEN: token, HOST: '0.0.0.0', FNHOST_SPECIALIZE_REMOTE: '1' })).to.include({ host: '0.0.0.0', remote: true });
-    const own = { PORT: '8080', HOST: '0.0.0.0', FNHOST_GATEWAY_URL: 'http://gw:8081', FNHOST_EGRESS_PROXY: 'http://gw:3128' };
+    // The image's default function file, emptied by the operator, is no function file.
+    expect(loadGenericConfig({ FNHOST_SPECIALIZE_TOKEN: token, FNHOST_SPECIALIZE_REMOTE: '1', FNHOST_FUNCTION_FILE: '' })?.remote).to.equal(true);
+    expect(() => loadGenericConfig({ FNHOST_SPECIALIZE_TOKEN: token, FNHOST_FUNCTION_FILE: '' })).to.throw(ConfigError, /not both/);
+    const own = { PORT: '8080', HOST: '0.0.0.0', FNHOST_GATEWAY_URL: 'http://gw:8081', FNHOST_EGRESS_PROXY: 'http://gw:3128', HOME: '/tmp', NODE_ENV: 'production' };
     const inline = parseSpecialization({ env: { FNHOST_FUNCTION_ID: 'f', FNHOST_RUNTIME_TOKEN: token }, code: 'export default 1' }, own, true);
     expect(inline.code).to.equal('export default 1');
     expect(inline.config.functionFile).to.equal(codeFileOf('export default 1', undefined)).and.match(/^\/tmp\/fnhost-code\/[0-9a-f]{64}\.js$/);
-    expect(inline.env).to.include({ FNHOST_GATEWAY_URL: 'http://gw:8081', FNHOST_EGRESS_PROXY: 'http://gw:3128', PORT: '8080' });
+    expect(inline.env).to.include({ FNHOST_GATEWAY_URL: 'http://gw:8081', FNHOST_EGRESS_PROXY: 'http://gw:3128', PORT: '8080', HOME: '/tmp', NODE_ENV: 'production' });
     const digest = `sha256:${'a'.repeat(64)}`;
     const ref = parseSpecialization({ env: { FNHOST_CODE_DIGEST: digest, FNHOST_CODE_SIZE: '10', FNHOST_RUNTIME_TOKEN: token } }, own, true);
     expect(ref.config.functionFile).to.equal(`/tmp/fnhost-code/${'a'.repeat(64)}.js`);
