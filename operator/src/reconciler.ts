@@ -291,7 +291,6 @@ export class Reconciler {
     const ns = fn.metadata.namespace!;
     // First: no pod of this Function may run before its namespace's policy exists (pool pods included).
     if (settings.networkPolicy !== undefined) await this.#ensureNamespacePolicy(fn, settings.networkPolicy);
-    await this.#pool.ensure(fn);
     await this.#apply(secretFor(fn, settings));
     await this.#apply(configMapFor(fn));
     const deployment = await this.#apply(deploymentFor(fn, settings, { idle: idle.idle, replicas }));
@@ -309,8 +308,24 @@ export class Reconciler {
         this.#d.log.info('cronjob removed: the Function has no schedule', { function: `${ns}/${fn.metadata.name}`, cronJob: name });
       }
     }
-    const poolPodsLeft = this.#pool.enabled ? await this.#pool.sweep(fn, deployment) : false;
+    const poolPodsLeft = await this.#keepPool(fn, deployment);
     return { ready: await this.#readiness(fn, deployment, idle), poolPodsLeft };
+  }
+
+  /**
+   * The namespace's pool and this function's specialized pods (pool-keeper.ts), after the
+   * function's own objects: a pool that cannot be kept (a quota, RBAC) never stops the function
+   * from being served by its Deployment; it is tried again at the next reconcile.
+   */
+  async #keepPool(fn: FunctionResource, deployment: any): Promise<boolean> {
+    if (!this.#pool.enabled) return false;
+    try {
+      await this.#pool.ensure(fn);
+      return await this.#pool.sweep(fn, deployment);
+    } catch (err) {
+      this.#d.log.warn('keeping the pool failed; the function is served by its Deployment', { function: `${fn.metadata.namespace}/${fn.metadata.name}`, error: (err as Error).message });
+      return true;
+    }
   }
 
   /**
