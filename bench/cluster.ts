@@ -336,6 +336,10 @@ s.keepAliveTimeout = 65000; s.listen(8080, '0.0.0.0');`;
       await waitFor('a ready generic pool pod', poolReady, 120_000, 100);
       bigFromPool.push(await timed('pp-big'));
     }
+    // The memory an idle generic pod holds (its cgroup's memory.current: RSS plus page cache).
+    const generic = ((await getJson(['get', 'pods', '-n', fnNs, '-l', 'app.kubernetes.io/name=fnhost-pool,fnhost.dev/role=pool'])).items as any[])[0];
+    const mem = generic === undefined ? undefined : await kubectl(['exec', '-n', fnNs, generic.metadata.name, '-c', 'runtime', '--', 'cat', '/sys/fs/cgroup/memory.current']);
+    log(`idle generic pool pod memory.current: ${mem?.code === 0 ? `${(Number(mem.stdout.trim()) / 1048576).toFixed(1)} MiB` : 'not read'}`);
     const m = await fetch(`${gateway}/metrics`, { headers: { authorization: `Bearer ${Buffer.from((await getJson(['get', 'secret', `${release}-fnhost-metrics`, '-n', relNs])).data.token, 'base64').toString('utf8')}` } });
     const cold = (await m.text()).split('\n').filter((l) => l.startsWith('fnhost_cluster_cold_starts_total{') || l.startsWith('fnhost_cluster_pool_fallbacks_total{'));
     const p = (xs: number[], q: number) => percentile(xs, q).toFixed(0);
