@@ -1,6 +1,6 @@
 // Cluster mode on the test cluster (test/cluster/): P1 on the cluster, P5b, P6, P7.
 //
-//   node bench/cluster.ts [--seconds 6] [--rounds 2] [--functions 1000] [--cold 5] [--only p1,p7,p1off,p5b,p14,p6,egress,autoscale] [--netpol on|off] [--big-kib 5120]
+//   node bench/cluster.ts [--seconds 6] [--rounds 2] [--functions 1000] [--cold 5] [--only p1,p7,p1off,p5b,p5pool,p14,p6,egress,autoscale] [--netpol on|off] [--big-kib 5120] [--pool-functions 5]
 //
 // Installs the chart as test/e2e does (images built with the harness's buildah,
 // MongoDB = the wire-protocol stand-in on the host behind a relay on the bridge
@@ -15,6 +15,12 @@
 //        (spec.scaleToZero.idleSeconds 30): the gateway holds it, its wake
 //        write makes the operator scale the Deployment up, and the call is
 //        answered by the new pod; timed from the call to its answer.
+//   p5pool P5b from the pool of generic pods (chart pool.size 2, issue 32) beside the
+//        Deployment path in the same run: --pool-functions hello functions served from the
+//        pool, as many with memoryMiB 160 (a size the pool does not hold: the Deployment
+//        path), all scaled to zero together, called in turn (a pool call only once the pool
+//        has a ready generic pod again), --rounds times; plus a 5 MiB bundle (--big-kib) by
+//        reference from the pool. Images tagged $FNHOST_E2E_TAG (else bench).
 //   P14  P5b for a 5 MiB bundle (--big-kib; bench/lib/generated-bundle.ts, source map inline)
 //        beside a hello handler in the same rounds: the bundle uploaded through the gateway's
 //        API (PUT /api/v1/code/{digest}) and applied as spec.codeRef, so the woken pod fetches
@@ -53,6 +59,7 @@ const { values } = parseArgs({
     // off: NetworkPolicy not enforced for this run (the "before" of the cluster egress work).
     netpol: { type: 'string', default: 'on' },
     'big-kib': { type: 'string', default: '5120' },
+    'pool-functions': { type: 'string', default: '5' },
   },
 });
 const SECONDS = Number(values.seconds);
@@ -95,14 +102,17 @@ const getJson = async (args: string[]) => {
 const log = (line: string) => process.stdout.write(line + '\n');
 
 log(`# bench/cluster.ts ${new Date().toISOString()}  NetworkPolicy ${values.netpol}  ${machineDescription()}  load ${loadavg().map((l) => l.toFixed(1)).join(' ')}`);
-await Promise.all([buildPlatformImage('localhost/fnhost-platform:bench'), buildRuntimeImage('localhost/fnhost-runtime:bench')]);
+// An image tag of one's own on a shared cluster (FNHOST_E2E_TAG, as the e2e tests).
+const TAG = process.env.FNHOST_E2E_TAG ?? 'bench';
+await Promise.all([buildPlatformImage(`localhost/fnhost-platform:${TAG}`), buildRuntimeImage(`localhost/fnhost-runtime:${TAG}`)]);
 const mongo = await startMongoServer({ useEnv: false });
 const relay = await startRelay(cluster.hostIp ?? '10.244.0.1', mongo.port!);
 await kubectl(['create', 'namespace', fnNs]);
 const valuesFile = join(tmp, 'values.json');
 await writeFile(valuesFile, JSON.stringify({
-  image: { repository: 'localhost/fnhost-platform', tag: 'bench', pullPolicy: 'Never' },
-  runtimeImage: { repository: 'localhost/fnhost-runtime', tag: 'bench', pullPolicy: 'Never' },
+  image: { repository: 'localhost/fnhost-platform', tag: TAG, pullPolicy: 'Never' },
+  runtimeImage: { repository: 'localhost/fnhost-runtime', tag: TAG, pullPolicy: 'Never' },
+  ...(ONLY.has('p5pool') ? { pool: { size: 2 } } : {}),
   mongodb: { url: `mongodb://${cluster.hostIp ?? '10.244.0.1'}:${relay.port}/fnhost_bench` },
   gateway: { replicas: 1, defaultNamespace: fnNs, resources: { requests: { cpu: '100m', memory: '256Mi' }, limits: { memory: '1Gi' } } },
   operator: { workers: 4, maxInFlight: 20, resources: { requests: { cpu: '50m', memory: '128Mi' }, limits: { memory: '1Gi' } }, functionCpuRequest: '10m' },
@@ -283,6 +293,63 @@ s.keepAliveTimeout = 65000; s.listen(8080, '0.0.0.0');`;
     log(`\n## P5b: first call to a function scaled to zero for idleness (${COLD} runs)`);
     log(`samples ms: ${samples.map((s) => s.toFixed(0)).join(', ')}; p50 ${percentile(samples, 50).toFixed(0)} ms, max ${Math.max(...samples).toFixed(0)} ms`);
     reportFigure({ target: 'P5b', what: 'first call to a function scaled to zero, p50', measured: `${percentile(samples, 50).toFixed(0)} ms`, bound: '≤ 1 s', met: percentile(samples, 50) <= 1000 });
+  }
+
+  if (ONLY.has('p5pool')) {
+    const K = Number(values['pool-functions']);
+    const idle = { timeoutSeconds: 30, scaleToZero: { idleSeconds: 30 } };
+    const { code: big } = await makeBundle(join(tmp, 'pool-bundle'), Number(values['big-kib']) * 1024);
+    const bytes = Buffer.from(big);
+    const digest = digestOf(bytes);
+    const secret = await getJson(['get', 'secret', `${release}-fnhost-admin`, '-n', relNs]);
+    const put = await fetch(`${gateway}/api/v1/code/${digest}`, { method: 'PUT', headers: { authorization: `Bearer ${Buffer.from(secret.data.token, 'base64').toString('utf8')}`, 'content-type': 'application/octet-stream' }, body: bytes });
+    if (put.status !== 200 && put.status !== 201) throw new Error(`upload ${digest}: ${put.status} ${await put.text()}`);
+    const pool = Array.from({ length: K }, (_, i) => `pp-${i}`);
+    const deployment = Array.from({ length: K }, (_, i) => `pd-${i}`);
+    for (const name of pool) await apply(name, { code: HELLO, ...idle });
+    for (const name of deployment) await apply(name, { code: HELLO, memoryMiB: 160, ...idle });
+    await apply('pp-big', { codeRef: { digest, size: bytes.length }, ...idle });
+    const all = [...pool, ...deployment, 'pp-big'];
+    const atZero = async () => {
+      const [fns, pods] = await Promise.all([getJson(['get', 'fn', '-n', fnNs]), getJson(['get', 'pods', '-n', fnNs, '-l', 'fnhost.dev/role in (runtime,specialized)'])]);
+      const idleNames = new Set((fns.items as any[]).filter((f) => (f.status?.conditions ?? []).some((c: any) => c.type === 'Ready' && c.reason === 'Idle')).map((f) => f.metadata.name));
+      return all.every((n) => idleNames.has(n)) && (pods.items as any[]).length === 0;
+    };
+    const poolReady = async () => ((await getJson(['get', 'pods', '-n', fnNs, '-l', 'app.kubernetes.io/name=fnhost-pool,fnhost.dev/role=pool'])).items as any[]).some((p) => (p.status?.conditions ?? []).some((c: any) => c.type === 'Ready' && c.status === 'True'));
+    const timed = async (name: string) => {
+      const started = performance.now();
+      const answer = await fetch(`${gateway}/invoke/${derivedFunctionId(fnNs, name)}`);
+      await answer.arrayBuffer();
+      if (answer.status !== 200) throw new Error(`${name} answered ${answer.status}`);
+      return performance.now() - started;
+    };
+    const fromPool: number[] = [];
+    const fromDeployment: number[] = [];
+    const bigFromPool: number[] = [];
+    for (let round = 0; round < ROUNDS; round++) {
+      await waitFor('every p5pool function idle at zero pods', atZero, 600_000, 500);
+      for (let i = 0; i < K; i++) {
+        await waitFor('a ready generic pool pod', poolReady, 120_000, 100);
+        fromPool.push(await timed(pool[i]!));
+        fromDeployment.push(await timed(deployment[i]!));
+      }
+      await waitFor('a ready generic pool pod', poolReady, 120_000, 100);
+      bigFromPool.push(await timed('pp-big'));
+    }
+    // The memory an idle generic pod holds (its cgroup's memory.current: RSS plus page cache).
+    const generic = ((await getJson(['get', 'pods', '-n', fnNs, '-l', 'app.kubernetes.io/name=fnhost-pool,fnhost.dev/role=pool'])).items as any[])[0];
+    const mem = generic === undefined ? undefined : await kubectl(['exec', '-n', fnNs, generic.metadata.name, '-c', 'runtime', '--', 'cat', '/sys/fs/cgroup/memory.current']);
+    log(`idle generic pool pod memory.current: ${mem?.code === 0 ? `${(Number(mem.stdout.trim()) / 1048576).toFixed(1)} MiB` : 'not read'}`);
+    const m = await fetch(`${gateway}/metrics`, { headers: { authorization: `Bearer ${Buffer.from((await getJson(['get', 'secret', `${release}-fnhost-metrics`, '-n', relNs])).data.token, 'base64').toString('utf8')}` } });
+    const cold = (await m.text()).split('\n').filter((l) => l.startsWith('fnhost_cluster_cold_starts_total{') || l.startsWith('fnhost_cluster_pool_fallbacks_total{'));
+    const p = (xs: number[], q: number) => percentile(xs, q).toFixed(0);
+    log(`\n## P5b from the pool (pool.size 2) beside the Deployment path, ${ROUNDS} rounds of ${K} each`);
+    log(`pool       samples ms: ${fromPool.map((x) => x.toFixed(0)).join(', ')}; p50 ${p(fromPool, 50)} ms, p99 ${p(fromPool, 99)} ms`);
+    log(`deployment samples ms: ${fromDeployment.map((x) => x.toFixed(0)).join(', ')}; p50 ${p(fromDeployment, 50)} ms, p99 ${p(fromDeployment, 99)} ms`);
+    log(`${(bytes.length / 1024).toFixed(0)} KiB bundle from the pool, ms: ${bigFromPool.map((x) => x.toFixed(0)).join(', ')}`);
+    log(`gateway counters: ${cold.join('; ')}`);
+    reportFigure({ target: 'P5b pool', what: `first call to a function at zero from the pool, p50 (${fromPool.length} calls)`, measured: `${p(fromPool, 50)} ms`, bound: '≤ 250 ms', met: percentile(fromPool, 50) <= 250 });
+    reportFigure({ target: 'P5b pool', what: `first call to a function at zero from the pool, p99 (${fromPool.length} calls)`, measured: `${p(fromPool, 99)} ms`, bound: '≤ 500 ms', met: percentile(fromPool, 99) <= 500 });
   }
 
   if (ONLY.has('p14')) {

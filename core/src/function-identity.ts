@@ -56,7 +56,7 @@ function claimsFirst(a: Claimant, b: Claimant): boolean {
   return an < bn;
 }
 
-export type TokenPurpose = 'runtime' | 'schedule';
+export type TokenPurpose = 'runtime' | 'schedule' | 'pool';
 
 /**
  * A per-function credential: HMAC-SHA256 of the purpose and the functionId

@@ -23,6 +23,7 @@ import { codeLabel, codeMissing, codeMissingRecheckMs, type CodePresence } from 
 import { configHash } from './builders/index.ts';
 import type { FunctionIdHomes } from './identities.ts';
 import type { CodeChecker, SpecProblem } from './validate.ts';
+import { PoolKeeper, SPECIALIZED_RECHECK_MS } from './pool-keeper.ts';
 
 // reconcile(namespace/name) reads the Function as it is now and converges the
 // cluster on it: it never depends on what event caused the call, so calling
@@ -72,8 +73,10 @@ export function invokeUrl(settings: Settings, functionId: string): string {
 
 export class Reconciler {
   readonly #d: ReconcilerDeps;
+  readonly #pool: PoolKeeper;
   constructor(deps: ReconcilerDeps) {
     this.#d = deps;
+    this.#pool = new PoolKeeper({ client: deps.client, settings: deps.settings, log: deps.log, clock: deps.clock });
   }
 
   async reconcile(key: string): Promise<ReconcileResult> {
@@ -138,8 +141,9 @@ export class Reconciler {
     const idle = idleDecision(fn, now);
     const scaling = this.#autoscale(fn, now);
     let ready: ReadyInput;
+    let poolPodsLeft = false;
     try {
-      ready = await this.#applyChildren(fn, idle, scaling?.decision.replicas, scheduleProblem !== null);
+      ({ ready, poolPodsLeft } = await this.#applyChildren(fn, idle, scaling?.decision.replicas, scheduleProblem !== null));
     } catch (err) {
       // A refusal by the API server is shown on the Function, not only in the operator's log.
       if (!(err instanceof KubeApiError) || (err.statusCode !== 422 && err.statusCode !== 403)) throw err;
@@ -167,6 +171,8 @@ export class Reconciler {
     const rechecks = [
       idle.idleInMs === undefined ? undefined : idle.idleInMs + IDLE_RECHECK_SLACK_MS,
       scaling?.decision.recheckAtMs === undefined || idle.idle ? undefined : Math.max(0, scaling.decision.recheckAtMs - now) + IDLE_RECHECK_SLACK_MS,
+      // A pod specialized from the pool for this function goes once its Deployment has a ready pod or it idles.
+      poolPodsLeft ? SPECIALIZED_RECHECK_MS : undefined,
     ].filter((t): t is number => t !== undefined);
     const recheck = rechecks.length === 0 ? undefined : Math.min(...rechecks);
     if (ready.status === 'True') return { outcome: `ready:${ready.reason}`, requeueAfterMs: recheck };
@@ -280,10 +286,10 @@ export class Reconciler {
     return this.#d.client.apply(paths.object(obj.apiVersion, obj.kind, obj.metadata.namespace!, obj.metadata.name), obj, FIELD_MANAGER);
   }
 
-  async #applyChildren(fn: FunctionResource, idle: IdleDecision, replicas: number | undefined, withholdCronJob: boolean): Promise<ReadyInput> {
+  async #applyChildren(fn: FunctionResource, idle: IdleDecision, replicas: number | undefined, withholdCronJob: boolean): Promise<{ ready: ReadyInput; poolPodsLeft: boolean }> {
     const { settings, client } = this.#d;
     const ns = fn.metadata.namespace!;
-    // First: no pod of this Function may run before its namespace's policy exists.
+    // First: no pod of this Function may run before its namespace's policy exists (pool pods included).
     if (settings.networkPolicy !== undefined) await this.#ensureNamespacePolicy(fn, settings.networkPolicy);
     await this.#apply(secretFor(fn, settings));
     await this.#apply(configMapFor(fn));
@@ -302,7 +308,24 @@ export class Reconciler {
         this.#d.log.info('cronjob removed: the Function has no schedule', { function: `${ns}/${fn.metadata.name}`, cronJob: name });
       }
     }
-    return this.#readiness(fn, deployment, idle);
+    const poolPodsLeft = await this.#keepPool(fn, deployment);
+    return { ready: await this.#readiness(fn, deployment, idle), poolPodsLeft };
+  }
+
+  /**
+   * The namespace's pool and this function's specialized pods (pool-keeper.ts), after the
+   * function's own objects: a pool that cannot be kept (a quota, RBAC) never stops the function
+   * from being served by its Deployment; it is tried again at the next reconcile.
+   */
+  async #keepPool(fn: FunctionResource, deployment: any): Promise<boolean> {
+    if (!this.#pool.enabled) return false;
+    try {
+      await this.#pool.ensure(fn);
+      return await this.#pool.sweep(fn, deployment);
+    } catch (err) {
+      this.#d.log.warn('keeping the pool failed; the function is served by its Deployment', { function: `${fn.metadata.namespace}/${fn.metadata.name}`, error: (err as Error).message });
+      return true;
+    }
   }
 
   /**

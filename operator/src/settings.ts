@@ -2,8 +2,9 @@ import { hostname } from 'node:os';
 import { readFileSync } from 'node:fs';
 import { limits } from '@fnhost/core';
 import { NAMESPACES_VARIABLE, PLATFORM_NAMESPACE_VARIABLE, SELECTOR_VARIABLE, parseFunctionNamespaces, type FunctionNamespaces } from '@fnhost/core/function-namespaces.ts';
-import type { NetworkPolicySettings, Settings } from './types.ts';
+import type { NetworkPolicySettings, PoolSettings, Settings } from './types.ts';
 import { millicores } from '@fnhost/core/scaling.ts';
+import { PoolSettingsError, loadPoolSettings } from './pool.ts';
 
 // Settings come only from environment variables (documented in
 // docs/operator.md). A bad value stops the operator at start with a message
@@ -178,5 +179,15 @@ export function loadSettings(env: NodeJS.ProcessEnv = process.env, defaults: { n
     logLevel,
     metricsToken,
     functionIdGrants: bool(env, 'FNHOST_FUNCTION_ID_GRANTS', false),
+    pool: poolSettings(env),
   };
+}
+
+function poolSettings(env: NodeJS.ProcessEnv): PoolSettings {
+  try {
+    return loadPoolSettings(env);
+  } catch (err) {
+    if (err instanceof PoolSettingsError) throw new SettingsError(err.message);
+    throw err;
+  }
 }

@@ -13,6 +13,18 @@ export interface KubeObject {
 }
 
 /** The operator's settings (see settings.ts and docs/operator.md). */
+/** The pool of generic runtime pods (pool.ts, loadPoolSettings). */
+export interface PoolSettings {
+  /** Generic pods per namespace (0: no pool; every cold call takes the Deployment path). */
+  size: number;
+  /** At most this many generic pods in all namespaces together: a namespace past it gets none. */
+  maxPods: number;
+  /** The handler heap of a pool pod: a function of another memoryMiB takes the Deployment path. */
+  memoryMiB: number;
+  /** Referenced code larger than this is not sent to a pool pod (its /tmp is sized for it). */
+  maxCodeBytes: number;
+}
+
 export interface Settings {
   runtimeImage: string;
   imagePullPolicy: 'Always' | 'IfNotPresent' | 'Never';
@@ -81,6 +93,8 @@ export interface Settings {
    * so the operator honours it (a granted move of a functionId). Off: the annotation moves nothing.
    */
   functionIdGrants?: boolean;
+  /** The pool of generic runtime pods (pool.ts); unset or size 0: none. */
+  pool?: PoolSettings;
 }
 
 /** Where function pods may connect: the gateway's pods (FNHOST_GATEWAY_*; see settings.ts). */

@@ -32,6 +32,12 @@ interface FunctionItem extends Named {
 }
 
 const FUNCTION_OBJECTS = `app.kubernetes.io/managed-by=${MANAGED_BY}`;
+/**
+ * Function pods: not the generic pods of the namespace's pool (pool.ts), which run no user code and
+ * go with the last Function (owner references); a pod specialized for a function is deleted by the
+ * operator once its function is inactive, so it is waited for here.
+ */
+const FUNCTION_PODS = `${FUNCTION_OBJECTS},fnhost.dev/role!=pool`;
 
 export interface UninstallOptions {
   /** "" for every namespace. */
@@ -52,7 +58,7 @@ export async function uninstallFunctions(client: KubeClient, options: UninstallO
     const found: Named[] = [];
     for (const ns of namespaces) {
       const path = kind === 'pods' ? paths.pods(ns) : `/apis/batch/v1/namespaces/${ns}/jobs`;
-      found.push(...(await client.request<{ items: Named[] }>('GET', path, { query: { labelSelector: FUNCTION_OBJECTS } })).items);
+      found.push(...(await client.request<{ items: Named[] }>('GET', path, { query: { labelSelector: kind === 'pods' ? FUNCTION_PODS : FUNCTION_OBJECTS } })).items);
     }
     return found;
   };

@@ -20,6 +20,7 @@ import {
 import { HEARTBEAT_MS, Supervisor, answerError, log } from './supervisor.ts';
 import { startSpareWorker } from './spare-worker.ts';
 import { startWithCode } from './code-fetch.ts';
+import { placeInlineCode } from './specialize-remote.ts';
 import { SECRETS_ON_STDIN, SecretScrubError, hideSecrets, readSecretLines } from './hide-secrets.ts';
 
 export { answerError, type ErrorKind } from './supervisor.ts';
@@ -173,7 +174,8 @@ export async function startGenericRuntime(generic: GenericConfig): Promise<Runni
   const specialize = (req: IncomingMessage, res: ServerResponse): void => {
     // Checked before anything else, the body included: loopback peer, then the credential.
     // On a Unix socket the peer is whoever can open the socket file: the gateway, outside the sandbox.
-    if (generic.socket === undefined && !isLoopbackAddress(req.socket.remoteAddress)) return answerJson(res, 403, { error: 'forbidden', message: 'specialization is accepted from loopback only' });
+    // A remote generic runtime (a cluster's pool pod) takes it from the network: the credential is the guard.
+    if (!generic.remote && generic.socket === undefined && !isLoopbackAddress(req.socket.remoteAddress)) return answerJson(res, 403, { error: 'forbidden', message: 'specialization is accepted from loopback only' });
     const presented = req.headers[SPECIALIZE_HEADER];
     if (typeof presented !== 'string' || !sameSecret(presented, generic.token)) return answerJson(res, 401, { error: 'unauthorized', message: `the ${SPECIALIZE_HEADER} is wrong` });
     if (req.method !== 'POST' || req.url !== SPECIALIZE_PATH) return answerJson(res, 404, { error: 'not_found', message: `specialization is POST ${SPECIALIZE_PATH}` });
@@ -198,8 +200,9 @@ export async function startGenericRuntime(generic: GenericConfig): Promise<Runni
       }
       let spec;
       try {
-        spec = parseSpecialization(JSON.parse(Buffer.concat(chunks).toString('utf8')), process.env);
+        spec = parseSpecialization(JSON.parse(Buffer.concat(chunks).toString('utf8')), process.env, generic.remote);
         if (spec.cwd !== undefined) process.chdir(spec.cwd);
+        if (spec.code !== undefined) placeInlineCode(spec.config.functionFile, spec.code);
       } catch (err) {
         // Nothing has changed yet: the runtime stays generic and may be specialized by a correct request.
         state = 'generic';
@@ -213,7 +216,8 @@ export async function startGenericRuntime(generic: GenericConfig): Promise<Runni
       config = { ...spec.config, isolation: generic.isolation };
       sup = new Supervisor(config, spare);
       spare = undefined;
-      sup.start();
+      // Referenced code (a remote specialization) is fetched by digest first; other code starts at once.
+      startWithCode(sup, config);
       calls = callHandler(sup, false);
       state = 'specialized';
       log('info', 'specialized', { function_id: config.functionId, function_name: config.functionName, file: config.functionFile, warm_worker: sup.usedSpare });

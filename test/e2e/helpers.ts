@@ -201,6 +201,17 @@ export interface InstalledPlatform {
   remove(): Promise<void>;
 }
 
+/** `over` merged into `base`: objects key by key, anything else replaced. */
+export function mergeValues(base: Record<string, unknown>, over: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = { ...base };
+  for (const [k, v] of Object.entries(over)) {
+    const b = out[k];
+    const plain = (x: unknown): x is Record<string, unknown> => typeof x === 'object' && x !== null && !Array.isArray(x);
+    out[k] = plain(b) && plain(v) ? mergeValues(b, v) : v;
+  }
+  return out;
+}
+
 /**
  * The chart installed as a user installs it, for an e2e suite: images `localhost/fnhost-platform:<tag>`
  * and `localhost/fnhost-runtime:<tag>` (built beforehand), the MongoDB stand-in on the host behind a
@@ -215,6 +226,8 @@ export async function installPlatform(options: {
   tag: string;
   dbName: string;
   tmp: string;
+  /** Chart values merged over the defaults here (objects key by key), e.g. { pool: { size: 1 } }. */
+  values?: Record<string, unknown>;
 }): Promise<InstalledPlatform> {
   const { cluster, kubectl, release, relNs, ns, tag, tmp } = options;
   const helmPath = (JSON.parse((await run(`${ROOT}test/cluster/env.sh`, ['--json'])).stdout) as { helm: string }).helm;
@@ -245,7 +258,7 @@ export async function installPlatform(options: {
     const valuesFile = join(tmp, 'values.json');
     await writeFile(
       valuesFile,
-      JSON.stringify({
+      JSON.stringify(mergeValues({
         image: { repository: 'localhost/fnhost-platform', tag, pullPolicy: 'Never' },
         runtimeImage: { repository: 'localhost/fnhost-runtime', tag, pullPolicy: 'Never' },
         mongodb: { url: `mongodb://${hostIp}:${relay.port}/${options.dbName}` },
@@ -253,7 +266,7 @@ export async function installPlatform(options: {
         operator: { resources: { requests: { cpu: '20m', memory: '96Mi' }, limits: { memory: '512Mi' } }, functionCpuRequest: '10m' },
         networkPolicy: { platformCIDRs: ['10.244.0.0/24', '10.96.0.0/16'] },
         platformNetworkPolicy: testClusterPlatformNetworkPolicy(hostIp, relay.port),
-      }),
+      }, options.values ?? {})),
     );
     const installed = await helm(['install', release, `${ROOT}charts/fnhost`, '-n', relNs, '--create-namespace', '-f', valuesFile, '--wait', '--timeout', '8m']);
     if (installed.code !== 0) throw new Error(`helm install: ${installed.stderr}${installed.stdout}`);

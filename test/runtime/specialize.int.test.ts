@@ -4,7 +4,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
-import { functionVars, RUNTIME_MAIN, spawnRuntime, startGenericRuntime, type GenericRuntime, type RunningRuntime } from './helpers/runtime.ts';
+import { eventually, functionVars, RUNTIME_MAIN, spawnRuntime, startGenericRuntime, type GenericRuntime, type RunningRuntime } from './helpers/runtime.ts';
 
 // The warm pool's step of the internal protocol (docs/internal-protocol.md "Warm pool"): a runtime
 // started with no function becomes one function's runtime through one authenticated request, and
@@ -170,6 +170,22 @@ describe('runtime: a generic runtime of the warm pool', function () {
       expect(code).to.equal(2);
       expect(messages.join('\n')).to.match(message);
     }
+  });
+
+  it('remote (FNHOST_SPECIALIZE_REMOTE=1, a cluster pool pod): inline code from the request is written to its own file and served; a second specialization is 409', async () => {
+    const g = await generic({ FNHOST_SPECIALIZE_REMOTE: '1', FNHOST_GATEWAY_URL: 'http://127.0.0.1:9' });
+    const code = `export default (req, res) => res.json({ fn: 'remote-${process.pid}' });\n`;
+    const env = functionVars('/unused');
+    delete env.FNHOST_FUNCTION_FILE;
+    const bad = await g.specialize({ env: { ...env, FNHOST_GATEWAY_URL: 'http://elsewhere' }, code });
+    expect(bad.status).to.equal(400);
+    const ok = await g.specialize({ env, code });
+    expect(ok.status, await ok.clone().text()).to.equal(200);
+    await eventually(async () => ((await fetch(`${g.url}/healthz`)).status === 200 ? true : undefined), 'the specialized runtime to load its code');
+    expect(await (await fetch(`${g.url}/`)).json()).to.deep.equal({ fn: `remote-${process.pid}` });
+    const again = await g.specialize({ env, code: 'export default (req, res) => res.send("other")' });
+    expect(again.status).to.equal(409);
+    expect(await (await fetch(`${g.url}/`)).json()).to.deep.include({ fn: `remote-${process.pid}` });
   });
 
   it('SIGTERM ends a generic runtime with exit code 0, specialized or not', async () => {

@@ -1,5 +1,6 @@
 import { expect } from 'chai';
 import { ConfigError } from '../../runtime-image/src/config.ts';
+import { codeFileOf } from '../../runtime-image/src/specialize-remote.ts';
 import { SpecializeError, isLoopbackAddress, loadGenericConfig, parseSpecialization, sameSecret } from '../../runtime-image/src/specialize.ts';
 
 describe('runtime warm pool: pure parts', () => {
@@ -7,7 +8,7 @@ describe('runtime warm pool: pure parts', () => {
 
   it('a generic runtime needs FNHOST_SPECIALIZE_TOKEN (32+ characters), no function file and a loopback HOST', () => {
     expect(loadGenericConfig({ FNHOST_FUNCTION_FILE: '/f' })).to.equal(undefined);
-    expect(loadGenericConfig({ FNHOST_SPECIALIZE_TOKEN: token, PORT: '0' })).to.deep.equal({ port: 0, host: '127.0.0.1', socket: undefined, token, warmWorkerMemoryMiB: undefined, isolation: 'thread' });
+    expect(loadGenericConfig({ FNHOST_SPECIALIZE_TOKEN: token, PORT: '0' })).to.deep.equal({ port: 0, host: '127.0.0.1', socket: undefined, token, warmWorkerMemoryMiB: undefined, isolation: 'thread', remote: false });
     // A spare worker's heap limit: a function's memory bounds.
     expect(loadGenericConfig({ FNHOST_SPECIALIZE_TOKEN: token, FNHOST_WARM_WORKER_MEMORY_MIB: '128' })?.warmWorkerMemoryMiB).to.equal(128);
     expect(() => loadGenericConfig({ FNHOST_SPECIALIZE_TOKEN: token, FNHOST_WARM_WORKER_MEMORY_MIB: '8' })).to.throw(ConfigError, /FNHOST_WARM_WORKER_MEMORY_MIB/);
@@ -35,6 +36,30 @@ describe('runtime warm pool: pure parts', () => {
     expect(() => parseSpecialization({ env: { FNHOST_FUNCTION_FILE: '/f', FNHOST_SPECIALIZE_TOKEN: 'x' } }, {})).to.throw(SpecializeError, /FNHOST_SPECIALIZE_TOKEN/);
     expect(() => parseSpecialization([], {})).to.throw(SpecializeError);
     expect(() => parseSpecialization({ env: { FNHOST_FUNCTION_FILE: '/f', FNHOST_MEMORY_MIB: '1' } }, {})).to.throw(ConfigError, /FNHOST_MEMORY_MIB="1"/);
+  });
+
+  it('remote (a cluster pool pod): any HOST; the code inline or by digest, exactly one; the runtime names the file and keeps its own gateway and proxy', () => {
+    expect(loadGenericConfig({ FNHOST_SPECIALIZE_TOKEN: token, HOST: '0.0.0.0', FNHOST_SPECIALIZE_REMOTE: '1' })).to.include({ host: '0.0.0.0', remote: true });
+    // The image's default function file, emptied by the operator, is no function file.
+    expect(loadGenericConfig({ FNHOST_SPECIALIZE_TOKEN: token, FNHOST_SPECIALIZE_REMOTE: '1', FNHOST_FUNCTION_FILE: '' })?.remote).to.equal(true);
+    expect(() => loadGenericConfig({ FNHOST_SPECIALIZE_TOKEN: token, FNHOST_FUNCTION_FILE: '' })).to.throw(ConfigError, /not both/);
+    const own = { PORT: '8080', HOST: '0.0.0.0', FNHOST_GATEWAY_URL: 'http://gw:8081', FNHOST_EGRESS_PROXY: 'http://gw:3128', HOME: '/tmp', NODE_ENV: 'production' };
+    const inline = parseSpecialization({ env: { FNHOST_FUNCTION_ID: 'f', FNHOST_RUNTIME_TOKEN: token }, code: 'export default 1' }, own, true);
+    expect(inline.code).to.equal('export default 1');
+    expect(inline.config.functionFile).to.equal(codeFileOf('export default 1', undefined)).and.match(/^\/tmp\/fnhost-code\/[0-9a-f]{64}\.js$/);
+    expect(inline.env).to.include({ FNHOST_GATEWAY_URL: 'http://gw:8081', FNHOST_EGRESS_PROXY: 'http://gw:3128', PORT: '8080', HOME: '/tmp', NODE_ENV: 'production' });
+    const digest = `sha256:${'a'.repeat(64)}`;
+    const ref = parseSpecialization({ env: { FNHOST_CODE_DIGEST: digest, FNHOST_CODE_SIZE: '10', FNHOST_RUNTIME_TOKEN: token } }, own, true);
+    expect(ref.config.functionFile).to.equal(`/tmp/fnhost-code/${'a'.repeat(64)}.js`);
+    expect(ref.config.codeRef).to.deep.equal({ digest, size: 10 });
+    expect(() => parseSpecialization({ env: {} }, own, true)).to.throw(SpecializeError, /exactly one of code/);
+    expect(() => parseSpecialization({ env: { FNHOST_CODE_DIGEST: digest, FNHOST_CODE_SIZE: '10' }, code: 'x' }, own, true)).to.throw(SpecializeError, /exactly one of code/);
+    expect(() => parseSpecialization({ env: {}, code: 1 }, own, true)).to.throw(SpecializeError, /code must be a string/);
+    for (const name of ['FNHOST_GATEWAY_URL', 'FNHOST_EGRESS_PROXY', 'FNHOST_FUNCTION_FILE']) {
+      expect(() => parseSpecialization({ env: { [name]: '/x' }, code: 'x' }, own, true), name).to.throw(SpecializeError, new RegExp(`must not set ${name}`));
+    }
+    // One machine's warm pool takes no code in the request.
+    expect(() => parseSpecialization({ env: { FNHOST_FUNCTION_FILE: '/f' }, code: 'x' }, {})).to.throw(SpecializeError, 'unknown field "code"');
   });
 
   it('sameSecret compares any lengths', () => {

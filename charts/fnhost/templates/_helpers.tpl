@@ -176,6 +176,16 @@ capabilities:
 - apiGroups: ["networking.k8s.io"]
   resources: ["networkpolicies"]
   verbs: ["get", "create", "patch"]
+{{- if gt (int .Values.pool.size) 0 }}
+# The pool (docs/security.md "The pool of generic pods"): claiming a generic pod is a conditional
+# label patch; the Event on the Function says which path served a cold start.
+- apiGroups: [""]
+  resources: ["pods"]
+  verbs: ["patch"]
+- apiGroups: ["events.k8s.io"]
+  resources: ["events"]
+  verbs: ["create"]
+{{- end }}
 {{- end -}}
 
 {{/* What the operator may do (docs/operator.md, operator/deploy/rbac.yaml): only what it owns. */}}
@@ -201,6 +211,13 @@ capabilities:
 - apiGroups: [""]
   resources: ["pods"]
   verbs: ["list"]
+{{- if gt (int .Values.pool.size) 0 }}
+# The pool (docs/security.md "The pool of generic pods"): its Deployment is in the deployments
+# rule; a pod specialized for a function is deleted once the function's own pod is ready or it idles.
+- apiGroups: [""]
+  resources: ["pods"]
+  verbs: ["delete"]
+{{- end }}
 # Code GC keeps the digests a function Deployment's ReplicaSets still run (rolling updates).
 - apiGroups: ["apps"]
   resources: ["replicasets"]

@@ -121,7 +121,17 @@ export interface ClusterExecutorOptions {
   holdMs?: number;
   maxHeld?: number;
   maxHeldPerFunction?: number;
+  /**
+   * The pool of generic pods (pool/claimer.ts): a cold call tries it beside the Deployment path
+   * (the wake), and the held calls go to whichever has a pod first. Unset: no pool.
+   */
+  pool?: (fn: FunctionRecord) => Promise<PoolAnswer>;
+  /** A cold start began on a path (the pool's pod, or the function's Deployment, with the reason it was not the pool). */
+  coldStart?: (fn: FunctionRecord, path: 'pool' | 'deployment', reason: string | undefined, detail: string | undefined) => void;
 }
+
+/** What the pool answers a cold call: the specialized pod's origin, or why the Deployment path serves it. */
+export type PoolAnswer = { origin: string; pod: string } | { fallback: string; detail?: string };
 
 /** The one prober of a Service while calls of its function are held. */
 interface Prober {
@@ -155,6 +165,10 @@ export class ClusterExecutor implements Executor {
   readonly #refused = new Map<string, Map<string, unknown>>();
   /** service → the held calls' checks for a usable pod, run on every change of its pods */
   readonly #waiting = new Map<string, Set<() => void>>();
+  /** service → the origin of a pod specialized from the pool for it, used until its slice has a ready pod */
+  readonly #pooled = new Map<string, string>();
+  /** services with a pool claim in flight (one per function at a time) */
+  readonly #claiming = new Set<string>();
   #tick: unknown;
   #budget = 0;
   #budgetResetAt = Number.NEGATIVE_INFINITY;
@@ -175,6 +189,10 @@ export class ClusterExecutor implements Executor {
   unrunnable = 0;
   /** Pods passed over because their runtime port refused a connection. */
   refusals = 0;
+  /** Cold starts by path (fnhost_cluster_cold_starts_total{path}), and the pool's fallbacks by reason. */
+  readonly coldStarts = { pool: 0, deployment: 0 };
+  readonly poolFallbacks = new Map<string, number>();
+  releasedByPool = 0;
 
   constructor(options: ClusterExecutorOptions) {
     this.#o = options;
@@ -219,7 +237,7 @@ export class ClusterExecutor implements Executor {
   #usable(service: string): string | undefined {
     const refused = this.#refused.get(service);
     const skip = refused === undefined ? undefined : (origin: string) => refused.has(origin);
-    const origin = this.#o.endpoints.pick(service, skip) ?? this.#probedOrigin(service);
+    const origin = this.#o.endpoints.pick(service, skip) ?? this.#probedOrigin(service) ?? this.#pooled.get(service);
     return origin !== undefined && skip?.(origin) === true ? undefined : origin;
   }
 
@@ -237,6 +255,8 @@ export class ClusterExecutor implements Executor {
     this.#o.clock.clearTimeout(refused.get(origin));
     refused.set(origin, this.#o.clock.setTimeout(() => this.#forgive(service, origin), REFUSED_ORIGIN_TTL_MS));
     if (this.#probed.get(service)?.origin === origin) this.#probed.delete(service);
+    // A specialized pool pod that refuses has been ended (its function's Deployment took over, or it idled).
+    if (this.#pooled.get(service) === origin) this.#pooled.delete(service);
     this.refusals++;
   }
 
@@ -279,9 +299,10 @@ export class ClusterExecutor implements Executor {
     this.#heldPer.set(fn.function_id, mine + 1);
     this.holds++;
     this.#o.wake(fn);
+    if (mine === 0) this.#coldStart(fn, service);
     const bound = holdBoundMs(this.#o.holdMs ?? DEFAULT_HOLD_MS, fn.timeout_seconds);
     try {
-      type Released = { origin: string; by: 'probe' | 'slice' } | { loadError: true } | undefined;
+      type Released = { origin: string; by: 'probe' | 'slice' | 'pool' } | { loadError: true } | undefined;
       const released = await new Promise<Released>((resolve) => {
         let done = false;
         let timer: unknown;
@@ -298,7 +319,7 @@ export class ClusterExecutor implements Executor {
         // Every change of the Service's pods (and a refused pod forgiven) looks again.
         const check = (): void => {
           const origin = this.#usable(service);
-          if (origin !== undefined) finish({ origin, by: 'slice' });
+          if (origin !== undefined) finish({ origin, by: origin === this.#pooled.get(service) ? 'pool' : 'slice' });
         };
         let waiting = this.#waiting.get(service);
         if (waiting === undefined) this.#waiting.set(service, (waiting = new Set()));
@@ -325,6 +346,7 @@ export class ClusterExecutor implements Executor {
         throw new FunctionUnavailableError(`function ${fn.name} (namespace ${fn.namespace}) is unavailable: ${why} (kubectl describe function ${fn.name} -n ${fn.namespace})`);
       }
       if (released.by === 'probe') this.releasedByProbe++;
+      else if (released.by === 'pool') this.releasedByPool++;
       else this.releasedBySlice++;
       return { origin: released.origin, coldStart: true };
     } finally {
@@ -333,6 +355,43 @@ export class ClusterExecutor implements Executor {
       if (left === 0) this.#heldPer.delete(fn.function_id);
       else this.#heldPer.set(fn.function_id, left);
     }
+  }
+
+  // --- the pool of generic pods ---------------------------------------------
+
+  /**
+   * The first held call of a function with no pod: the pool is asked for a pod beside the wake
+   * (the Deployment path goes on regardless: the function's own pods take over once ready). One
+   * claim per function at a time; its pod serves every held and new call until a slice has a ready pod.
+   */
+  #coldStart(fn: FunctionRecord, service: string): void {
+    const pool = this.#o.pool;
+    if (pool === undefined) {
+      this.#countCold(fn, 'deployment', 'pool_off', undefined);
+      return;
+    }
+    if (this.#claiming.has(service) || this.#pooled.has(service)) return;
+    this.#claiming.add(service);
+    pool(fn).then(
+      (answer) => {
+        this.#claiming.delete(service);
+        if ('fallback' in answer) return this.#countCold(fn, 'deployment', answer.fallback, answer.detail);
+        this.#countCold(fn, 'pool', undefined, answer.pod);
+        if (this.#closed || this.#o.endpoints.origins(service).length > 0) return;
+        this.#pooled.set(service, answer.origin);
+        this.#recheck(service);
+      },
+      (err: unknown) => {
+        this.#claiming.delete(service);
+        this.#countCold(fn, 'deployment', 'specialize_failed', (err as Error).message);
+      },
+    );
+  }
+
+  #countCold(fn: FunctionRecord, path: 'pool' | 'deployment', reason: string | undefined, detail: string | undefined): void {
+    this.coldStarts[path]++;
+    if (reason !== undefined && reason !== 'pool_off') this.poolFallbacks.set(reason, (this.poolFallbacks.get(reason) ?? 0) + 1);
+    this.#o.coldStart?.(fn, path, reason, detail);
   }
 
   // --- probing the starting pods of functions with held calls -------------
@@ -470,6 +529,8 @@ export class ClusterExecutor implements Executor {
     const ready = this.#o.endpoints.origins(service);
     const entry = this.#probed.get(service);
     if (entry !== undefined && (ready.length > 0 || !starting.includes(entry.origin))) this.#probed.delete(service);
+    // The function's own pod is ready: the specialized pool pod is no longer used (the operator ends it).
+    if (ready.length > 0) this.#pooled.delete(service);
     // A refused pod the slice no longer lists as ready has left: when it is ready again, it is a pod that listens.
     const refused = this.#refused.get(service);
     for (const origin of [...(refused?.keys() ?? [])]) if (!ready.includes(origin)) this.#forgive(service, origin);
@@ -517,6 +578,7 @@ export class ClusterExecutor implements Executor {
     this.#unsubscribe();
     for (const p of [...this.#probers.values()]) this.#stop(p);
     this.#probed.clear();
+    this.#pooled.clear();
     for (const refused of this.#refused.values()) for (const timer of refused.values()) this.#o.clock.clearTimeout(timer);
     this.#refused.clear();
   }

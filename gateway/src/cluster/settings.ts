@@ -33,6 +33,8 @@ export interface ClusterSettings {
   /** This replica's cache of code blobs its pods fetch (code-cache.ts): a folder, and its bound in bytes. */
   codeCacheDir: string;
   codeCacheMaxBytes: number;
+  /** FNHOST_POOL: serve cold calls from the namespace's pool of generic pods (the chart sets it when pool.size > 0). */
+  pool: boolean;
 }
 
 const SERVICE_ACCOUNT_NAMESPACE = '/var/run/secrets/kubernetes.io/serviceaccount/namespace';
@@ -119,5 +121,6 @@ export function loadClusterSettings(env: Record<string, string | undefined>): Cl
     gatewayId: gatewayId(env),
     codeCacheDir: env.FNHOST_CODE_CACHE_DIR?.trim() || '/tmp/fnhost-code-cache',
     codeCacheMaxBytes: int(env, 'FNHOST_CODE_CACHE_MAX_BYTES', DEFAULT_CODE_CACHE_MAX_BYTES, 64 * 1024 * 1024, 1024 ** 4),
+    pool: bool(env, 'FNHOST_POOL', false),
   };
 }

@@ -24,6 +24,9 @@ import { DiskCodeCache } from './code-cache.ts';
 import { loadFailureOf } from '../executor/load-check.ts';
 import { loadFailureText } from '../functions/code-check.ts';
 import { loadsAsModule } from '../executor/module-file.ts';
+import { PoolClaimer } from './pool/claimer.ts';
+import { ColdStartEventLimiter, coldStartEvent, coldStartNote } from './pool/events.ts';
+import { deriveToken } from './resource.ts';
 
 // Builds the cluster-mode parts of the gateway (ClusterParts in app.ts): two
 // watches (Functions; EndpointSlices of the operator's Services), the caches
@@ -129,6 +132,11 @@ export async function startCluster(options: ClusterStartOptions): Promise<Starte
       },
     },
   });
+  // The pool of generic pods (issue 32): a cold call claims and specializes one beside the wake.
+  const claimer = settings.pool
+    ? new PoolClaimer({ client, tokenKey: settings.tokenKey, runtimeToken: (id) => deriveToken(settings.tokenKey, 'runtime', id), clock })
+    : undefined;
+  const coldEvents = new ColdStartEventLimiter();
   const executor = new ClusterExecutor({
     endpoints,
     clock,
@@ -142,6 +150,22 @@ export async function startCluster(options: ClusterStartOptions): Promise<Starte
     holdMs: settings.holdMs,
     maxHeld: settings.maxHeld,
     maxHeldPerFunction: settings.maxHeldPerFunction,
+    pool:
+      claimer === undefined
+        ? undefined
+        : async (fn) => {
+            const res = cache.resource(fn.function_id);
+            return res === undefined ? { fallback: 'pool_empty', detail: 'the Function is not in the cache' } : claimer.serve(res);
+          },
+    coldStart: (fn, path, reason, detail) => {
+      const res = cache.resource(fn.function_id);
+      logger.info('cold start', { function: `${fn.namespace}/${fn.name}`, path, reason, detail });
+      if (res === undefined || reason === 'pool_off' || !coldEvents.allow(fn.function_id, clock.now())) return;
+      client.request('POST', `/apis/events.k8s.io/v1/namespaces/${fn.namespace}/events`, { body: coldStartEvent(res, path, coldStartNote(path, reason, detail), clock.now(), settings.gatewayId), timeoutMs: 10_000 }).catch((err: Error) => {
+        metrics?.backgroundFailed('cold_start_event');
+        logger.warn('recording a cold start event failed', { function: `${fn.namespace}/${fn.name}`, error: err.message });
+      });
+    },
   });
   const tokens = new DerivedTokens(settings.tokenKey, cache);
   // Kubernetes tokens on the management API: reviews by the API server, through the same client (docs/cluster-mode.md).
@@ -250,12 +274,24 @@ export async function startCluster(options: ClusterStartOptions): Promise<Starte
         ['fnhost_cluster_token_reviews_total', 'counter', 'TokenReviews sent (Kubernetes tokens on the management API; cached answers not counted).', kubeAccess?.tokenReviews ?? 0],
         ['fnhost_cluster_access_reviews_total', 'counter', 'SubjectAccessReviews sent (cached answers not counted).', kubeAccess?.accessReviews ?? 0],
       ];
+      const cold =
+        '# HELP fnhost_cluster_cold_starts_total Cold starts (a call held for a function with no ready pod) by the path that served it: a pod specialized from the pool, or the function\'s Deployment.\n' +
+        '# TYPE fnhost_cluster_cold_starts_total counter\n' +
+        `fnhost_cluster_cold_starts_total{path="pool"} ${executor.coldStarts.pool}\n` +
+        `fnhost_cluster_cold_starts_total{path="deployment"} ${executor.coldStarts.deployment}\n` +
+        '# HELP fnhost_cluster_pool_fallbacks_total Cold starts the pool could not serve, by reason (the Deployment path served them).\n' +
+        '# TYPE fnhost_cluster_pool_fallbacks_total counter\n' +
+        [...executor.poolFallbacks].map(([reason, n]) => `fnhost_cluster_pool_fallbacks_total{reason="${reason}"} ${n}\n`).join('') +
+        '# HELP fnhost_cluster_pool_claim_conflicts_total Pool pods another gateway replica claimed first (409 on the conditional patch).\n' +
+        '# TYPE fnhost_cluster_pool_claim_conflicts_total counter\n' +
+        `fnhost_cluster_pool_claim_conflicts_total ${claimer?.conflicts ?? 0}\n`;
       const releases =
         '# HELP fnhost_cluster_hold_releases_total Held calls sent on to a pod, by what found it first: probe (the gateway probing a starting pod) or slice (its EndpointSlice said ready).\n' +
         '# TYPE fnhost_cluster_hold_releases_total counter\n' +
         `fnhost_cluster_hold_releases_total{by="probe"} ${executor.releasedByProbe}\n` +
-        `fnhost_cluster_hold_releases_total{by="slice"} ${executor.releasedBySlice}\n`;
-      return lines.map(([name, type, help, value]) => `# HELP ${name} ${help}\n# TYPE ${name} ${type}\n${name} ${value}\n`).join('') + releases;
+        `fnhost_cluster_hold_releases_total{by="slice"} ${executor.releasedBySlice}\n` +
+        `fnhost_cluster_hold_releases_total{by="pool"} ${executor.releasedByPool}\n`;
+      return lines.map(([name, type, help, value]) => `# HELP ${name} ${help}\n# TYPE ${name} ${type}\n${name} ${value}\n`).join('') + releases + cold;
     },
     async close(): Promise<void> {
       throwaways.close();

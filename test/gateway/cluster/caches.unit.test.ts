@@ -356,7 +356,10 @@ describe('cluster mode: settings', () => {
       functionNamespaces: { names: [], selector: undefined, selectorText: '', never: ['kube-system', 'fnhost-system'] },
       kubeTokens: true,
       codeCacheDir: '/tmp/fnhost-code-cache', codeCacheMaxBytes: 768 * 1024 * 1024,
+      // The pool of generic pods is off unless the chart turns it on (pool.size > 0).
+      pool: false,
     });
+    expect(loadClusterSettings({ ...base, FNHOST_POOL: 'true' }).pool).to.equal(true);
     expect(() => loadClusterSettings({ ...base, FNHOST_CODE_CACHE_MAX_BYTES: '1000' })).to.throw(/FNHOST_CODE_CACHE_MAX_BYTES="1000" must be an integer from 67108864/);
     expect(loadClusterSettings(base).gatewayId, 'the host name: the pod name').to.be.a('string').and.not.equal('');
     expect(() => loadClusterSettings({ ...base, FNHOST_POD_NAME: 'a b' })).to.throw(/FNHOST_POD_NAME="a b" is not a pod name/);

@@ -1,0 +1,134 @@
+import { request } from 'node:http';
+import { POOL_APP_NAME, ROLE_POOL, poolKeyOf } from '@fnhost/core/cluster-pool.ts';
+import type { Clock } from '@fnhost/core/clock.ts';
+import type { FunctionResource } from '@fnhost/core/function-resource.ts';
+import { functionIdOf } from '@fnhost/core/function-identity.ts';
+import { KubeApiError, paths, type KubeClient } from '../kube.ts';
+import { claimOrder, claimPatch, claimable, fallbackReason, podOrigin, specializationBody, type FallbackReason, type PoolPod } from './claim.ts';
+
+// A cold call served from the pool (issue 32): list the namespace's generic pool pods, claim one
+// with a conditional label patch (exactly one gateway replica wins a pod; a loser gets 409 and
+// tries the next), specialize it over the pod network with the namespace's pool key, and wait for
+// its module to load. The held call then goes to it (executor.ts). The runtime's own 409 on a
+// second specialization stays behind the claim as a second guard.
+
+export const RUNTIME_PORT = 8080;
+/** The specialization request's bound (the runtime answers once it has parsed the body and started its worker). */
+export const SPECIALIZE_TIMEOUT_MS = 5_000;
+/** How long the module may take to load before the call takes the Deployment path (whose pod loads it too). */
+export const LOAD_TIMEOUT_MS = 10_000;
+/** Most pods one claim tries (each lost to another replica costs one patch). */
+export const MAX_CLAIM_ATTEMPTS = 5;
+
+export type PoolOutcome = { origin: string; pod: string } | { fallback: FallbackReason; detail?: string };
+
+/** One HTTP exchange with a pool pod: status and (bounded) body text. */
+export type PodRequest = (origin: string, path: string, init: { method: 'GET' | 'POST'; headers: Record<string, string>; body?: string; timeoutMs: number }) => Promise<{ status: number; body: string }>;
+
+export const podRequest: PodRequest = (origin, path, init) =>
+  new Promise((resolve, reject) => {
+    const req = request(`${origin}${path}`, { method: init.method, headers: init.headers, agent: false, signal: AbortSignal.timeout(init.timeoutMs) }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (c: string) => {
+        if (body.length < 4096) body += c;
+      });
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    req.end(init.body);
+  });
+
+export interface PoolClaimerOptions {
+  client: KubeClient;
+  tokenKey: string;
+  /** The function's runtime token (derived, as the operator writes it into the function's Secret). */
+  runtimeToken: (functionId: string) => string;
+  clock: Clock;
+  send?: PodRequest;
+  random?: () => number;
+}
+
+export class PoolClaimer {
+  readonly #o: PoolClaimerOptions;
+  /** Claims won and lost to another claimer (409), specializations that failed. */
+  claims = 0;
+  conflicts = 0;
+
+  constructor(options: PoolClaimerOptions) {
+    this.#o = options;
+  }
+
+  /** The namespace's generic pods that can take a claim now. */
+  async generic(namespace: string): Promise<PoolPod[]> {
+    const list = await this.#o.client.request<{ items?: PoolPod[] }>('GET', paths.pods(namespace), {
+      query: { labelSelector: `app.kubernetes.io/name=${POOL_APP_NAME},fnhost.dev/role=${ROLE_POOL}` },
+      timeoutMs: 5_000,
+    });
+    return (list.items ?? []).filter(claimable);
+  }
+
+  /**
+   * Claims one generic pod for `fn` (the conditional patch) and returns it, or why not. Only the
+   * Kubernetes side: specialize() makes it the function's runtime.
+   */
+  async claimPod(fn: FunctionResource): Promise<{ pod: PoolPod } | { fallback: FallbackReason; detail?: string }> {
+    const ns = fn.metadata.namespace ?? 'default';
+    const pods = await this.generic(ns);
+    if (pods.length === 0) return { fallback: 'pool_empty' };
+    const why = fallbackReason(fn, pods[0]!);
+    if (why !== undefined) return { fallback: why };
+    let attempts = 0;
+    for (const pod of claimOrder(pods, this.#o.random)) {
+      if (attempts++ >= MAX_CLAIM_ATTEMPTS) break;
+      try {
+        const claimed = await this.#o.client.request<PoolPod>('PATCH', `${paths.pods(ns)}/${pod.metadata.name}`, {
+          body: claimPatch(pod, fn, this.#o.clock.now()),
+          contentType: 'application/merge-patch+json',
+          query: { fieldManager: 'fnhost-gateway' },
+          timeoutMs: 5_000,
+        });
+        this.claims++;
+        return { pod: { ...claimed, status: claimed.status ?? pod.status } };
+      } catch (err) {
+        // 409: another replica claimed it first (or it changed); 404: it is gone. Try the next.
+        if (err instanceof KubeApiError && (err.statusCode === 409 || err.statusCode === 404)) {
+          this.conflicts++;
+          continue;
+        }
+        throw err;
+      }
+    }
+    return { fallback: 'claim_lost' };
+  }
+
+  /** Claims, specializes and waits for the module to load: the origin to send the call to, or why not. */
+  async serve(fn: FunctionResource): Promise<PoolOutcome> {
+    const claimed = await this.claimPod(fn);
+    if ('fallback' in claimed) return claimed;
+    const origin = podOrigin(claimed.pod.status!.podIP!, RUNTIME_PORT);
+    return this.specialize(fn, claimed.pod.metadata.name, origin);
+  }
+
+  async specialize(fn: FunctionResource, pod: string, origin: string): Promise<PoolOutcome> {
+    const send = this.#o.send ?? podRequest;
+    const ns = fn.metadata.namespace ?? 'default';
+    const body = JSON.stringify(specializationBody(fn, this.#o.runtimeToken(functionIdOf(fn))));
+    try {
+      const answer = await send(origin, '/_fnhost/specialize', {
+        method: 'POST',
+        headers: { 'x-fnhost-specialize-token': poolKeyOf(this.#o.tokenKey, ns), 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)) },
+        body,
+        timeoutMs: SPECIALIZE_TIMEOUT_MS,
+      });
+      if (answer.status !== 200) return { fallback: 'specialize_failed', detail: `the pool pod ${pod} answered ${answer.status}: ${answer.body.slice(0, 200)}` };
+      // Answered once the module has loaded or failed to (the start's own header).
+      const health = await send(origin, '/healthz', { method: 'GET', headers: { 'x-fnhost-wait-load': '1' }, timeoutMs: LOAD_TIMEOUT_MS });
+      if (health.status !== 200) return { fallback: 'load_failed', detail: `the pool pod ${pod} could not load the code: ${health.body.slice(0, 300)}` };
+      return { origin, pod };
+    } catch (err) {
+      return { fallback: 'specialize_failed', detail: `the pool pod ${pod}: ${(err as Error).message}` };
+    }
+  }
+}

@@ -1,0 +1,143 @@
+import { expect } from 'chai';
+import { API_VERSION, KIND, type FunctionResource } from '@fnhost/core/function-resource.ts';
+import { EndpointIndex, type EndpointSlice } from '../../../gateway/src/cluster/endpoints.ts';
+import { ClusterExecutor, type PoolAnswer } from '../../../gateway/src/cluster/executor.ts';
+import { claimOrder, claimPatch, claimable, fallbackReason, podOrigin, specializationBody, type PoolPod } from '../../../gateway/src/cluster/pool/claim.ts';
+import { ColdStartEventLimiter, EVENT_INTERVAL_MS, coldStartNote } from '../../../gateway/src/cluster/pool/events.ts';
+import { recordFromResource } from '../../../gateway/src/cluster/resource.ts';
+import { FakeClock, settle } from './fakes.ts';
+
+// The gateway's side of the pool (issue 32): which pool pod can serve which function, the claim
+// patch, the specialization body, and the executor sending held calls to a specialized pod.
+
+const fn = (spec: Partial<FunctionResource['spec']> = {}): FunctionResource => ({
+  apiVersion: API_VERSION,
+  kind: KIND,
+  metadata: { name: 'hello', namespace: 'ns', uid: 'u-1', generation: 3 },
+  spec: { code: 'export default 1', timeoutSeconds: 5, ...spec },
+});
+const pod = (over: Partial<PoolPod['metadata']> = {}, status: PoolPod['status'] = { podIP: '10.0.0.9', phase: 'Running', conditions: [{ type: 'Ready', status: 'True' }] }): PoolPod => ({
+  metadata: { name: 'fnhost-pool-a', resourceVersion: '42', annotations: { 'fnhost.dev/pool-memory-mib': '128', 'fnhost.dev/pool-cpu': '50m/1', 'fnhost.dev/pool-code-bytes': String(50 * 1024 * 1024) }, ...over },
+  status,
+});
+
+describe('gateway cluster pool: pure parts', () => {
+  it('claims only running, ready pods with an address that are not going', () => {
+    expect(claimable(pod())).to.equal(true);
+    expect(claimable(pod({ deletionTimestamp: 'now' }))).to.equal(false);
+    expect(claimable(pod({}, { podIP: '10.0.0.9', phase: 'Pending', conditions: [] }))).to.equal(false);
+    expect(claimable(pod({}, { phase: 'Running', conditions: [{ type: 'Ready', status: 'True' }] }))).to.equal(false);
+    expect(claimable(pod({}, { podIP: '10.0.0.9', phase: 'Running', conditions: [{ type: 'Ready', status: 'False' }] }))).to.equal(false);
+  });
+
+  it('falls back for a size the pool does not hold, env from Secrets or ConfigMaps, and code larger than its /tmp', () => {
+    expect(fallbackReason(fn(), pod())).to.equal(undefined);
+    expect(fallbackReason(fn({ memoryMiB: 128 }), pod())).to.equal(undefined);
+    expect(fallbackReason(fn({ memoryMiB: 256 }), pod())).to.equal('size');
+    expect(fallbackReason(fn({ cpu: { limit: '1' } }), pod())).to.equal(undefined);
+    expect(fallbackReason(fn({ cpu: { limit: '500m' } }), pod())).to.equal('size');
+    expect(fallbackReason(fn({ env: [{ name: 'A', value: 'x' }] }), pod())).to.equal(undefined);
+    expect(fallbackReason(fn({ env: [{ name: 'A', valueFrom: { secretKeyRef: { name: 's', key: 'k' } } }] }), pod())).to.equal('env_from');
+    const big = { code: undefined, codeRef: { digest: `sha256:${'a'.repeat(64)}`, size: 50 * 1024 * 1024 + 1 } };
+    expect(fallbackReason(fn(big), pod())).to.equal('code_size');
+  });
+
+  it('the claim patch is conditional, leaves the pool selector, never carries the function Deployment\'s selector label, and makes the Function its controller', () => {
+    const patch = claimPatch(pod(), fn(), 1234) as { metadata: Record<string, any> };
+    expect(patch.metadata.resourceVersion).to.equal('42');
+    expect(patch.metadata.labels['fnhost.dev/role']).to.equal('specialized');
+    expect(patch.metadata.labels['fnhost.dev/pool-function']).to.equal('hello');
+    expect(patch.metadata.labels).to.not.have.property('fnhost.dev/function');
+    expect(patch.metadata.annotations).to.deep.equal({ 'fnhost.dev/claimed-at': '1234', 'fnhost.dev/specialized-generation': '3' });
+    expect(patch.metadata.ownerReferences).to.deep.equal([{ apiVersion: API_VERSION, kind: KIND, name: 'hello', uid: 'u-1', controller: true, blockOwnerDeletion: false }]);
+  });
+
+  it('the specialization body: the function\'s variables and token, inline code or a digest, never the pod\'s own variables', () => {
+    const inline = specializationBody(fn({ env: [{ name: 'GREETING', value: 'hi' }], routes: ['/a/:id'] }), 'tok');
+    expect(inline.code).to.equal('export default 1');
+    expect(inline.env).to.include({ FNHOST_FUNCTION_NAME: 'hello', FNHOST_ROUTES: '["/a/:id"]', FNHOST_TIMEOUT_MS: '5000', FNHOST_MEMORY_MIB: '128', FNHOST_RUNTIME_TOKEN: 'tok', GREETING: 'hi' });
+    for (const own of ['PORT', 'HOST', 'FNHOST_FUNCTION_FILE', 'FNHOST_GATEWAY_URL', 'FNHOST_EGRESS_PROXY']) expect(inline.env).to.not.have.property(own);
+    const ref = specializationBody(fn({ code: undefined, codeRef: { digest: `sha256:${'b'.repeat(64)}`, size: 7 } }), 'tok');
+    expect(ref.code).to.equal(undefined);
+    expect(ref.env).to.include({ FNHOST_CODE_DIGEST: `sha256:${'b'.repeat(64)}`, FNHOST_CODE_SIZE: '7' });
+  });
+
+  it('tries pods in a random order; origins bracket IPv6', () => {
+    expect(claimOrder([1, 2, 3], () => 0)).to.deep.equal([2, 3, 1]);
+    expect(claimOrder([1, 2, 3], () => 0.99)).to.deep.equal([1, 2, 3]);
+    expect(podOrigin('10.1.2.3', 8080)).to.equal('http://10.1.2.3:8080');
+    expect(podOrigin('fd00::5', 8080)).to.equal('http://[fd00::5]:8080');
+  });
+
+  it('one cold start Event per function per interval; the note says the path and the reason', () => {
+    const limiter = new ColdStartEventLimiter();
+    expect(limiter.allow('f', 0)).to.equal(true);
+    expect(limiter.allow('f', EVENT_INTERVAL_MS - 1)).to.equal(false);
+    expect(limiter.allow('g', 1)).to.equal(true);
+    expect(limiter.allow('f', EVENT_INTERVAL_MS)).to.equal(true);
+    expect(coldStartNote('pool', undefined, 'fnhost-pool-a')).to.contain('pod fnhost-pool-a');
+    expect(coldStartNote('deployment', 'size', undefined)).to.equal('served by the function\'s Deployment: size');
+  });
+});
+
+describe('gateway cluster pool: the executor', () => {
+  const record = recordFromResource(fn())!;
+  const readySlice = (ip: string): EndpointSlice => ({
+    metadata: { name: 's', namespace: 'ns', labels: { 'kubernetes.io/service-name': 'fn-hello' } },
+    addressType: 'IPv4',
+    ports: [{ name: 'http', port: 8080 }],
+    endpoints: [{ addresses: [ip], conditions: { ready: true } }],
+  });
+  const setup = (pool: (f: typeof record) => Promise<PoolAnswer>) => {
+    const idx = new EndpointIndex();
+    const clock = new FakeClock();
+    const cold: string[] = [];
+    const ex = new ClusterExecutor({ endpoints: idx, clock, wake: () => undefined, holdMs: 5000, pool, coldStart: (_f, path, reason) => cold.push(`${path}:${reason ?? ''}`) });
+    return { idx, clock, ex, cold };
+  };
+
+  it('held calls go to the specialized pod; one claim per function; dropped once the function has a ready pod of its own', async () => {
+    let claims = 0;
+    let answer!: (a: PoolAnswer) => void;
+    const { idx, ex, cold } = setup(() => {
+      claims++;
+      return new Promise((r) => (answer = r));
+    });
+    const first = ex.acquire(record);
+    const second = ex.acquire(record);
+    await settle();
+    expect(claims).to.equal(1);
+    answer({ origin: 'http://10.0.0.9:8080', pod: 'fnhost-pool-a' });
+    expect((await first).origin).to.equal('http://10.0.0.9:8080');
+    expect((await second).origin).to.equal('http://10.0.0.9:8080');
+    expect(ex.coldStarts).to.deep.equal({ pool: 1, deployment: 0 });
+    expect(ex.releasedByPool).to.equal(2);
+    expect(cold).to.deep.equal(['pool:']);
+    // New calls too, until the slice has a ready pod of the function.
+    expect((await ex.acquire(record)).origin).to.equal('http://10.0.0.9:8080');
+    idx.apply({ key: 'ns/s', object: readySlice('10.0.0.7') });
+    expect((await ex.acquire(record)).origin).to.equal('http://10.0.0.7:8080');
+    await ex.close();
+  });
+
+  it('a pool that cannot serve: the call waits for the Deployment path, the reason counted', async () => {
+    const { idx, ex, cold } = setup(async () => ({ fallback: 'size' }));
+    const call = ex.acquire(record);
+    await settle();
+    expect(ex.poolFallbacks.get('size')).to.equal(1);
+    expect(cold).to.deep.equal(['deployment:size']);
+    idx.apply({ key: 'ns/s', object: readySlice('10.0.0.7') });
+    expect((await call).origin).to.equal('http://10.0.0.7:8080');
+    await ex.close();
+  });
+
+  it('a specialized pod that refuses connections is dropped (the operator ended it): the next cold call claims another', async () => {
+    const origins = ['http://10.0.0.9:8080', 'http://10.0.0.10:8080'];
+    const { ex } = setup(async () => ({ origin: origins.shift()!, pod: 'p' }));
+    expect((await ex.acquire(record)).origin).to.equal('http://10.0.0.9:8080');
+    ex.unreachable(record, 'http://10.0.0.9:8080');
+    expect((await ex.acquire(record)).origin).to.equal('http://10.0.0.10:8080');
+    expect(ex.coldStarts.pool).to.equal(2);
+    await ex.close();
+  });
+});
