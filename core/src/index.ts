@@ -14,5 +14,6 @@ export * from './recording.ts';
 export * from './kv-quota.ts';
 export * from './replay-diff.ts';
 export * from './async-call.ts';
+export * from './async-recount.ts';
 export type * from './stores.ts';
 export type * from './executor.ts';

@@ -280,6 +280,7 @@ export async function startPlatform(options: PlatformOptions): Promise<Platform<
   // Asynchronous invocation (async/, docs/async.md): accepted into the store, delivered by every gateway's dispatcher through the same run path.
   const asyncDispatcher = new AsyncDispatcher({
     store: stores.asyncCalls, functions, runner: invoker, settings: config.async, owner: instances.id, now, background,
+    onRecount: (c) => logger.warn('an async byte count was recounted', { count: c.id, was: c.counted, corrected_by: c.by }),
   });
   const asyncAcceptor = new AsyncAcceptor({
     store: stores.asyncCalls, functions, settings: config.async, now, logger, refusals,

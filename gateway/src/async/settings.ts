@@ -16,6 +16,8 @@ export interface AsyncSettings {
   leaseMarginMs: number;
   /** FNHOST_ASYNC_POLL_MS: how often a gateway looks for due calls it was not told of (retries, other replicas' calls, expired leases). */
   pollMs: number;
+  /** FNHOST_ASYNC_RECOUNT_MS: how often a gateway recounts the queue's byte counts (MongoDB; a drift is corrected when two recounts agree). */
+  recountMs: number;
 }
 
 /** `intVar` reads one integer variable within bounds (config.ts's, which refuses a bad value naming it). */
@@ -30,5 +32,7 @@ export function asyncSettingsFrom(intVar: (name: string, fallback: number, min: 
     maxInFlightPerFunction: intVar('FNHOST_ASYNC_MAX_IN_FLIGHT', 4, 1, 1000),
     leaseMarginMs: intVar('FNHOST_ASYNC_LEASE_MARGIN_MS', 10_000, 100, 600_000),
     pollMs: intVar('FNHOST_ASYNC_POLL_MS', 500, 10, 60_000),
+    // A minute: a leak is rare (a gateway killed between two writes) and a recount reads every held call's size.
+    recountMs: intVar('FNHOST_ASYNC_RECOUNT_MS', 60_000, 100, 86_400_000),
   };
 }
