@@ -105,6 +105,7 @@ describe('fnhost on Kubernetes: async invocation across two gateway replicas for
           { name: 'FNHOST_ASYNC_POLL_MS', value: '200' },
           { name: 'FNHOST_ASYNC_LEASE_MARGIN_MS', value: String(LEASE_MARGIN_MS) },
           { name: 'FNHOST_ASYNC_MAX_IN_FLIGHT', value: String(IN_FLIGHT) },
+          { name: 'FNHOST_ASYNC_RECOUNT_MS', value: '2000' },
         ],
       },
     });
@@ -194,6 +195,12 @@ describe('fnhost on Kubernetes: async invocation across two gateway replicas for
       expect(kills.some((k) => t >= k - LEASE_MS - 2000 && t <= k + STOP_SLACK_MS), `lost attempt claimed ${new Date(t).toISOString()}, not around a kill (${kills.map((k) => new Date(k).toISOString()).join(', ')}): ${JSON.stringify(lost[i])}`).to.equal(true);
     }
     expect(repeated.length, 'calls run again after a kill').to.be.at.most(kills.length * IN_FLIGHT);
+    // Nothing is held once every call succeeded: the function's byte count is back to 0 (a kill between a
+    // call's finishing update and its release would leave bytes counted until two recounts agree).
+    await waitFor("the worker's byte count back to 0", async () => {
+      const usage = await mongo!.db().collection<{ _id: string; bytes: number }>('async_usage').findOne({ _id: fnId });
+      return usage?.bytes === 0 ? true : null;
+    }, 60_000, 1000);
 
     // The owner sees the same through the API: nothing queued, running or dead is left.
     const open = await api('GET', '/api/v1/functions/worker/async');
