@@ -219,6 +219,8 @@ export async function installPlatform(options: {
   tmp: string;
   /** Gateway values over the defaults (one replica, small requests): e.g. `replicas`, `extraEnv`. */
   gateway?: Record<string, unknown>;
+  /** Other top-level values over the defaults. */
+  values?: Record<string, unknown>;
 }): Promise<InstalledPlatform> {
   const { cluster, kubectl, release, relNs, ns, tag, tmp } = options;
   const helmPath = (JSON.parse((await run(`${ROOT}test/cluster/env.sh`, ['--json'])).stdout) as { helm: string }).helm;
@@ -257,6 +259,7 @@ export async function installPlatform(options: {
         operator: { resources: { requests: { cpu: '20m', memory: '96Mi' }, limits: { memory: '512Mi' } }, functionCpuRequest: '10m' },
         networkPolicy: { platformCIDRs: ['10.244.0.0/24', '10.96.0.0/16'] },
         platformNetworkPolicy: testClusterPlatformNetworkPolicy(hostIp, relay.port),
+        ...options.values,
       }),
     );
     const installed = await helm(['install', release, `${ROOT}charts/fnhost`, '-n', relNs, '--create-namespace', '-f', valuesFile, '--wait', '--timeout', '8m']);
