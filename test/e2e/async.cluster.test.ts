@@ -98,9 +98,10 @@ describe('fnhost on Kubernetes: async invocation across two gateway replicas for
     await Promise.all([buildPlatformImage(PLATFORM_IMAGE), buildRuntimeImage(RUNTIME_IMAGE)]);
     platform = await installPlatform({
       cluster, kubectl, release: 'e2e-async', relNs, ns, tag: E2E_TAG, dbName: `fnhost_e2e_async_${Date.now()}`, tmp,
-      // The cluster-wide aggregated ClusterRoles (named once per cluster) are not this test's: without
-      // them a leftover of another release cannot stop the install.
-      values: { rbac: { aggregatedRoles: false } },
+      // The chart's once-per-cluster objects (the aggregated ClusterRoles, the functionId grants'
+      // ValidatingAdmissionPolicy) are not this test's: without them, another release's leftovers
+      // on the shared cluster cannot stop the install.
+      values: { rbac: { aggregatedRoles: false }, functions: { idGrants: false } },
       gateway: {
         replicas: REPLICAS,
         extraEnv: [
