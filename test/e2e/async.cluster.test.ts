@@ -100,8 +100,10 @@ describe('fnhost on Kubernetes: async invocation across two gateway replicas for
       cluster, kubectl, release: 'e2e-async', relNs, ns, tag: E2E_TAG, dbName: `fnhost_e2e_async_${Date.now()}`, tmp,
       // The chart's once-per-cluster objects (the aggregated ClusterRoles, the functionId grants'
       // ValidatingAdmissionPolicy) are not this test's: without them, another release's leftovers
-      // on the shared cluster cannot stop the install.
-      values: { rbac: { aggregatedRoles: false }, functions: { idGrants: false } },
+      // on the shared cluster cannot stop the install. Its operator (and its uninstall hook, which
+      // deactivates and deletes every Function it watches) keeps to the test's namespace, so that
+      // the releases of tests running beside it on the shared cluster are left alone.
+      values: { rbac: { aggregatedRoles: false }, functions: { idGrants: false, watchNamespace: ns } },
       gateway: {
         replicas: REPLICAS,
         extraEnv: [
