@@ -5,12 +5,12 @@
 // token lives in this module's memory only (never localStorage), and is
 // fetched again from /admin/api/session after a reload.
 
-import type { ApiFunction, ApiRecordedExchange, ApiScheduleRunResult, ApiScheduleRuns, ApiServerInfo, ApiTestResult } from '@fnhost/core/api.ts';
+import type { ApiAsyncCall, ApiAsyncCalls, ApiFunction, ApiRecordedExchange, ApiScheduleRunResult, ApiScheduleRuns, ApiServerInfo, ApiTestResult } from '@fnhost/core/api.ts';
 import type { ExecutionDetail, FunctionLatency, LatencySummary } from '@fnhost/core/insight.ts';
 import type { ExecutionLog, LogPage, NetworkPolicy, RecordedBody, RequestRecording } from '@fnhost/core/model.ts';
 
 // Wire shapes shared with the CLI (core/src/api.ts, core/src/model.ts, core/src/insight.ts).
-export type { ApiFunction, ApiRecordedExchange, ExecutionDetail, FunctionLatency, LatencySummary, LogPage, RecordedBody, RequestRecording };
+export type { ApiAsyncCall, ApiFunction, ApiRecordedExchange, ExecutionDetail, FunctionLatency, LatencySummary, LogPage, RecordedBody, RequestRecording };
 export type LogRecord = ExecutionLog;
 export type TestResult = ApiTestResult;
 export type ScheduleRuns = ApiScheduleRuns;
@@ -115,6 +115,11 @@ export const api = {
   recordedRequest: (ref: string, logId: string) => request<ApiRecordedExchange>('GET', `${fnPath(ref)}/logs/${encodeURIComponent(logId)}/request`),
   scheduleRuns: (ref: string, limit = 20) => request<ScheduleRuns>('GET', `${fnPath(ref)}/schedule/runs?limit=${limit}`),
   runSchedule: (ref: string) => request<ApiScheduleRunResult>('POST', `${fnPath(ref)}/schedule/run`),
+  /** The function's async calls in these states, oldest accepted first (as fnhost function:async). */
+  asyncCalls: (ref: string, states: readonly string[], limit = 100) => request<ApiAsyncCalls>('GET', `${fnPath(ref)}/async?state=${states.join(',')}&limit=${limit}`),
+  /** Dead calls back to the queue (as fnhost function:async:retry). */
+  retryAsync: (ref: string, which: readonly string[] | 'all') =>
+    request<{ requeued: number }>('POST', `${fnPath(ref)}/dead-letters/retry`, which === 'all' ? { all: true } : { ids: which }),
   policies: () => request<{ global: NetworkPolicy; functions: Record<string, NetworkPolicy> }>('GET', `${API}/network-policy`),
   putGlobal: (p: NetworkPolicy) => request<NetworkPolicy>('PUT', `${API}/network-policy/global`, p),
   /** The egress proxy's dry run for a function and host[:port] (as fnhost policy:check). */

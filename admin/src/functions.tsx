@@ -2,6 +2,7 @@ import { useCallback, useEffect, useRef, useState } from 'react';
 import { api, ApiError, type ApiFunction, type LogPage, type LogRecord, type TestResult } from './api.ts';
 import { ExecutionsChart } from './chart.tsx';
 import { ExecutionView, LatencyTable } from './execution.tsx';
+import { AsyncCalls } from './async-calls.tsx';
 import { ScheduleLedger } from './schedule-runs.tsx';
 import { setQuery, type Navigate } from './navigation.ts';
 import { bucketLogs } from './stats.ts';
@@ -328,6 +329,10 @@ export function FunctionPage(props: { fnRef: string; navigate: Navigate }) {
           />
         </section>
       )}
+      <section aria-labelledby="async-calls-h" className="card">
+        <h2 id="async-calls-h">Async calls</h2>
+        <AsyncCalls fnRef={fn.function_id} version={version} busy={busy} onRetry={(which) => void act(() => api.retryAsync(fn.function_id, which))} />
+      </section>
       <section aria-labelledby="chart-h" className="card">
         <h2 id="chart-h">Executions over time</h2>
         {chartLogs === null ? <p role="status">Loading…</p> : <ExecutionsChart buckets={bucketLogs(chartLogs)} sample={chartLogs.length} />}

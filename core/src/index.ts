@@ -15,5 +15,6 @@ export * from './kv-quota.ts';
 export * from './replay-diff.ts';
 export * from './async-call.ts';
 export * from './async-callback.ts';
+export * from './async-recount.ts';
 export type * from './stores.ts';
 export type * from './executor.ts';

@@ -7,6 +7,7 @@ import type { ScheduleRun } from './schedule-ledger.ts';
 import type { FunctionIdHome } from './function-id-home.ts';
 import type { AsyncCallback } from './async-callback.ts';
 import type { AcceptResult, AsyncBounds, AsyncCall, AsyncCompletion, AsyncCompletionWrite, AsyncState, AsyncStats, NewAsyncCall } from './async-call.ts';
+import type { RecountResult, UsageDrift } from './async-recount.ts';
 
 // The storage seams. One machine implements them on node:sqlite
 // (core/src/store/sqlite/), a cluster on MongoDB (core/src/store/mongo/); in
@@ -459,6 +460,12 @@ export interface AsyncCallStore {
   /** Deletes finished and dead calls past their kept_until. Returns how many. */
   sweep(now: number): Promise<number>;
   deleteFunction(functionId: string): Promise<number>;
+  /**
+   * Corrects the byte counts that drifted from the calls holding a request
+   * (async-recount.ts: the same drift seen by this pass and `previous`, the
+   * last pass's). Where the counts are written with the calls (SQLite), none drift.
+   */
+  recount(previous: UsageDrift): Promise<RecountResult>;
 }
 
 export interface Stores {

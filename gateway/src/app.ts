@@ -285,6 +285,7 @@ export async function startPlatform(options: PlatformOptions): Promise<Platform<
   const asyncDispatcher = new AsyncDispatcher({
     store: stores.asyncCalls, functions, runner: invoker, settings: config.async, owner: instances.id, now, background,
     ended: (call, completion) => asyncCallbacks.deliver(call, callbackPayloadOf(call, completion)),
+    onRecount: (c) => logger.warn('an async byte count was recounted', { count: c.id, was: c.counted, corrected_by: c.by }),
   });
   const asyncAcceptor = new AsyncAcceptor({
     store: stores.asyncCalls, functions, settings: config.async, now, logger, refusals,

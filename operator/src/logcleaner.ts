@@ -1,7 +1,8 @@
-import type { CounterStore, LogStore, ScheduleRunStore } from '@fnhost/core';
+import type { AsyncCallStore, CounterStore, LogStore, ScheduleRunStore } from '@fnhost/core';
 
 // Cleanup outside the cluster when a Function is deleted: its execution logs,
-// its execution counter and its ledger of scheduled runs in the platform's store. The finalizer holds the
+// its execution counter, its ledger of scheduled runs and its async calls (queued, running, finished,
+// dead: docs/async.md) in the platform's store. The finalizer holds the
 // Function until this succeeds; a failure is retried with backoff, so a store
 // outage delays a deletion instead of leaving records nobody can reach.
 // main.ts wires NoopLogCleaner until the MongoDB stores exist; then it passes
@@ -22,14 +23,22 @@ export class StoreLogCleaner implements LogCleaner {
   readonly #logs: Pick<LogStore, 'deleteFunction'>;
   readonly #counters: Pick<CounterStore, 'delete'>;
   readonly #scheduleRuns: Pick<ScheduleRunStore, 'deleteFunction'> | undefined;
-  constructor(logs: Pick<LogStore, 'deleteFunction'>, counters: Pick<CounterStore, 'delete'>, scheduleRuns?: Pick<ScheduleRunStore, 'deleteFunction'>) {
+  readonly #asyncCalls: Pick<AsyncCallStore, 'deleteFunction'> | undefined;
+  constructor(
+    logs: Pick<LogStore, 'deleteFunction'>, counters: Pick<CounterStore, 'delete'>,
+    scheduleRuns?: Pick<ScheduleRunStore, 'deleteFunction'>, asyncCalls?: Pick<AsyncCallStore, 'deleteFunction'>,
+  ) {
     this.#logs = logs;
     this.#counters = counters;
     this.#scheduleRuns = scheduleRuns;
+    this.#asyncCalls = asyncCalls;
   }
   async deleteFunctionLogs(functionId: string, _owner: { namespace: string; name: string }): Promise<void> {
     await this.#logs.deleteFunction(functionId);
     await this.#counters.delete(functionId);
     await this.#scheduleRuns?.deleteFunction(functionId);
+    // The finalizer, not a gateway: it runs exactly when the Function goes, holds it until the store
+    // answered (retried with backoff), and no gateway replica need be up or see the delete.
+    await this.#asyncCalls?.deleteFunction(functionId);
   }
 }

@@ -105,7 +105,7 @@ async function main(): Promise<void> {
   if (env.MONGODB_URL) {
     stores = await openMongoStoresPatiently({ url: env.MONGODB_URL, log, onWaiting: (reason) => { waitingFor = reason; } });
     waitingFor = undefined;
-    logCleaner = new StoreLogCleaner(stores.logs, stores.counters, stores.scheduleRuns);
+    logCleaner = new StoreLogCleaner(stores.logs, stores.counters, stores.scheduleRuns, stores.asyncCalls);
   }
   const events = new EventRecorder({ client, clock: systemClock, log, instance: settings.identity });
   const identities = new FunctionIdIndex();

@@ -195,6 +195,8 @@ export interface InstalledPlatform {
   gatewayUrl: string;
   /** The admin token of the release. */
   token: string;
+  /** The MongoDB stand-in's URL on the host (127.0.0.1) with the release's database: a test reads the store as it is. */
+  mongoUrl: string;
   /** helm with the cluster's kubeconfig. */
   helm(args: string[], timeoutMs?: number): Promise<Run>;
   /** helm uninstall, the Functions' finalizers taken off, both namespaces deleted, the MongoDB stand-in and its relay stopped. */
@@ -226,6 +228,8 @@ export async function installPlatform(options: {
   tag: string;
   dbName: string;
   tmp: string;
+  /** Gateway values over the defaults (one replica, small requests): e.g. `replicas`, `extraEnv`. */
+  gateway?: Record<string, unknown>;
   /** Chart values merged over the defaults here (objects key by key), e.g. { pool: { size: 1 } }. */
   values?: Record<string, unknown>;
 }): Promise<InstalledPlatform> {
@@ -262,7 +266,7 @@ export async function installPlatform(options: {
         image: { repository: 'localhost/fnhost-platform', tag, pullPolicy: 'Never' },
         runtimeImage: { repository: 'localhost/fnhost-runtime', tag, pullPolicy: 'Never' },
         mongodb: { url: `mongodb://${hostIp}:${relay.port}/${options.dbName}` },
-        gateway: { replicas: 1, defaultNamespace: ns, resources: { requests: { cpu: '50m', memory: '128Mi' }, limits: { memory: '512Mi' } } },
+        gateway: { replicas: 1, defaultNamespace: ns, resources: { requests: { cpu: '50m', memory: '128Mi' }, limits: { memory: '512Mi' } }, ...options.gateway },
         operator: { resources: { requests: { cpu: '20m', memory: '96Mi' }, limits: { memory: '512Mi' } }, functionCpuRequest: '10m' },
         networkPolicy: { platformCIDRs: ['10.244.0.0/24', '10.96.0.0/16'] },
         platformNetworkPolicy: testClusterPlatformNetworkPolicy(hostIp, relay.port),
@@ -272,7 +276,10 @@ export async function installPlatform(options: {
     if (installed.code !== 0) throw new Error(`helm install: ${installed.stderr}${installed.stdout}`);
     const svc = JSON.parse((await kubectl(['get', 'svc', `${release}-fnhost-gateway`, '-n', relNs, '-o', 'json'])).stdout);
     const secret = JSON.parse((await kubectl(['get', 'secret', `${release}-fnhost-admin`, '-n', relNs, '-o', 'json'])).stdout);
-    return { gatewayUrl: `http://${svc.spec.clusterIP}:8080`, token: Buffer.from(secret.data.token, 'base64').toString('utf8'), helm, remove };
+    return {
+      gatewayUrl: `http://${svc.spec.clusterIP}:8080`, token: Buffer.from(secret.data.token, 'base64').toString('utf8'), helm, remove,
+      mongoUrl: `mongodb://127.0.0.1:${mongo.port}/${options.dbName}`,
+    };
   } catch (err) {
     await remove().catch(() => undefined);
     throw err;

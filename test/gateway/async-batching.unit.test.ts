@@ -196,7 +196,7 @@ class HeldRunner {
   }
 }
 
-const SETTINGS: AsyncSettings = { functionBytes: 1e9, totalBytes: 1e9, idempotencyWindowMs: 1000, retryBaseMs: 1000, maxInFlightPerFunction: 4, leaseMarginMs: 1000, pollMs: 60_000, callbacks: { maxInFlight: 1, timeoutMs: 1000, retryBaseMs: 1000 } };
+const SETTINGS: AsyncSettings = { functionBytes: 1e9, totalBytes: 1e9, idempotencyWindowMs: 1000, retryBaseMs: 1000, maxInFlightPerFunction: 4, leaseMarginMs: 1000, pollMs: 60_000, callbacks: { maxInFlight: 1, timeoutMs: 1000, retryBaseMs: 1000 }, recountMs: 60_000 };
 
 describe('async dispatcher batching (fake store, frozen clock)', () => {
   let d: AsyncDispatcher | undefined;

@@ -10,6 +10,15 @@ describe('operator log cleaners', () => {
     );
     await cleaner.deleteFunctionLogs('f-1', { namespace: 'a', name: 'b' });
     expect(calls).to.deep.equal(['logs:f-1', 'counter:f-1']);
+    calls.length = 0;
+    const withAsync = new StoreLogCleaner(
+      { deleteFunction: async (id) => (calls.push(`logs:${id}`), 0) },
+      { delete: async (id) => void calls.push(`counter:${id}`) },
+      { deleteFunction: async (id) => (calls.push(`runs:${id}`), 0) },
+      { deleteFunction: async (id) => (calls.push(`async:${id}`), 2) },
+    );
+    await withAsync.deleteFunctionLogs('f-3', { namespace: 'a', name: 'b' });
+    expect(calls).to.deep.equal(['logs:f-3', 'counter:f-3', 'runs:f-3', 'async:f-3']);
     const failing = new StoreLogCleaner({ deleteFunction: async () => { throw new Error('store down'); } }, { delete: async () => {} });
     let error: unknown;
     await failing.deleteFunctionLogs('f-2', { namespace: 'a', name: 'b' }).catch((e) => (error = e));

@@ -47,25 +47,4 @@ export type { ApiTestResult as TestResult, ApiScheduleRuns as ScheduleRuns, ApiS
 
 export type { ExecutionLog, LogPage, RetentionPolicy };
 
-/** An async call as the owner reads it (GET /api/v1/functions/{ref}/async/{id}; gateway/src/async/view.ts). */
-export interface ApiAsyncCall {
-  async_id: string;
-  function_id: string;
-  state: 'queued' | 'running' | 'succeeded' | 'failed' | 'dead';
-  accepted_at: string;
-  finished_at: string | null;
-  attempt: number;
-  next_attempt_at: string | null;
-  dead_reason: string | null;
-  attempts: Array<{ attempt: number; log_id: string | null; started_at: string; ended_at: string; status_code: number | null; error_message: string | null }>;
-  result: { status_code: number; headers: Record<string, string | string[]>; body: string; truncated: boolean } | null;
-  request: { method: string; path: string } | null;
-  /** The X-Callback-Url's delivery (docs/async.md "Callbacks"); the URL without its query. */
-  callback: { url: string; state: 'pending' | 'delivered' | 'failed'; attempts: number; last_status: number | null; last_error?: string | null; updated_at: string | null } | null;
-}
-
-export interface ApiAsyncCalls {
-  function_id: string;
-  states: string[];
-  calls: ApiAsyncCall[];
-}
+export type { ApiAsyncCall, ApiAsyncCalls } from '@fnhost/core/api.ts';

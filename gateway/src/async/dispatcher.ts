@@ -1,6 +1,7 @@
 import {
   ASYNC_RESULT_BODY_LIMIT, decideAfterAttempt, decideBeforeAttempt, isoTimestamp, keptUntil, retryPolicyOf,
   type AsyncAttempt, type AsyncCall, type AsyncCallStore, type AsyncCompletion, type AsyncCompletionWrite, type AsyncResult, type AsyncStats, type FunctionRecord,
+  type UsageCorrection, type UsageDrift,
 } from '@fnhost/core';
 import type { BackgroundFailures } from '../background.ts';
 import type { RunRequest, RunResult, RunOptions } from '../invoke/exchange.ts';
@@ -40,6 +41,8 @@ export interface DispatcherOptions {
   onAttempt?: (outcome: AsyncCompletion['state']) => void;
   /** Told of each call that ended (its final answer recorded), to POST it to the call's callback (callback-sender.ts). */
   ended?: (call: AsyncCall, completion: Exclude<AsyncCompletion, { state: 'queued' }>) => void;
+  /** Told of each byte count a recount corrected (logged). */
+  onRecount?: (correction: UsageCorrection) => void;
 }
 
 /** The answer kept on the call: status, headers, the body up to ASYNC_RESULT_BODY_LIMIT. */
@@ -113,6 +116,8 @@ export class AsyncDispatcher {
   #scanDue = true;
   #lastScan = 0;
   #lastReap = 0;
+  #recountAt = 0;
+  #drift: UsageDrift = new Map();
   #stats: AsyncStats = { queued: 0, running: 0, dead: 0, oldestQueuedAt: null };
   #statsAt = 0;
   retried = 0;
@@ -185,6 +190,18 @@ export class AsyncDispatcher {
       if (now - this.#lastReap >= settings.pollMs) {
         this.#lastReap = now;
         if (await store.reap(now) > 0) this.#scanDue = true;
+      }
+      if (now - this.#recountAt >= settings.recountMs) {
+        // From the first pass on: a count a killed gateway left is corrected a recount after this start.
+        this.#recountAt = now;
+        // Its own failure: a recount that fails must not hold back the claims below.
+        try {
+          const recount = await store.recount(this.#drift);
+          this.#drift = recount.drift;
+          for (const c of recount.corrections) this.#o.onRecount?.(c);
+        } catch (err) {
+          this.#o.background.failed('async_recount', err);
+        }
       }
       if (now - this.#statsAt >= 5000) {
         this.#statsAt = now;

@@ -20,6 +20,8 @@ export interface AsyncSettings {
   pollMs: number;
   /** Callbacks (callback-sender.ts): FNHOST_ASYNC_CALLBACKS_IN_FLIGHT, FNHOST_ASYNC_CALLBACK_TIMEOUT_MS, FNHOST_ASYNC_CALLBACK_RETRY_BASE_MS. */
   callbacks: CallbackSettings;
+  /** FNHOST_ASYNC_RECOUNT_MS: how often a gateway recounts the queue's byte counts (MongoDB; a drift is corrected when two recounts agree). */
+  recountMs: number;
 }
 
 /** `intVar` reads one integer variable within bounds (config.ts's, which refuses a bad value naming it). */
@@ -42,5 +44,7 @@ export function asyncSettingsFrom(intVar: (name: string, fallback: number, min: 
       // 10 s before the second try and 20 s before the third (with jitter): a receiver restarting has time to come back.
       retryBaseMs: intVar('FNHOST_ASYNC_CALLBACK_RETRY_BASE_MS', 10_000, 10, 3_600_000),
     },
+    // A minute: a leak is rare (a gateway killed between two writes) and a recount reads every held call's size.
+    recountMs: intVar('FNHOST_ASYNC_RECOUNT_MS', 60_000, 100, 86_400_000),
   };
 }

@@ -5,6 +5,7 @@ import type {
   AcceptResult, AsyncAttempt, AsyncBounds, AsyncCall, AsyncCompletion, AsyncCompletionWrite, AsyncState, AsyncStats, DeadReason, NewAsyncCall,
 } from '../../async-call.ts';
 import { pendingCallback, type AsyncCallback } from '../../async-callback.ts';
+import { recountCorrections, usageDrift, type RecountResult, type UsageDrift } from '../../async-recount.ts';
 import type { AsyncCallStore } from '../../stores.ts';
 import type { MongoContext } from './context.ts';
 
@@ -320,6 +321,23 @@ export class MongoAsyncCallStore implements AsyncCallStore {
     await this.#ctx.run('async delete', true, () => this.#keys.deleteMany({ _id: { $gte: prefix, $lt: `${functionId}\u000b` } }));
     const r = await this.#ctx.run('async delete', true, () => this.#calls.deleteMany({ function_id: functionId }));
     return r.deletedCount;
+  }
+
+  async recount(previous: UsageDrift): Promise<RecountResult> {
+    const counts = new Map((await this.#ctx.run('async recount', true, () => this.#usage.find({}).toArray())).map((u) => [u._id, u.bytes] as const));
+    const held = await this.#ctx.run('async recount', true, () =>
+      this.#calls.find({ state: { $in: ['queued', 'running', 'dead'] } }, { projection: { function_id: 1, bytes: 1 } }).toArray());
+    const result = recountCorrections(previous, usageDrift(counts, held, TOTAL), counts);
+    const applied = [];
+    const drift = new Map(result.drift);
+    for (const c of result.corrections) {
+      // Only if the count is still what this pass read: another replica's recount (or a write) since
+      // then leaves it to the next pass, which reads it again: never corrected twice.
+      const r = await this.#ctx.run('async recount', false, () => this.#usage.updateOne({ _id: c.id, bytes: c.counted }, { $inc: { bytes: c.by } }));
+      if (r.modifiedCount === 1) applied.push(c);
+      else drift.set(c.id, -c.by);
+    }
+    return { drift, corrections: applied };
   }
 
   /** The key's call when it was seen within its window, else null (the key is now this call's). */

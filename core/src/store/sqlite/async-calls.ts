@@ -4,6 +4,7 @@ import type { AsyncCallback } from '../../async-callback.ts';
 import type {
   AcceptResult, AsyncAttempt, AsyncBounds, AsyncCall, AsyncCompletionWrite, AsyncRequest, AsyncState, AsyncStats, NewAsyncCall,
 } from '../../async-call.ts';
+import type { RecountResult, UsageDrift } from '../../async-recount.ts';
 import type { AsyncCallStore } from '../../stores.ts';
 import type { SqliteDb } from './db.ts';
 
@@ -259,6 +260,11 @@ export class SqliteAsyncCallStore implements AsyncCallStore {
         this.#db.run('DELETE FROM async_idempotency WHERE function_id = ?', functionId);
         return Number(this.#db.run('DELETE FROM async_calls WHERE function_id = ?', functionId).changes);
       }));
+  }
+
+  /** The counts are written in the calls' own transactions: they never drift. */
+  async recount(_previous: UsageDrift): Promise<RecountResult> {
+    return { drift: new Map(), corrections: [] };
   }
 
   #row(functionId: string, id: string): CallRow | undefined {
