@@ -73,7 +73,7 @@ export function AsyncCalls(props: { fnRef: string; version: number; busy: boolea
         />
       </div>
       <div className="table-wrap" tabIndex={0} role="region" aria-label="Async calls table">
-        <table className="logs async-calls">
+        <table className="records async-calls">
           <caption className="sr-only">Async calls, oldest accepted first</caption>
           <thead>
             <tr>

@@ -361,7 +361,7 @@ export function FunctionPage(props: { fnRef: string; navigate: Navigate }) {
         ) : (
           <>
             <div className="table-wrap" tabIndex={0} role="region" aria-label="Execution logs table">
-              <table className="logs">
+              <table className="records logs">
                 <caption className="sr-only">Execution logs, newest first</caption>
                 <thead>
                   <tr>

@@ -50,7 +50,7 @@ export function ScheduleLedger(props: { fnRef: string; version: number; busy: bo
         Next planned: {ledger.next_runs.length === 0 ? '—' : ledger.next_runs.map((t) => formatTime(t, zone)).join('; ')}
       </p>
       <div className="table-wrap" tabIndex={0} role="region" aria-label="Scheduled runs table">
-        <table className="logs schedule-runs">
+        <table className="records schedule-runs">
           <caption className="sr-only">Scheduled runs, newest planned first</caption>
           <thead>
             <tr>
