@@ -154,10 +154,11 @@ describe('fnhost on Kubernetes: autoscaling, Events, functions that cannot run (
     const r = await invoke('loadfail');
     expect(r.status).to.equal(503);
     // Two paths say it, whichever is first: the held call's own probe of the starting pods, or the
-    // Function's Ready=False LoadFailed (the gateway's load watch, then the operator) naming the error.
+    // Function's Ready=False LoadFailed (the gateway's load watch, then the operator); neither carries the error text.
     const message = ((await r.json()) as { message: string }).message;
     const byProbe = `function loadfail (namespace ${ns}) cannot run: its code failed to load in its pods (kubectl logs deployment/fn-loadfail -n ${ns})`;
-    if (message !== byProbe) expect(message).to.match(new RegExp(`^function loadfail \\(namespace ${ns}\\) cannot run: LoadFailed: the code failed to load in pod fn-loadfail-\\S+: [\\s\\S]*no config at load[\\s\\S]* \\(kubectl describe function loadfail -n ${ns}\\)$`));
+    const byCondition = `function loadfail (namespace ${ns}) cannot run: LoadFailed (kubectl describe function loadfail -n ${ns})`;
+    expect([byProbe, byCondition]).to.include(message);
   });
 
   it('an unknown time zone withholds only the CronJob: HTTP is served, Scheduled=False InvalidSchedule', async () => {

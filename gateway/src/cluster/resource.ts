@@ -348,7 +348,6 @@ export function cannotRunReason(res: FunctionResource | undefined): string | und
   // A condition about an older spec says nothing about the new one (the operator has not seen it yet).
   if (c.observedGeneration !== undefined && res.metadata.generation !== undefined && c.observedGeneration !== res.metadata.generation) return undefined;
   const { name, namespace = 'default' } = res.metadata;
-  // A load failure is the user's own error (their module threw): the caller learns it, as on one machine (function_failed_to_load).
-  const detail = c.reason === 'LoadFailed' && c.message ? `: ${c.message}` : '';
-  return `function ${name} (namespace ${namespace}) cannot run: ${c.reason}${detail} (kubectl describe function ${name} -n ${namespace})`;
+  // The reason only: a condition's message can carry the owner's error text (a load failure's), which an anonymous caller must not read.
+  return `function ${name} (namespace ${namespace}) cannot run: ${c.reason} (kubectl describe function ${name} -n ${namespace})`;
 }

@@ -112,8 +112,8 @@ describe('cluster mode: a function that cannot run answers at once', () => {
   it('reads the reason from a Ready=False condition about the current generation only', () => {
     expect(cannotRunReason(resource([cond('CodeDoesNotParse')]))).to.equal('function a (namespace ns) cannot run: CodeDoesNotParse (kubectl describe function a -n ns)');
     expect(cannotRunReason(resource([cond('CodeDoesNotParse', 1)])), 'the operator has not seen the new spec').to.equal(undefined);
-    expect(cannotRunReason(resource([{ ...cond('LoadFailed'), message: 'the code failed to load in pod fn-a-1: Error: no config' }])), 'a load failure names its error').to.equal(
-      'function a (namespace ns) cannot run: LoadFailed: the code failed to load in pod fn-a-1: Error: no config (kubectl describe function a -n ns)',
+    expect(cannotRunReason(resource([{ ...cond('LoadFailed'), message: 'the code failed to load in pod fn-a-1: Error: API_KEY abc123 is wrong' }])), 'the reason, never the owner\'s error text').to.equal(
+      'function a (namespace ns) cannot run: LoadFailed (kubectl describe function a -n ns)',
     );
     expect(cannotRunReason(resource([cond('Progressing')]))).to.equal(undefined);
     expect(cannotRunReason(resource([cond('RuntimeNotReady')])), 'every start is not ready for a moment').to.equal(undefined);
