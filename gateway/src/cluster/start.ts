@@ -24,7 +24,7 @@ import { DiskCodeCache } from './code-cache.ts';
 import { loadFailureOf } from '../executor/load-check.ts';
 import { loadFailureText } from '../functions/code-check.ts';
 import { loadsAsModule } from '../executor/module-file.ts';
-import { PoolClaimer } from './pool/claimer.ts';
+import { PoolClaimer, poolPhaseMetrics } from './pool/claimer.ts';
 import { ColdStartEventLimiter, coldStartEvent, coldStartNote } from './pool/events.ts';
 import { deriveToken } from './resource.ts';
 
@@ -284,7 +284,8 @@ export async function startCluster(options: ClusterStartOptions): Promise<Starte
         [...executor.poolFallbacks].map(([reason, n]) => `fnhost_cluster_pool_fallbacks_total{reason="${reason}"} ${n}\n`).join('') +
         '# HELP fnhost_cluster_pool_claim_conflicts_total Pool pods another gateway replica claimed first (409 on the conditional patch).\n' +
         '# TYPE fnhost_cluster_pool_claim_conflicts_total counter\n' +
-        `fnhost_cluster_pool_claim_conflicts_total ${claimer?.conflicts ?? 0}\n`;
+        `fnhost_cluster_pool_claim_conflicts_total ${claimer?.conflicts ?? 0}\n` +
+        (claimer === undefined ? '' : poolPhaseMetrics(claimer.phases));
       const releases =
         '# HELP fnhost_cluster_hold_releases_total Held calls sent on to a pod, by what found it first: probe (the gateway probing a starting pod) or slice (its EndpointSlice said ready).\n' +
         '# TYPE fnhost_cluster_hold_releases_total counter\n' +

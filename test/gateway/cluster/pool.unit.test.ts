@@ -5,6 +5,8 @@ import { ClusterExecutor, type PoolAnswer } from '../../../gateway/src/cluster/e
 import { claimOrder, claimPatch, claimable, fallbackReason, podOrigin, specializationBody, type PoolPod } from '../../../gateway/src/cluster/pool/claim.ts';
 import { ColdStartEventLimiter, EVENT_INTERVAL_MS, coldStartNote } from '../../../gateway/src/cluster/pool/events.ts';
 import { recordFromResource } from '../../../gateway/src/cluster/resource.ts';
+import { KubeApiError, type KubeClient } from '../../../gateway/src/cluster/kube.ts';
+import { PoolClaimer, poolPhaseMetrics, type PodRequest } from '../../../gateway/src/cluster/pool/claimer.ts';
 import { FakeClock, settle } from './fakes.ts';
 
 // The gateway's side of the pool (issue 32): which pool pod can serve which function, the claim
@@ -139,5 +141,47 @@ describe('gateway cluster pool: the executor', () => {
     expect((await ex.acquire(record)).origin).to.equal('http://10.0.0.10:8080');
     expect(ex.coldStarts.pool).to.equal(2);
     await ex.close();
+  });
+});
+
+describe('gateway cluster pool: the claimer times each phase of a start', () => {
+  // A fake API server and pod, each answer taking a fixed time on the fake clock.
+  const setup = (conflictsFirst: number) => {
+    const clock = new FakeClock();
+    let conflicts = conflictsFirst;
+    const client = {
+      async request(method: string): Promise<unknown> {
+        if (method === 'GET') {
+          clock.t += 30;
+          return { items: [pod({ name: 'fnhost-pool-a' }), pod({ name: 'fnhost-pool-b' })] };
+        }
+        clock.t += 20;
+        if (conflicts-- > 0) throw new KubeApiError(409, 'Conflict', 'the object has been modified');
+        return pod({ name: 'fnhost-pool-b' });
+      },
+    } as unknown as KubeClient;
+    const send: PodRequest = async (_origin, path) => {
+      clock.t += path === '/_fnhost/specialize' ? 15 : 70;
+      return { status: 200, body: '' };
+    };
+    return new PoolClaimer({ client, tokenKey: 'k'.repeat(32), runtimeToken: () => 't', clock, send, random: () => 0 });
+  };
+
+  it('lists, claims, specializes and waits for the load, each phase summed in seconds and counted', async () => {
+    const claimer = setup(0);
+    expect(await claimer.serve(fn())).to.deep.equal({ origin: 'http://10.0.0.9:8080', pod: 'fnhost-pool-b' });
+    expect(Object.fromEntries(claimer.phases.seconds)).to.deep.equal({ list: 0.03, claim: 0.02, specialize: 0.015, load: 0.07 });
+    const text = poolPhaseMetrics(claimer.phases);
+    expect(text).to.include('# TYPE fnhost_cluster_pool_start_seconds summary');
+    expect(text).to.include('fnhost_cluster_pool_start_seconds_sum{phase="load"} 0.070000\n');
+    expect(text).to.include('fnhost_cluster_pool_start_seconds_count{phase="claim"} 1\n');
+  });
+
+  it('a claim lost to another replica (409) is not timed as a claim; the one won is', async () => {
+    const claimer = setup(1);
+    await claimer.serve(fn());
+    expect(claimer.conflicts).to.equal(1);
+    expect(claimer.phases.count.get('claim')).to.equal(1);
+    expect(claimer.phases.seconds.get('claim')).to.equal(0.02);
   });
 });

@@ -20,6 +20,37 @@ export const LOAD_TIMEOUT_MS = 10_000;
 /** Most pods one claim tries (each lost to another replica costs one patch). */
 export const MAX_CLAIM_ATTEMPTS = 5;
 
+/**
+ * The phases of a start from the pool, timed (fnhost_cluster_pool_start_seconds{phase}): the
+ * list of generic pods, the claim patch, the specialization request, the module load in the pod.
+ * What is left of a cold call's time is the call itself, proxied to the pod.
+ */
+export const POOL_PHASES = ['list', 'claim', 'specialize', 'load'] as const;
+export type PoolPhase = (typeof POOL_PHASES)[number];
+
+/** Seconds spent in each phase over all starts from the pool, and how many times each phase ran. */
+export class PoolPhaseTimes {
+  readonly seconds = new Map<PoolPhase, number>(POOL_PHASES.map((p) => [p, 0]));
+  readonly count = new Map<PoolPhase, number>(POOL_PHASES.map((p) => [p, 0]));
+
+  add(phase: PoolPhase, ms: number): void {
+    this.seconds.set(phase, this.seconds.get(phase)! + ms / 1000);
+    this.count.set(phase, this.count.get(phase)! + 1);
+  }
+}
+
+/** The phase times as a Prometheus summary without quantiles (a rate of _sum over _count is the mean). */
+export function poolPhaseMetrics(times: PoolPhaseTimes): string {
+  let out =
+    '# HELP fnhost_cluster_pool_start_seconds Time in each phase of a cold start from the pool: list (the generic pods), claim (the conditional patch), specialize (the request to the pod), load (its module loading).\n' +
+    '# TYPE fnhost_cluster_pool_start_seconds summary\n';
+  for (const phase of POOL_PHASES) {
+    out += `fnhost_cluster_pool_start_seconds_sum{phase="${phase}"} ${times.seconds.get(phase)!.toFixed(6)}\n`;
+    out += `fnhost_cluster_pool_start_seconds_count{phase="${phase}"} ${times.count.get(phase)}\n`;
+  }
+  return out;
+}
+
 export type PoolOutcome = { origin: string; pod: string } | { fallback: FallbackReason; detail?: string };
 
 /** One HTTP exchange with a pool pod: status and (bounded) body text. */
@@ -55,6 +86,7 @@ export class PoolClaimer {
   /** Claims won and lost to another claimer (409), specializations that failed. */
   claims = 0;
   conflicts = 0;
+  readonly phases = new PoolPhaseTimes();
 
   constructor(options: PoolClaimerOptions) {
     this.#o = options;
@@ -62,10 +94,12 @@ export class PoolClaimer {
 
   /** The namespace's generic pods that can take a claim now. */
   async generic(namespace: string): Promise<PoolPod[]> {
+    const started = this.#o.clock.now();
     const list = await this.#o.client.request<{ items?: PoolPod[] }>('GET', paths.pods(namespace), {
       query: { labelSelector: `app.kubernetes.io/name=${POOL_APP_NAME},fnhost.dev/role=${ROLE_POOL}` },
       timeoutMs: 5_000,
     });
+    this.phases.add('list', this.#o.clock.now() - started);
     return (list.items ?? []).filter(claimable);
   }
 
@@ -82,6 +116,7 @@ export class PoolClaimer {
     let attempts = 0;
     for (const pod of claimOrder(pods, this.#o.random)) {
       if (attempts++ >= MAX_CLAIM_ATTEMPTS) break;
+      const started = this.#o.clock.now();
       try {
         const claimed = await this.#o.client.request<PoolPod>('PATCH', `${paths.pods(ns)}/${pod.metadata.name}`, {
           body: claimPatch(pod, fn, this.#o.clock.now()),
@@ -90,6 +125,7 @@ export class PoolClaimer {
           timeoutMs: 5_000,
         });
         this.claims++;
+        this.phases.add('claim', this.#o.clock.now() - started);
         return { pod: { ...claimed, status: claimed.status ?? pod.status } };
       } catch (err) {
         // 409: another replica claimed it first (or it changed); 404: it is gone. Try the next.
@@ -115,6 +151,7 @@ export class PoolClaimer {
     const send = this.#o.send ?? podRequest;
     const ns = fn.metadata.namespace ?? 'default';
     const body = JSON.stringify(specializationBody(fn, this.#o.runtimeToken(functionIdOf(fn))));
+    let started = this.#o.clock.now();
     try {
       const answer = await send(origin, '/_fnhost/specialize', {
         method: 'POST',
@@ -123,9 +160,12 @@ export class PoolClaimer {
         timeoutMs: SPECIALIZE_TIMEOUT_MS,
       });
       if (answer.status !== 200) return { fallback: 'specialize_failed', detail: `the pool pod ${pod} answered ${answer.status}: ${answer.body.slice(0, 200)}` };
+      this.phases.add('specialize', this.#o.clock.now() - started);
+      started = this.#o.clock.now();
       // Answered once the module has loaded or failed to (the start's own header).
       const health = await send(origin, '/healthz', { method: 'GET', headers: { 'x-fnhost-wait-load': '1' }, timeoutMs: LOAD_TIMEOUT_MS });
       if (health.status !== 200) return { fallback: 'load_failed', detail: `the pool pod ${pod} could not load the code: ${health.body.slice(0, 300)}` };
+      this.phases.add('load', this.#o.clock.now() - started);
       return { origin, pod };
     } catch (err) {
       return { fallback: 'specialize_failed', detail: `the pool pod ${pod}: ${(err as Error).message}` };
