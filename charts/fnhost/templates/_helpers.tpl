@@ -178,10 +178,11 @@ capabilities:
   verbs: ["get", "create", "patch"]
 {{- if gt (int .Values.pool.size) 0 }}
 # The pool (docs/security.md "The pool of generic pods"): claiming a generic pod is a conditional
-# label patch; the Event on the Function says which path served a cold start.
+# label patch, of a pod found by a watch of the generic pods; the Event on the Function says which
+# path served a cold start.
 - apiGroups: [""]
   resources: ["pods"]
-  verbs: ["patch"]
+  verbs: ["watch", "patch"]
 - apiGroups: ["events.k8s.io"]
   resources: ["events"]
   verbs: ["create"]

@@ -201,6 +201,6 @@ export const paths = {
   function: functionPaths.one,
   functionStatus: functionPaths.status,
   endpointSlices: (ns?: string) => (ns ? `/apis/discovery.k8s.io/v1/namespaces/${ns}/endpointslices` : '/apis/discovery.k8s.io/v1/endpointslices'),
-  pods: (ns: string) => `/api/v1/namespaces/${ns}/pods`,
+  pods: (ns?: string) => (ns ? `/api/v1/namespaces/${ns}/pods` : '/api/v1/pods'),
   namespace: (ns: string) => `/api/v1/namespaces/${ns}`,
 };

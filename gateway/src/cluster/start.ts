@@ -25,6 +25,8 @@ import { loadFailureOf } from '../executor/load-check.ts';
 import { loadFailureText } from '../functions/code-check.ts';
 import { loadsAsModule } from '../executor/module-file.ts';
 import { PoolClaimer, poolPhaseMetrics } from './pool/claimer.ts';
+import { GENERIC_POD_SELECTOR, GenericPodIndex } from './pool/generic-pods.ts';
+import type { PoolPod } from './pool/claim.ts';
 import { ColdStartEventLimiter, coldStartEvent, coldStartNote } from './pool/events.ts';
 import { deriveToken } from './resource.ts';
 
@@ -133,8 +135,22 @@ export async function startCluster(options: ClusterStartOptions): Promise<Starte
     },
   });
   // The pool of generic pods (issue 32): a cold call claims and specializes one beside the wake.
+  // Its generic pods are watched, so a cold call claims one without listing them first.
+  const genericPods = settings.pool ? new GenericPodIndex() : undefined;
+  const poolWatch =
+    genericPods === undefined
+      ? undefined
+      : new Reflector<PoolPod>({
+          name: 'pool-pods',
+          list: () => client.list<PoolPod>(paths.pods(ns), { labelSelector: GENERIC_POD_SELECTOR }),
+          watch: (rv, onEvent, signal) => client.watch(paths.pods(ns), { ...watchQuery(GENERIC_POD_SELECTOR), resourceVersion: rv }, onEvent, signal),
+          onChange: (change) => genericPods.apply(change),
+          clock,
+          logger,
+        });
+  void poolWatch?.synced.then(() => genericPods!.markSynced());
   const claimer = settings.pool
-    ? new PoolClaimer({ client, tokenKey: settings.tokenKey, runtimeToken: (id) => deriveToken(settings.tokenKey, 'runtime', id), clock })
+    ? new PoolClaimer({ client, tokenKey: settings.tokenKey, runtimeToken: (id) => deriveToken(settings.tokenKey, 'runtime', id), clock, index: genericPods })
     : undefined;
   const coldEvents = new ColdStartEventLimiter();
   const executor = new ClusterExecutor({
@@ -205,6 +221,8 @@ export async function startCluster(options: ClusterStartOptions): Promise<Starte
 
   functionsWatch.start();
   slicesWatch.start();
+  // Not waited for: until its first list the claimer lists the pods itself.
+  poolWatch?.start();
   await Promise.all([functionsWatch.synced, slicesWatch.synced]);
   loadWatch.start();
   // Leftovers of a gateway that died mid-replay, now and then every minute.
@@ -256,7 +274,7 @@ export async function startCluster(options: ClusterStartOptions): Promise<Starte
         ['fnhost_cluster_functions', 'gauge', 'Functions in the watch cache (throwaway versions not counted).', cache.all().length],
         ['fnhost_cluster_replay_throwaways_total', 'counter', 'Throwaway Functions created for replays with code (function:replay --code).', throwaways.created],
         ['fnhost_cluster_replay_throwaways_swept_total', 'counter', 'Throwaway Functions deleted past their expiry (left by a gateway that stopped mid-replay).', throwaways.swept],
-        ['fnhost_cluster_watch_restarts_total', 'counter', 'Watches started again after a failure.', functionsWatch.restarts + slicesWatch.restarts],
+        ['fnhost_cluster_watch_restarts_total', 'counter', 'Watches started again after a failure.', functionsWatch.restarts + slicesWatch.restarts + (poolWatch?.restarts ?? 0)],
         ['fnhost_cluster_held_calls', 'gauge', 'Calls waiting for a function to have a ready pod.', executor.held],
         ['fnhost_cluster_holds_total', 'counter', 'Calls that had to wait for a ready pod.', executor.holds],
         ['fnhost_cluster_hold_timeouts_total', 'counter', 'Held calls that got no pod within their bound (503).', executor.holdTimeouts],
@@ -299,6 +317,7 @@ export async function startCluster(options: ClusterStartOptions): Promise<Starte
       loadWatch.close();
       functionsWatch.stop();
       slicesWatch.stop();
+      poolWatch?.stop();
       await feedback.close();
     },
   };

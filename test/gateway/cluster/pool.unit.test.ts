@@ -7,6 +7,7 @@ import { ColdStartEventLimiter, EVENT_INTERVAL_MS, coldStartNote } from '../../.
 import { recordFromResource } from '../../../gateway/src/cluster/resource.ts';
 import { KubeApiError, type KubeClient } from '../../../gateway/src/cluster/kube.ts';
 import { PoolClaimer, poolPhaseMetrics, type PodRequest } from '../../../gateway/src/cluster/pool/claimer.ts';
+import { GenericPodIndex } from '../../../gateway/src/cluster/pool/generic-pods.ts';
 import { FakeClock, settle } from './fakes.ts';
 
 // The gateway's side of the pool (issue 32): which pool pod can serve which function, the claim
@@ -183,5 +184,82 @@ describe('gateway cluster pool: the claimer times each phase of a start', () => 
     expect(claimer.conflicts).to.equal(1);
     expect(claimer.phases.count.get('claim')).to.equal(1);
     expect(claimer.phases.seconds.get('claim')).to.equal(0.02);
+  });
+});
+
+describe('gateway cluster pool: the watched generic pods', () => {
+  const generic = (name: string, rv = '1', role = 'pool'): PoolPod => ({ ...pod({ name, resourceVersion: rv, labels: { 'fnhost.dev/role': role } }) });
+  const change = (p: PoolPod | undefined, key: string) => ({ key, object: p });
+
+  it('knows nothing before its first list; then the claimable pods of each namespace; a claimed or deleted pod leaves it', () => {
+    const index = new GenericPodIndex();
+    index.apply(change(generic('a'), 'ns/a'));
+    expect(index.claimable('ns')).to.equal(undefined);
+    index.markSynced();
+    index.apply(change(generic('b'), 'ns/b'));
+    index.apply(change(generic('c'), 'other/c'));
+    index.apply(change({ ...generic('d'), status: { phase: 'Pending' } }, 'ns/d'));
+    expect(index.claimable('ns')!.map((p) => p.metadata.name)).to.deep.equal(['a', 'b']);
+    index.apply(change(generic('a', '2', 'specialized'), 'ns/a'));
+    index.apply(change(undefined, 'ns/b'));
+    expect(index.claimable('ns')).to.deep.equal([]);
+    index.forget('other', 'c');
+    expect(index.claimable('other')).to.deep.equal([]);
+  });
+
+  // A fake API server counting its lists, whose patches lose (409) for the pods named in `taken`.
+  const setup = (taken: string[], listed: string[]) => {
+    const clock = new FakeClock();
+    const calls = { lists: 0, patched: [] as string[] };
+    const client = {
+      async request(method: string, path: string): Promise<unknown> {
+        if (method === 'GET') {
+          calls.lists++;
+          return { items: listed.map((n) => generic(n)) };
+        }
+        const name = path.slice(path.lastIndexOf('/') + 1);
+        calls.patched.push(name);
+        if (taken.includes(name)) throw new KubeApiError(409, 'Conflict', 'the object has been modified');
+        return generic(name, '9', 'specialized');
+      },
+    } as unknown as KubeClient;
+    const index = new GenericPodIndex();
+    index.markSynced();
+    const claimer = new PoolClaimer({ client, tokenKey: 'k'.repeat(32), runtimeToken: () => 't', clock, index, random: () => 0.99 });
+    return { index, claimer, calls };
+  };
+
+  it('claims a pod the watch knows without listing, and takes it out of the index', async () => {
+    const { index, claimer, calls } = setup([], []);
+    index.apply(change(generic('a'), 'ns/a'));
+    const won = await claimer.claimPod(fn());
+    expect('pod' in won && won.pod.metadata.name).to.equal('a');
+    expect(calls.lists).to.equal(0);
+    expect(index.claimable('ns')).to.deep.equal([]);
+  });
+
+  it('a stale index (every pod it offered lost) lists afresh and claims a pod it had not offered', async () => {
+    const { index, claimer, calls } = setup(['a'], ['a', 'b']);
+    index.apply(change(generic('a'), 'ns/a'));
+    const won = await claimer.claimPod(fn());
+    expect('pod' in won && won.pod.metadata.name).to.equal('b');
+    expect(calls).to.deep.equal({ lists: 1, patched: ['a', 'b'] });
+    expect(claimer.conflicts).to.equal(1);
+  });
+
+  it('an empty index lists; nothing listed either is pool_empty, everything lost is claim_lost', async () => {
+    const empty = setup([], []);
+    expect(await empty.claimer.claimPod(fn())).to.deep.equal({ fallback: 'pool_empty' });
+    expect(empty.calls.lists).to.equal(1);
+    const lost = setup(['a'], ['a']);
+    lost.index.apply(change(generic('a'), 'ns/a'));
+    expect(await lost.claimer.claimPod(fn())).to.deep.equal({ fallback: 'claim_lost' });
+  });
+
+  it('a function the pool cannot hold falls back at once, from the index', async () => {
+    const { index, claimer, calls } = setup([], []);
+    index.apply(change(generic('a'), 'ns/a'));
+    expect(await claimer.claimPod(fn({ memoryMiB: 512 }))).to.deep.equal({ fallback: 'size' });
+    expect(calls).to.deep.equal({ lists: 0, patched: [] });
   });
 });

@@ -1,9 +1,10 @@
 import { request } from 'node:http';
-import { POOL_APP_NAME, ROLE_POOL, poolKeyOf } from '@fnhost/core/cluster-pool.ts';
+import { poolKeyOf } from '@fnhost/core/cluster-pool.ts';
 import type { Clock } from '@fnhost/core/clock.ts';
 import type { FunctionResource } from '@fnhost/core/function-resource.ts';
 import { functionIdOf } from '@fnhost/core/function-identity.ts';
 import { KubeApiError, paths, type KubeClient } from '../kube.ts';
+import { GENERIC_POD_SELECTOR, type GenericPodIndex } from './generic-pods.ts';
 import { claimOrder, claimPatch, claimable, fallbackReason, podOrigin, specializationBody, type FallbackReason, type PoolPod } from './claim.ts';
 
 // A cold call served from the pool (issue 32): list the namespace's generic pool pods, claim one
@@ -77,6 +78,8 @@ export interface PoolClaimerOptions {
   /** The function's runtime token (derived, as the operator writes it into the function's Secret). */
   runtimeToken: (functionId: string) => string;
   clock: Clock;
+  /** The generic pods a watch keeps (generic-pods.ts); unset: every claim lists them. */
+  index?: GenericPodIndex;
   send?: PodRequest;
   random?: () => number;
 }
@@ -96,7 +99,7 @@ export class PoolClaimer {
   async generic(namespace: string): Promise<PoolPod[]> {
     const started = this.#o.clock.now();
     const list = await this.#o.client.request<{ items?: PoolPod[] }>('GET', paths.pods(namespace), {
-      query: { labelSelector: `app.kubernetes.io/name=${POOL_APP_NAME},fnhost.dev/role=${ROLE_POOL}` },
+      query: { labelSelector: GENERIC_POD_SELECTOR },
       timeoutMs: 5_000,
     });
     this.phases.add('list', this.#o.clock.now() - started);
@@ -109,13 +112,28 @@ export class PoolClaimer {
    */
   async claimPod(fn: FunctionResource): Promise<{ pod: PoolPod } | { fallback: FallbackReason; detail?: string }> {
     const ns = fn.metadata.namespace ?? 'default';
-    const pods = await this.generic(ns);
-    if (pods.length === 0) return { fallback: 'pool_empty' };
+    const tried = new Set<string>();
+    // The watched index first (no API round trip); what it offers may be stale, so a claim that
+    // loses every pod it knew lists afresh and tries the pods it had not offered.
+    const known = this.#o.index?.claimable(ns);
+    if (known !== undefined && known.length > 0) {
+      const why = fallbackReason(fn, known[0]!);
+      if (why !== undefined) return { fallback: why };
+      const won = await this.#claimOne(fn, ns, known, tried);
+      if (won !== undefined) return won;
+    }
+    const pods = (await this.generic(ns)).filter((p) => !tried.has(p.metadata.name));
+    if (pods.length === 0) return { fallback: tried.size > 0 ? 'claim_lost' : 'pool_empty' };
     const why = fallbackReason(fn, pods[0]!);
     if (why !== undefined) return { fallback: why };
-    let attempts = 0;
+    return (await this.#claimOne(fn, ns, pods, tried)) ?? { fallback: 'claim_lost' };
+  }
+
+  /** Tries the pods in a random order (at most MAX_CLAIM_ATTEMPTS in all); the pod won, or undefined. */
+  async #claimOne(fn: FunctionResource, ns: string, pods: PoolPod[], tried: Set<string>): Promise<{ pod: PoolPod } | undefined> {
     for (const pod of claimOrder(pods, this.#o.random)) {
-      if (attempts++ >= MAX_CLAIM_ATTEMPTS) break;
+      if (tried.size >= MAX_CLAIM_ATTEMPTS) return undefined;
+      tried.add(pod.metadata.name);
       const started = this.#o.clock.now();
       try {
         const claimed = await this.#o.client.request<PoolPod>('PATCH', `${paths.pods(ns)}/${pod.metadata.name}`, {
@@ -126,9 +144,10 @@ export class PoolClaimer {
         });
         this.claims++;
         this.phases.add('claim', this.#o.clock.now() - started);
+        this.#o.index?.forget(ns, pod.metadata.name);
         return { pod: { ...claimed, status: claimed.status ?? pod.status } };
       } catch (err) {
-        // 409: another replica claimed it first (or it changed); 404: it is gone. Try the next.
+        // 409: another replica claimed it first (or it changed since it was read); 404: it is gone. Try the next.
         if (err instanceof KubeApiError && (err.statusCode === 409 || err.statusCode === 404)) {
           this.conflicts++;
           continue;
@@ -136,7 +155,7 @@ export class PoolClaimer {
         throw err;
       }
     }
-    return { fallback: 'claim_lost' };
+    return undefined;
   }
 
   /** Claims, specializes and waits for the module to load: the origin to send the call to, or why not. */
