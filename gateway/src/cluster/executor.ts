@@ -62,6 +62,12 @@ export const REFUSED_ORIGIN_TTL_MS = 5000;
 export type HealthProbe = (origin: string, signal: AbortSignal) => Promise<boolean | typeof LOAD_ERROR>;
 /** A probe's answer when the runtime says its function module failed to load (503 `{"status":"error","error":"load"}`). */
 export const LOAD_ERROR = 'load_error';
+/**
+ * How long a cold call's wake of the function's own pod may wait for its claim from the pool: a
+ * start from the pool takes a few hundred ms; a claim still running after a second is failing or
+ * slow, and the Deployment path should not wait on it longer.
+ */
+export const POOL_WAKE_DELAY_MS = 1000;
 
 export class FunctionUnavailableError extends FnhostError {
   constructor(message: string) {
@@ -167,6 +173,8 @@ export class ClusterExecutor implements Executor {
   readonly #waiting = new Map<string, Set<() => void>>();
   /** service → the origin of a pod specialized from the pool for it, used until its slice has a ready pod */
   readonly #pooled = new Map<string, string>();
+  /** services whose wake waits for their pool claim's answer (at most POOL_WAKE_DELAY_MS) */
+  readonly #wakeDeferred = new Map<string, unknown>();
   /** services with a pool claim in flight (one per function at a time) */
   readonly #claiming = new Set<string>();
   #tick: unknown;
@@ -298,8 +306,12 @@ export class ClusterExecutor implements Executor {
     this.#held++;
     this.#heldPer.set(fn.function_id, mine + 1);
     this.holds++;
-    this.#o.wake(fn);
     if (mine === 0) this.#coldStart(fn, service);
+    // While a claim from the pool is under way the wake waits for its answer (#coldStart): the
+    // function's own pod starting (scheduler, kubelet, container, runtime) competes for the same
+    // API server and, on a small cluster, the same cores, and a specialized pool pod serves until
+    // that pod is ready anyway. A pool that cannot serve wakes it at once with its answer.
+    if (!this.#wakeDeferred.has(service)) this.#o.wake(fn);
     const bound = holdBoundMs(this.#o.holdMs ?? DEFAULT_HOLD_MS, fn.timeout_seconds);
     try {
       type Released = { origin: string; by: 'probe' | 'slice' | 'pool' } | { loadError: true } | undefined;
@@ -372,9 +384,20 @@ export class ClusterExecutor implements Executor {
     }
     if (this.#claiming.has(service) || this.#pooled.has(service)) return;
     this.#claiming.add(service);
+    // The wake, deferred while the claim runs (#hold), comes with the pool's answer, or at the
+    // latest POOL_WAKE_DELAY_MS after the claim began: a slow or stuck claim (a pod that takes its
+    // full specialization and load bounds) never delays the function's own pod by more.
+    const wake = (): void => {
+      if (!this.#wakeDeferred.has(service)) return;
+      this.#o.clock.clearTimeout(this.#wakeDeferred.get(service));
+      this.#wakeDeferred.delete(service);
+      if (!this.#closed) this.#o.wake(fn);
+    };
+    this.#wakeDeferred.set(service, this.#o.clock.setTimeout(wake, POOL_WAKE_DELAY_MS));
     pool(fn).then(
       (answer) => {
         this.#claiming.delete(service);
+        wake();
         if ('fallback' in answer) return this.#countCold(fn, 'deployment', answer.fallback, answer.detail);
         this.#countCold(fn, 'pool', undefined, answer.pod);
         if (this.#closed || this.#o.endpoints.origins(service).length > 0) return;
@@ -383,6 +406,7 @@ export class ClusterExecutor implements Executor {
       },
       (err: unknown) => {
         this.#claiming.delete(service);
+        wake();
         this.#countCold(fn, 'deployment', 'specialize_failed', (err as Error).message);
       },
     );
@@ -579,6 +603,8 @@ export class ClusterExecutor implements Executor {
     for (const p of [...this.#probers.values()]) this.#stop(p);
     this.#probed.clear();
     this.#pooled.clear();
+    for (const timer of this.#wakeDeferred.values()) this.#o.clock.clearTimeout(timer);
+    this.#wakeDeferred.clear();
     for (const refused of this.#refused.values()) for (const timer of refused.values()) this.#o.clock.clearTimeout(timer);
     this.#refused.clear();
   }

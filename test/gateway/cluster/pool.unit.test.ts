@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { API_VERSION, KIND, type FunctionResource } from '@fnhost/core/function-resource.ts';
 import { EndpointIndex, type EndpointSlice } from '../../../gateway/src/cluster/endpoints.ts';
-import { ClusterExecutor, type PoolAnswer } from '../../../gateway/src/cluster/executor.ts';
+import { ClusterExecutor, POOL_WAKE_DELAY_MS, type PoolAnswer } from '../../../gateway/src/cluster/executor.ts';
 import { claimOrder, claimPatch, claimable, fallbackReason, podOrigin, specializationBody, type PoolPod } from '../../../gateway/src/cluster/pool/claim.ts';
 import { ColdStartEventLimiter, EVENT_INTERVAL_MS, coldStartNote } from '../../../gateway/src/cluster/pool/events.ts';
 import { recordFromResource } from '../../../gateway/src/cluster/resource.ts';
@@ -95,9 +95,54 @@ describe('gateway cluster pool: the executor', () => {
     const idx = new EndpointIndex();
     const clock = new FakeClock();
     const cold: string[] = [];
-    const ex = new ClusterExecutor({ endpoints: idx, clock, wake: () => undefined, holdMs: 5000, pool, coldStart: (_f, path, reason) => cold.push(`${path}:${reason ?? ''}`) });
-    return { idx, clock, ex, cold };
+    const woken: string[] = [];
+    const ex = new ClusterExecutor({ endpoints: idx, clock, wake: (f) => woken.push(f.name), holdMs: 5000, pool, coldStart: (_f, path, reason) => cold.push(`${path}:${reason ?? ''}`) });
+    return { idx, clock, ex, cold, woken };
   };
+
+  it('the wake waits for the pool\'s answer (served or not), so the function\'s own pod does not compete with the claim; then every held call wakes as before', async () => {
+    for (const outcome of [{ origin: 'http://10.0.0.9:8080', pod: 'p' }, { fallback: 'claim_lost' as const }]) {
+      let answer!: (a: PoolAnswer) => void;
+      const { idx, ex, woken } = setup(() => new Promise((r) => (answer = r)));
+      const first = ex.acquire(record);
+      const second = ex.acquire(record);
+      await settle();
+      expect(woken, 'while the claim is under way').to.deep.equal([]);
+      answer(outcome);
+      await settle();
+      expect(woken).to.deep.equal(['hello']);
+      if ('fallback' in outcome) idx.apply({ key: 'ns/s', object: readySlice('10.0.0.7') });
+      await Promise.all([first, second]);
+      await ex.close();
+    }
+  });
+
+  it('a claim still running after POOL_WAKE_DELAY_MS wakes the function anyway, once', async () => {
+    const { clock, idx, ex, woken } = setup(() => new Promise(() => undefined));
+    const call = ex.acquire(record);
+    await clock.advance(POOL_WAKE_DELAY_MS - 1);
+    expect(woken).to.deep.equal([]);
+    await clock.advance(1);
+    expect(woken).to.deep.equal(['hello']);
+    void ex.acquire(record).catch(() => undefined);
+    await settle();
+    expect(woken, 'a held call after the delay wakes as before').to.deep.equal(['hello', 'hello']);
+    idx.apply({ key: 'ns/s', object: readySlice('10.0.0.7') });
+    await call;
+    await ex.close();
+  });
+
+  it('without a pool a held call wakes its function at once', async () => {
+    const idx = new EndpointIndex();
+    const woken: string[] = [];
+    const ex = new ClusterExecutor({ endpoints: idx, clock: new FakeClock(), wake: (f) => woken.push(f.name), holdMs: 5000 });
+    const call = ex.acquire(record);
+    await settle();
+    expect(woken).to.deep.equal(['hello']);
+    idx.apply({ key: 'ns/s', object: readySlice('10.0.0.7') });
+    await call;
+    await ex.close();
+  });
 
   it('held calls go to the specialized pod; one claim per function; dropped once the function has a ready pod of its own', async () => {
     let claims = 0;
