@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { headersToCaller, headersToFunction, lowerCaseNames, type ForwardContext } from '../../gateway/src/invoke/headers.ts';
+import { decodeURIComponentSafe, headersToCaller, headersToFunction, lowerCaseNames, type ForwardContext } from '../../gateway/src/invoke/headers.ts';
 import { setsCookie, withoutCookie } from '../../gateway/src/invoke/panel-cookie.ts';
 import { UnforwardableRequestError, isRefusedBeforeSending } from '../../gateway/src/invoke/errors.ts';
 import { SESSION_COOKIE } from '../../gateway/src/admin/session.ts';
@@ -102,5 +102,16 @@ describe('undici refusals', () => {
     const err = new UnforwardableRequestError('invalid upgrade header');
     expect([err.status, err.code, err.expose]).to.deep.equal([400, 'bad_request', true]);
     expect(err.message).to.include('invalid upgrade header');
+  });
+});
+
+describe('decodeURIComponentSafe (a function id in the path, x-fnhost-error)', () => {
+  it('decodes percent-encoding, keeps text without any, and gives invalid encoding back as it came', () => {
+    expect(decodeURIComponentSafe('0b0e8c6a-1f7e-4d55-9c3b-2a1d5e6f7a8b')).to.equal('0b0e8c6a-1f7e-4d55-9c3b-2a1d5e6f7a8b');
+    expect(decodeURIComponentSafe('a%20b%2Fc')).to.equal('a b/c');
+    expect(decodeURIComponentSafe('caf%C3%A9')).to.equal('café');
+    expect(decodeURIComponentSafe('100%')).to.equal('100%');
+    expect(decodeURIComponentSafe('%E0%A4%A')).to.equal('%E0%A4%A');
+    expect(decodeURIComponentSafe('')).to.equal('');
   });
 });
