@@ -107,11 +107,14 @@ describe('undici refusals', () => {
 
 describe('decodeURIComponentSafe (a function id in the path, x-fnhost-error)', () => {
   it('decodes percent-encoding, keeps text without any, and gives invalid encoding back as it came', () => {
-    expect(decodeURIComponentSafe('0b0e8c6a-1f7e-4d55-9c3b-2a1d5e6f7a8b')).to.equal('0b0e8c6a-1f7e-4d55-9c3b-2a1d5e6f7a8b');
-    expect(decodeURIComponentSafe('a%20b%2Fc')).to.equal('a b/c');
-    expect(decodeURIComponentSafe('caf%C3%A9')).to.equal('café');
-    expect(decodeURIComponentSafe('100%')).to.equal('100%');
-    expect(decodeURIComponentSafe('%E0%A4%A')).to.equal('%E0%A4%A');
-    expect(decodeURIComponentSafe('')).to.equal('');
+    const cases: Array<[string, string]> = [
+      ['0b0e8c6a-1f7e-4d55-9c3b-2a1d5e6f7a8b', '0b0e8c6a-1f7e-4d55-9c3b-2a1d5e6f7a8b'],
+      ['a%20b%2Fc', 'a b/c'],
+      ['caf%C3%A9', 'café'],
+      ['100%', '100%'],
+      ['%E0%A4%A', '%E0%A4%A'],
+      ['', ''],
+    ];
+    for (const [given, decoded] of cases) expect(decodeURIComponentSafe(given), given).to.equal(decoded);
   });
 });
