@@ -45,6 +45,13 @@ export interface Executor {
    */
   acquire(fn: FunctionRecord): Promise<Upstream>;
   /**
+   * What acquire() would resolve to at once, without a promise, when the call would not wait
+   * (one machine: this configuration's runtime has started and loaded); undefined otherwise,
+   * and the call goes through acquire(). The invocation path asks this first: a promise, its
+   * wrapper and two microtask turns per call are measurable at thousands of calls a second.
+   */
+  readyNow?(fn: FunctionRecord): Upstream | undefined;
+  /**
    * One machine: starts a runtime for `fn` as it is about to be stored and waits until its
    * module has loaded there, leaving the function's current runtime serving. Rejects with a
    * 400 FnhostError when the module does not parse or exports no handler: the check that runs

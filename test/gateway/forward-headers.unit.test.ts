@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { headersToCaller, headersToFunction, lowerCaseNames, type ForwardContext } from '../../gateway/src/invoke/headers.ts';
+import { decodeURIComponentSafe, headersToCaller, headersToFunction, lowerCaseNames, type ForwardContext } from '../../gateway/src/invoke/headers.ts';
 import { setsCookie, withoutCookie } from '../../gateway/src/invoke/panel-cookie.ts';
 import { UnforwardableRequestError, isRefusedBeforeSending } from '../../gateway/src/invoke/errors.ts';
 import { SESSION_COOKIE } from '../../gateway/src/admin/session.ts';
@@ -102,5 +102,19 @@ describe('undici refusals', () => {
     const err = new UnforwardableRequestError('invalid upgrade header');
     expect([err.status, err.code, err.expose]).to.deep.equal([400, 'bad_request', true]);
     expect(err.message).to.include('invalid upgrade header');
+  });
+});
+
+describe('decodeURIComponentSafe (a function id in the path, x-fnhost-error)', () => {
+  it('decodes percent-encoding, keeps text without any, and gives invalid encoding back as it came', () => {
+    const cases: Array<[string, string]> = [
+      ['0b0e8c6a-1f7e-4d55-9c3b-2a1d5e6f7a8b', '0b0e8c6a-1f7e-4d55-9c3b-2a1d5e6f7a8b'],
+      ['a%20b%2Fc', 'a b/c'],
+      ['caf%C3%A9', 'café'],
+      ['100%', '100%'],
+      ['%E0%A4%A', '%E0%A4%A'],
+      ['', ''],
+    ];
+    for (const [given, decoded] of cases) expect(decodeURIComponentSafe(given), given).to.equal(decoded);
   });
 });

@@ -104,6 +104,29 @@ describe('runtime bounds', () => {
       expect(ids.size('f')).to.equal(1);
       expect(ids.knows('f', 'log_5', 5000)).to.equal(true);
     });
+
+    it('keeps the newest ids in order through many evictions and sweeps (the order queue is compacted as it goes)', () => {
+      const ids = new ExecutionIds({ keptMs: 1000, maxPerFunction: 100 });
+      // 5,000 calls, 10 in flight, one a millisecond: the bound evicts the oldest, ended ones past their time are swept.
+      for (let i = 0; i < 5000; i++) {
+        ids.began('f', `log_${i}`);
+        if (i >= 10) ids.ended('f', `log_${i - 10}`, i);
+      }
+      expect(ids.size('f')).to.equal(100);
+      for (let i = 4900; i < 5000; i++) expect(ids.knows('f', `log_${i}`, 5000), `log_${i}`).to.equal(true);
+      expect(ids.knows('f', 'log_4899', 5000)).to.equal(false);
+      // Calls stop; long after, one more ends: the ended ones past their time are swept up to the oldest still running.
+      ids.ended('f', 'log_4995', 100_000);
+      expect(ids.size('f')).to.equal(10);
+      for (let i = 4990; i < 5000; i++) expect(ids.knows('f', `log_${i}`, 100_000), `log_${i}`).to.equal(true);
+      // The rest end; a sweep a second later keeps only the one that ended within keptMs.
+      for (let i = 4990; i < 5000; i++) if (i !== 4995) ids.ended('f', `log_${i}`, 200_000);
+      expect(ids.knows('f', 'log_4999', 201_001)).to.equal(false);
+      ids.ended('f', 'log_4999', 202_000);
+      expect(ids.size('f')).to.equal(1);
+      expect(ids.knows('f', 'log_4999', 202_000)).to.equal(true);
+      expect(ids.knows('f', 'log_4990', 202_000)).to.equal(false);
+    });
   });
 
   describe('the console route', () => {

