@@ -45,6 +45,12 @@ function health(sup: Supervisor, req: IncomingMessage, res: ServerResponse): voi
   res.writeHead(status === 'ok' ? 200 : 503, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), 'cache-control': 'no-store' }).end(body);
 }
 
+/** How a specialization's load went, for the answer that waited for it (docs/internal-protocol.md "Remote specialization"). */
+function loadOutcome(sup: Supervisor, ms: number): { status: 'ok' | 'error'; ms: number; kind?: string; message?: string } {
+  const waited = Math.round(ms * 10) / 10;
+  return sup.status === 'ok' ? { status: 'ok', ms: waited } : { status: 'error', ms: waited, kind: sup.loadErrorKind, message: sup.loadError };
+}
+
 function readBody(req: IncomingMessage, res: ServerResponse, done: (body: Uint8Array | undefined) => void): void {
   const declared = req.headers['content-length'];
   if (declared !== undefined && Number(declared) > MAX_INVOKE_BODY_BYTES) {
@@ -221,7 +227,13 @@ export async function startGenericRuntime(generic: GenericConfig): Promise<Runni
       calls = callHandler(sup, false);
       state = 'specialized';
       log('info', 'specialized', { function_id: config.functionId, function_name: config.functionName, file: config.functionFile, warm_worker: sup.usedSpare });
-      answerJson(res, 200, { status: 'specialized', function_id: config.functionId, pid: process.pid });
+      const answered = { status: 'specialized', function_id: config.functionId, pid: process.pid };
+      // Asked with the start's wait header (a cluster's gateway), the answer waits for the module
+      // and says how its load went: one exchange instead of this one and a /healthz wait.
+      if (req.headers[WAIT_LOAD_HEADER] === undefined) return answerJson(res, 200, answered);
+      const loading = performance.now();
+      const running = sup;
+      void running.settled.then(() => answerJson(res, 200, { ...answered, load: loadOutcome(running, performance.now() - loading) }));
     });
   };
 

@@ -188,6 +188,35 @@ describe('runtime: a generic runtime of the warm pool', function () {
     expect(await (await fetch(`${g.url}/`)).json()).to.deep.include({ fn: `remote-${process.pid}` });
   });
 
+  it('remote, asked with the start\'s wait header: the answer comes once the module has loaded and says how (ok, or the load error\'s kind and text)', async () => {
+    const env = functionVars('/unused');
+    delete env.FNHOST_FUNCTION_FILE;
+    const wait = { 'x-fnhost-wait-load': '1' };
+    const g = await generic({ FNHOST_SPECIALIZE_REMOTE: '1', FNHOST_GATEWAY_URL: 'http://127.0.0.1:9', FNHOST_WARM_WORKER_MEMORY_MIB: '128' });
+    // A module whose top level takes 300 ms: the answer cannot come before it has run.
+    const slow = `const until = Date.now() + 300; while (Date.now() < until);\nexport default (req, res) => res.json({ fn: 'slow-${process.pid}' });\n`;
+    const ok = await g.specialize({ env, code: slow }, undefined, wait);
+    const answer = await ok.json();
+    expect(ok.status, JSON.stringify(answer)).to.equal(200);
+    expect(answer).to.deep.include({ status: 'specialized' });
+    expect(answer.load.status).to.equal('ok');
+    expect(answer.load.ms).to.be.at.least(300);
+    // Loaded: the next request is served without waiting.
+    expect((await fetch(`${g.url}/healthz`)).status).to.equal(200);
+    expect(await (await fetch(`${g.url}/`)).json()).to.deep.equal({ fn: `slow-${process.pid}` });
+
+    const b = await generic({ FNHOST_SPECIALIZE_REMOTE: '1', FNHOST_GATEWAY_URL: 'http://127.0.0.1:9' });
+    const broken = await b.specialize({ env, code: 'throw new Error("broken at load");\n' }, undefined, wait);
+    const failed = await broken.json();
+    expect(broken.status, JSON.stringify(failed)).to.equal(200);
+    expect(failed.load).to.deep.include({ status: 'error', kind: 'failed' });
+    expect(failed.load.message).to.match(/broken at load/);
+    // Without the header the answer does not wait and says nothing of the load (as before).
+    const c = await generic({ FNHOST_SPECIALIZE_REMOTE: '1', FNHOST_GATEWAY_URL: 'http://127.0.0.1:9' });
+    const plain = await (await c.specialize({ env, code: slow })).json();
+    expect(plain).to.not.have.property('load');
+  });
+
   it('SIGTERM ends a generic runtime with exit code 0, specialized or not', async () => {
     for (const specialize of [false, true]) {
       const g = await generic();

@@ -6,7 +6,7 @@ import { claimOrder, claimPatch, claimable, fallbackReason, podOrigin, specializ
 import { ColdStartEventLimiter, EVENT_INTERVAL_MS, coldStartNote } from '../../../gateway/src/cluster/pool/events.ts';
 import { recordFromResource } from '../../../gateway/src/cluster/resource.ts';
 import { KubeApiError, type KubeClient } from '../../../gateway/src/cluster/kube.ts';
-import { PoolClaimer, poolPhaseMetrics, type PodRequest } from '../../../gateway/src/cluster/pool/claimer.ts';
+import { PoolClaimer, loadOutcomeOf, poolPhaseMetrics, type PodRequest } from '../../../gateway/src/cluster/pool/claimer.ts';
 import { GenericPodIndex } from '../../../gateway/src/cluster/pool/generic-pods.ts';
 import { FakeClock, settle } from './fakes.ts';
 
@@ -221,6 +221,31 @@ describe('gateway cluster pool: the claimer times each phase of a start', () => 
     expect(text).to.include('# TYPE fnhost_cluster_pool_start_seconds summary');
     expect(text).to.include('fnhost_cluster_pool_start_seconds_sum{phase="load"} 0.070000\n');
     expect(text).to.include('fnhost_cluster_pool_start_seconds_count{phase="claim"} 1\n');
+  });
+
+  it('a runtime that answers the specialization once loaded: one exchange, its load time reported; a load error falls back', async () => {
+    for (const [load, outcome] of [
+      [{ status: 'ok', ms: 40 }, { origin: 'http://10.0.0.9:8080', pod: 'fnhost-pool-b' }],
+      [{ status: 'error', ms: 10, kind: 'failed', message: 'broken at load' }, { fallback: 'load_failed' }],
+    ] as const) {
+      const clock = new FakeClock();
+      const paths: string[] = [];
+      const client = { request: async (method: string) => (method === 'GET' ? { items: [pod({ name: 'fnhost-pool-b' })] } : pod({ name: 'fnhost-pool-b' })) } as unknown as KubeClient;
+      const send: PodRequest = async (_origin, path, init) => {
+        paths.push(`${path} ${init.headers['x-fnhost-wait-load'] ?? ''}`);
+        clock.t += 55;
+        return { status: 200, body: JSON.stringify({ status: 'specialized', load }) };
+      };
+      const claimer = new PoolClaimer({ client, tokenKey: 'k'.repeat(32), runtimeToken: () => 't', clock, send });
+      const got = await claimer.serve(fn());
+      expect('fallback' in got ? { fallback: got.fallback } : got).to.deep.equal(outcome);
+      expect(paths).to.deep.equal(['/_fnhost/specialize 1']);
+      expect(claimer.phases.seconds.get('load')).to.equal(load.ms / 1000);
+      expect(claimer.phases.seconds.get('specialize')).to.be.closeTo((55 - load.ms) / 1000, 1e-9);
+    }
+    expect(loadOutcomeOf('{"status":"specialized"}')).to.equal(undefined);
+    expect(loadOutcomeOf('not json')).to.equal(undefined);
+    expect(loadOutcomeOf('{"load":{"status":"ok","ms":-1}}')).to.equal(undefined);
   });
 
   it('a claim lost to another replica (409) is not timed as a claim; the one won is', async () => {

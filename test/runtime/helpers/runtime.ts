@@ -69,7 +69,7 @@ export interface GenericRuntime extends RunningRuntime {
   /** The folder the runtime was started in (a temporary one, removed by stop()). */
   dir: string;
   /** POST /_fnhost/specialize with this body (the token unless another is given). */
-  specialize(body: unknown, token?: string): Promise<Response>;
+  specialize(body: unknown, token?: string, headers?: Record<string, string>): Promise<Response>;
 }
 
 /** A generic runtime of the warm pool: started with FNHOST_SPECIALIZE_TOKEN and no function. */
@@ -81,8 +81,8 @@ export async function startGenericRuntime(opts: { env?: Record<string, string> }
     ...rt,
     token,
     dir,
-    specialize: (body, presented = token) =>
-      fetch(`${rt.url}/_fnhost/specialize`, { method: 'POST', headers: { 'x-fnhost-specialize-token': presented, 'content-type': 'application/json' }, body: typeof body === 'string' ? body : JSON.stringify(body) }),
+    specialize: (body, presented = token, headers = {}) =>
+      fetch(`${rt.url}/_fnhost/specialize`, { method: 'POST', headers: { 'x-fnhost-specialize-token': presented, 'content-type': 'application/json', ...headers }, body: typeof body === 'string' ? body : JSON.stringify(body) }),
   };
 }
 

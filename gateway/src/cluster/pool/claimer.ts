@@ -52,6 +52,17 @@ export function poolPhaseMetrics(times: PoolPhaseTimes): string {
   return out;
 }
 
+/** The load a specialization's answer reports (runtime-image main.ts loadOutcome), or undefined when it says nothing of it. */
+export function loadOutcomeOf(body: string): { status: string; ms: number; kind?: string; message?: string } | undefined {
+  try {
+    const load = (JSON.parse(body) as { load?: unknown }).load as { status?: unknown; ms?: unknown; kind?: unknown; message?: unknown } | undefined;
+    if (load === undefined || load === null || typeof load.status !== 'string' || typeof load.ms !== 'number' || !Number.isFinite(load.ms) || load.ms < 0) return undefined;
+    return { status: load.status, ms: load.ms, kind: typeof load.kind === 'string' ? load.kind : undefined, message: typeof load.message === 'string' ? load.message : undefined };
+  } catch {
+    return undefined;
+  }
+}
+
 export type PoolOutcome = { origin: string; pod: string } | { fallback: FallbackReason; detail?: string };
 
 /** One HTTP exchange with a pool pod: status and (bounded) body text. */
@@ -172,13 +183,24 @@ export class PoolClaimer {
     const body = JSON.stringify(specializationBody(fn, this.#o.runtimeToken(functionIdOf(fn))));
     let started = this.#o.clock.now();
     try {
+      // With the start's wait header the runtime answers once the module has loaded (or failed to),
+      // saying how it went: one exchange. A runtime image from before that answer says nothing of
+      // the load, and the /healthz wait follows as it did.
       const answer = await send(origin, '/_fnhost/specialize', {
         method: 'POST',
-        headers: { 'x-fnhost-specialize-token': poolKeyOf(this.#o.tokenKey, ns), 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)) },
+        headers: { 'x-fnhost-specialize-token': poolKeyOf(this.#o.tokenKey, ns), 'x-fnhost-wait-load': '1', 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)) },
         body,
-        timeoutMs: SPECIALIZE_TIMEOUT_MS,
+        timeoutMs: SPECIALIZE_TIMEOUT_MS + LOAD_TIMEOUT_MS,
       });
       if (answer.status !== 200) return { fallback: 'specialize_failed', detail: `the pool pod ${pod} answered ${answer.status}: ${answer.body.slice(0, 200)}` };
+      const load = loadOutcomeOf(answer.body);
+      if (load !== undefined) {
+        const total = this.#o.clock.now() - started;
+        this.phases.add('specialize', Math.max(0, total - load.ms));
+        this.phases.add('load', Math.min(total, load.ms));
+        if (load.status !== 'ok') return { fallback: 'load_failed', detail: `the pool pod ${pod} could not load the code: ${JSON.stringify({ kind: load.kind, message: load.message }).slice(0, 300)}` };
+        return { origin, pod };
+      }
       this.phases.add('specialize', this.#o.clock.now() - started);
       started = this.#o.clock.now();
       // Answered once the module has loaded or failed to (the start's own header).
