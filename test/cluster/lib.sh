@@ -91,9 +91,20 @@ is_root() { [ "$(id -u)" = 0 ]; }
 
 # pid helpers: every process the harness starts has D/pids/NAME.
 pidfile() { echo "$D/pids/$1.pid"; }
+# Running = the pid is alive and is that program (after a reboot or a killed
+# run, a pid file may name a pid the kernel has since given to another process).
 running() { # NAME
-  local f; f="$(pidfile "$1")"
-  [ -f "$f" ] && kill -0 "$(cat "$f")" 2>/dev/null
+  local f pid; f="$(pidfile "$1")"
+  [ -f "$f" ] || return 1
+  pid="$(cat "$f")"
+  kill -0 "$pid" 2>/dev/null || return 1
+  tr '\0' ' ' < "/proc/$pid/cmdline" 2>/dev/null | grep -q -- "$1"
+}
+# A cluster is up when any of its core processes runs.
+cluster_processes_running() {
+  local p
+  for p in etcd kube-apiserver containerd kubelet; do running "$p" && return 0; done
+  return 1
 }
 # start_bg NAME CMD...: starts CMD in its own session, logs to D/logs/NAME.log.
 start_bg() {

@@ -14,7 +14,7 @@ REPO="$(cd "$HERE/../.." && pwd)"
 
 # Started by this run = no harness process was running before it.
 started=1
-for p in etcd kube-apiserver containerd kubelet; do running "$p" && started=0; done
+cluster_processes_running && started=0
 
 # shellcheck disable=SC2317 # called by the EXIT trap
 finish() {

@@ -12,9 +12,21 @@ HERE="$(cd "$(dirname "$0")" && pwd)"
 . "$HERE/lib.sh"
 
 what="${1:-all}"
-mkdir -p "$D/pids" "$D/logs"
-exec 9>"$D/.up.lock"
+# The lock lives beside the state dir, not in it: cleaning leftovers below removes the dir.
+exec 9>"$D.up.lock"
 flock 9   # two test runs calling ensureCluster() at once start it only once
+
+# A state dir whose processes are all gone is what a killed run (a reboot, a
+# session ended mid-suite) left: etcd still holds that run's namespaces,
+# releases and cluster-scoped objects, so a cluster started on it is not the
+# empty one every test expects (a ClusterRole of the killed run's release
+# refused the next run's helm install). down.sh cleans it all (keeping its
+# logs in $FNHOST_CACHE/last-cluster-logs) and the cluster starts empty.
+if [ -d "$D" ] && ! cluster_processes_running && [ -n "$(ls -A "$D" 2>/dev/null)" ]; then
+  log "$D holds a cluster whose processes are gone (a killed run?): cleaning it up first"
+  "$HERE/down.sh"
+fi
+mkdir -p "$D/pids" "$D/logs"
 
 need_bins() {
   local b
