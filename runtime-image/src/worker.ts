@@ -18,6 +18,7 @@ import {
 } from './protocol.ts';
 import { timeZoneOffsets, type SpareWorkerData } from './spare-worker.ts';
 import { inThreadSide } from './in-thread.ts';
+import { preloadForFirstCall } from './libraries.ts';
 
 export interface WorkerData extends FunctionWorkerData {
   heartbeat: SharedArrayBuffer;
@@ -44,6 +45,9 @@ if (inThread === undefined) setInterval(() => Atomics.add(beat, 0, 1), initial.h
  * before this point reads the local time: the time zone is known only now.
  */
 function configured(spare: SpareWorkerData): Promise<WorkerData> {
+  // Idle until its function comes: the first call's libraries now (a function sent meanwhile waits
+  // for them, ≈ 10 ms). They read no local time, so the zone check below holds.
+  preloadForFirstCall();
   return new Promise((resolve) => {
     const onMessage = (msg: ToWorker): void => {
       if (msg.t !== M_CONFIGURE) return;

@@ -154,6 +154,23 @@ describe('runtime: a generic runtime of the warm pool', function () {
     await rm(work, { recursive: true, force: true });
   });
 
+  it('with a spare worker, the first call finds the response libraries loaded while the spare waited; a worker started for the function loads them on first use', async () => {
+    // Whether the vendored Express helpers (and node:crypto under etag) are in this thread's module cache when the handler runs.
+    const probeFile = join(dir, 'libraries-loaded.mjs');
+    await writeFile(probeFile, `import { createRequire } from 'node:module';
+export default (req, res) => { const loaded = Object.keys(createRequire(import.meta.url).cache).some((k) => k.endsWith('http-parts.cjs')); res.json({ loaded }); };`);
+    const withSpare = await generic({ FNHOST_WARM_WORKER_MEMORY_MIB: '64' });
+    expect((await withSpare.specialize({ env: functionVars(probeFile, { memoryMiB: 64 }) })).status).to.equal(200);
+    expect(await withSpare.waitForLine(/"msg":"specialized"/)).to.match(/"warm_worker":true/);
+    expect(await (await fetch(`${withSpare.url}/`)).json()).to.deep.equal({ loaded: true });
+    const withoutSpare = await generic();
+    expect((await withoutSpare.specialize({ env: functionVars(probeFile, { memoryMiB: 64 }) })).status).to.equal(200);
+    expect(await withoutSpare.waitForLine(/"msg":"specialized"/)).to.match(/"warm_worker":false/);
+    expect(await (await fetch(`${withoutSpare.url}/`)).json()).to.deep.equal({ loaded: false });
+    // Both loaded once the first answer was sent.
+    expect(await (await fetch(`${withoutSpare.url}/`)).json()).to.deep.equal({ loaded: true });
+  });
+
   it('listens on loopback only: HOST=0.0.0.0 stops it at start naming HOST; FNHOST_FUNCTION_FILE with the token too', async () => {
     const cases: Array<[Record<string, string>, RegExp]> = [
       [{ HOST: '0.0.0.0' }, /HOST="0\.0\.0\.0": a generic runtime listens on loopback only/],
