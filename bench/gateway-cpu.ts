@@ -3,6 +3,10 @@
 // rounds (issue 31's guard against creeping per-call cost).
 //
 //   node bench/gateway-cpu.ts --baseline <checkout>/gateway/src/main.ts [--rate 400] [--seconds 5] [--rounds 5]
+//                             [--flags "<node options of this checkout's gateway>"] [--baseline-flags "<...of the baseline's>"]
+//
+// With the same checkout as baseline and --flags, it weighs a Node/V8 option of the gateway's
+// process (e.g. --max-semi-space-size: issue 31's GC share) against the gateway without it.
 //
 // Why a fixed rate and not autocannon's closed loop: under a closed loop each gateway serves
 // what the machine lets it, and at a few hundred requests a second each request pays its own
@@ -25,8 +29,11 @@ const { values } = parseArgs({
     rate: { type: 'string', default: '400' },
     seconds: { type: 'string', default: '5' },
     rounds: { type: 'string', default: '5' },
+    flags: { type: 'string', default: '' },
+    'baseline-flags': { type: 'string', default: '' },
   },
 });
+const flagsOf = (text: string): string[] => text.split(/\s+/).filter((f) => f !== '');
 if (values.baseline === undefined) throw new Error('--baseline <checkout>/gateway/src/main.ts is required');
 const RATE = Number(values.rate);
 const SECONDS = Number(values.seconds);
@@ -34,8 +41,8 @@ const ROUNDS = Number(values.rounds);
 
 const load0 = loadavg();
 const gateways = [
-  { name: 'this checkout', gw: await startGateway({ env: { FNHOST_QUIET: '1' } }) },
-  { name: 'baseline', gw: await startGateway({ main: values.baseline, env: { FNHOST_QUIET: '1' } }) },
+  { name: `this checkout${values.flags === '' ? '' : ` ${values.flags}`}`, gw: await startGateway({ env: { FNHOST_QUIET: '1' }, nodeArgs: flagsOf(values.flags) }) },
+  { name: `baseline${values['baseline-flags'] === '' ? '' : ` ${values['baseline-flags']}`}`, gw: await startGateway({ main: values.baseline, env: { FNHOST_QUIET: '1' }, nodeArgs: flagsOf(values['baseline-flags']) }) },
 ];
 try {
   const targets = await Promise.all(gateways.map(async ({ gw }) => {

@@ -4,7 +4,7 @@
 // recording on and off (FNHOST_BENCH_DISABLE_RECORDING=1). A --cpu-prof profile shows the main
 // thread only; the CPU per request that bench/gateway.ts prints counts every thread.
 //
-//   node bench/gateway-threads.ts [--seconds 8] [--connections 50] [--main <checkout>/gateway/src/main.ts]
+//   node bench/gateway-threads.ts [--seconds 8] [--connections 50] [--main <checkout>/gateway/src/main.ts] [--flags "<node options of the gateway>"]
 
 import { readdirSync, readFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
@@ -15,7 +15,7 @@ import { createHello, load } from './lib/load.ts';
 // autocannon ships no types.
 const autocannon = (await import('autocannon' as string)).default as (o: Record<string, unknown>) => Promise<{ requests: { total: number; average: number } }>;
 
-const { values } = parseArgs({ options: { seconds: { type: 'string', default: '8' }, connections: { type: 'string', default: '50' }, main: { type: 'string' } } });
+const { values } = parseArgs({ options: { seconds: { type: 'string', default: '8' }, connections: { type: 'string', default: '50' }, main: { type: 'string' }, flags: { type: 'string', default: '' } } });
 const TICK_US = 1e6 / 100; // USER_HZ
 
 /** CPU µs per thread name (threads of one name summed). */
@@ -36,9 +36,9 @@ function threads(pid: number): Map<string, number> {
   return out;
 }
 
-console.log(`gateway CPU by thread — ${new Date().toISOString()} — load ${loadavg().map((l) => l.toFixed(2)).join(' ')}`);
+console.log(`gateway CPU by thread — ${new Date().toISOString()} — load ${loadavg().map((l) => l.toFixed(2)).join(' ')}${values.flags === '' ? '' : ` — node options ${values.flags}`}`);
 for (const [label, env] of [['recording on', {}], ['recording off', { FNHOST_BENCH_DISABLE_RECORDING: '1' }]] as const) {
-  const gw = await startGateway({ main: values.main, env: { FNHOST_QUIET: '1', ...env } });
+  const gw = await startGateway({ main: values.main, env: { FNHOST_QUIET: '1', ...env }, nodeArgs: values.flags.split(/\s+/).filter((f) => f !== '') });
   try {
     const url = await createHello(gw);
     await load('warm-up', url, undefined, { connections: Number(values.connections), seconds: 1 });

@@ -41,6 +41,8 @@ export interface GatewayOptions {
    * attack suite's lowered descriptor limit (test/gateway/attack/).
    */
   prefix?: string[];
+  /** Node options of the gateway's own process (before its main module), e.g. a V8 flag a bench weighs. */
+  nodeArgs?: string[];
 }
 
 export interface RunningGateway {
@@ -69,7 +71,7 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
   const env: Record<string, string> = { ...(process.env as Record<string, string>), PORT: '0', HOST: '127.0.0.1', FNHOST_DATA_DIR: dataDir, FNHOST_QUIET: '1', ...options.env };
   if (options.token !== undefined) env.FNHOST_TOKEN = options.token;
   else if (options.env?.FNHOST_TOKEN === undefined) delete env.FNHOST_TOKEN;
-  const command = [...(options.prefix ?? []), options.node ?? process.execPath, options.main ?? GATEWAY_MAIN];
+  const command = [...(options.prefix ?? []), options.node ?? process.execPath, ...(options.nodeArgs ?? []), options.main ?? GATEWAY_MAIN];
   const child = spawn(command[0]!, command.slice(1), { env, stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   child.stderr!.setEncoding('utf8');
