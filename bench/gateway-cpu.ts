@@ -21,7 +21,7 @@ import { parseArgs } from 'node:util';
 import { startGateway } from '../test/helpers/platform.ts';
 import { paced } from './lib/paced.ts';
 import { cpuMicros } from './lib/proc.ts';
-import { createHello, median } from './lib/load.ts';
+import { createHello, median, nodeOptionsOf } from './lib/load.ts';
 
 const { values } = parseArgs({
   options: {
@@ -33,7 +33,6 @@ const { values } = parseArgs({
     'baseline-flags': { type: 'string', default: '' },
   },
 });
-const flagsOf = (text: string): string[] => text.split(/\s+/).filter((f) => f !== '');
 if (values.baseline === undefined) throw new Error('--baseline <checkout>/gateway/src/main.ts is required');
 const RATE = Number(values.rate);
 const SECONDS = Number(values.seconds);
@@ -41,8 +40,8 @@ const ROUNDS = Number(values.rounds);
 
 const load0 = loadavg();
 const gateways = [
-  { name: `this checkout${values.flags === '' ? '' : ` ${values.flags}`}`, gw: await startGateway({ env: { FNHOST_QUIET: '1' }, nodeArgs: flagsOf(values.flags) }) },
-  { name: `baseline${values['baseline-flags'] === '' ? '' : ` ${values['baseline-flags']}`}`, gw: await startGateway({ main: values.baseline, env: { FNHOST_QUIET: '1' }, nodeArgs: flagsOf(values['baseline-flags']) }) },
+  { name: `this checkout${values.flags === '' ? '' : ` ${values.flags}`}`, gw: await startGateway({ env: { FNHOST_QUIET: '1' }, nodeArgs: nodeOptionsOf(values.flags) }) },
+  { name: `baseline${values['baseline-flags'] === '' ? '' : ` ${values['baseline-flags']}`}`, gw: await startGateway({ main: values.baseline, env: { FNHOST_QUIET: '1' }, nodeArgs: nodeOptionsOf(values['baseline-flags']) }) },
 ];
 try {
   const targets = await Promise.all(gateways.map(async ({ gw }) => {

@@ -10,7 +10,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
 import { startGateway } from '../test/helpers/platform.ts';
-import { createHello, load } from './lib/load.ts';
+import { createHello, load, nodeOptionsOf } from './lib/load.ts';
 
 // autocannon ships no types.
 const autocannon = (await import('autocannon' as string)).default as (o: Record<string, unknown>) => Promise<{ requests: { total: number; average: number } }>;
@@ -38,7 +38,7 @@ function threads(pid: number): Map<string, number> {
 
 console.log(`gateway CPU by thread — ${new Date().toISOString()} — load ${loadavg().map((l) => l.toFixed(2)).join(' ')}${values.flags === '' ? '' : ` — node options ${values.flags}`}`);
 for (const [label, env] of [['recording on', {}], ['recording off', { FNHOST_BENCH_DISABLE_RECORDING: '1' }]] as const) {
-  const gw = await startGateway({ main: values.main, env: { FNHOST_QUIET: '1', ...env }, nodeArgs: values.flags.split(/\s+/).filter((f) => f !== '') });
+  const gw = await startGateway({ main: values.main, env: { FNHOST_QUIET: '1', ...env }, nodeArgs: nodeOptionsOf(values.flags) });
   try {
     const url = await createHello(gw);
     await load('warm-up', url, undefined, { connections: Number(values.connections), seconds: 1 });

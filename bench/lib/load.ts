@@ -82,3 +82,8 @@ export async function createHello(gw: { url: string; token: string }, name = 'he
   if (r.status !== 201) throw new Error(`create ${name}: ${r.status} ${await r.text()}`);
   return ((await r.json()) as { invocation_url: string }).invocation_url;
 }
+
+/** A --flags value ("--a=1 --b") as the node options of a gateway process (startGateway's nodeArgs). */
+export function nodeOptionsOf(text: string): string[] {
+  return text.split(/\s+/).filter((f) => f !== '');
+}

@@ -36,8 +36,8 @@ describe('a function\'s cpu on one machine (real gateway, real sandbox cgroups)'
     // The runtime (restarted by the change) is in a cpu group of the gateway's with those values.
     expect(await (await fetch(`${gw.url}/invoke/${id}`)).text()).to.equal('ok');
     expect(await readFile(`/sys/fs/cgroup/cpu/fnhost-${gw.pid}/cpu.shares`, 'utf8')).to.equal('512\n');
-    // A group may end between the listing and the read (a warm-pool runtime replaced meanwhile: the
-    // kernel then answers ENODEV or ENOENT); it was not this function's, whose runtime just answered.
+    // A group may end between the listing and the read (the function's old runtime, restarted by
+    // the change, exiting: the kernel then answers ENODEV or ENOENT); the new one just answered.
     const values = (await Promise.all((await runtimeCpuGroups(gw.pid)).map((g) => groupCpu(g)))).filter((v) => v !== undefined);
     expect(values, 'the function\'s runtime group').to.include('256 50000');
 
