@@ -65,4 +65,22 @@ describe('chart: charts/fnhost without helm', () => {
     const helpers = await readFile(`${ROOT}charts/fnhost/templates/_helpers.tpl`, 'utf8');
     expect(helpers).to.contain('ingress.adminHost must differ from ingress.host').and.to.contain('ingress.paths must not hold');
   });
+
+  it("keeps operator/deploy/rbac.yaml's ClusterRole to the chart's operator rules with the default values (the pool off)", async () => {
+    const yaml = (await import('js-yaml')) as unknown as { load(text: string): unknown; loadAll(text: string): unknown[] };
+    const values = yaml.load(await readFile(`${ROOT}charts/fnhost/values.yaml`, 'utf8')) as { pool: { size: number } };
+    expect(values.pool.size, 'the reference is for the default values: the pool off').to.equal(0);
+    const helpers = await readFile(`${ROOT}charts/fnhost/templates/_helpers.tpl`, 'utf8');
+    const start = helpers.indexOf('{{- define "fnhost.operator.rules" -}}');
+    expect(start, 'the fnhost.operator.rules helper').to.be.at.least(0);
+    const block = helpers.slice(start, helpers.indexOf('{{- end -}}', start)).split('\n').slice(1).join('\n');
+    // With pool.size 0 the pool's conditional rules are not rendered; no other template code is expected.
+    const rendered = block.replace(/\{\{- if gt \(int \.Values\.pool\.size\) 0 \}\}[\s\S]*?\{\{- end \}\}/, '');
+    expect(rendered, 'template code left in fnhost.operator.rules that this test does not render').not.to.contain('{{');
+    const chartRules = yaml.load(rendered) as unknown[];
+    const reference = yaml.loadAll(await readFile(`${ROOT}operator/deploy/rbac.yaml`, 'utf8')) as Array<{ kind: string; rules?: unknown[] }>;
+    const clusterRole = reference.find((d) => d?.kind === 'ClusterRole');
+    const key = (rules: unknown[]) => rules.map((r) => JSON.stringify(r)).sort();
+    expect(key(clusterRole!.rules!)).to.deep.equal(key(chartRules));
+  });
 });
