@@ -26,13 +26,13 @@ s.listen(0, '127.0.0.1', () => console.log(JSON.stringify({ port: s.address().po
 
 // autocannon ships no types.
 type Autocannon = (opts: Record<string, unknown>) => Promise<{
-  requests: { average: number };
+  requests: { average: number; total: number };
   latency: { p50: number; p99: number; average: number };
   non2xx: number;
   errors: number;
   timeouts: number;
 }>;
-const autocannon = (await import('autocannon' as string)).default as Autocannon;
+export const autocannon = (await import('autocannon' as string)).default as Autocannon;
 
 export interface Row {
   name: string;
