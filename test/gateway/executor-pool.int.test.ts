@@ -21,6 +21,26 @@ async function harnessWithPool(size: number, env: Record<string, string> = {}): 
   }
 }
 
+/**
+ * The first successful answer of a call made right after its runtime was ended or replaced. The
+ * function here has a 1 s limit, and a call's limit counts its wait for a runtime to start
+ * (docs/gateway.md "A load longer than the time limit"): on a loaded machine a start from the pool
+ * can take longer (issue 30: at load 10 one did), and such a call is answered 504 while the start
+ * goes on. That answer, and only it, may come before the 200.
+ */
+async function servedAfterRestart(h: Harness, functionId: string): Promise<Response> {
+  // Each 504 took the call's whole limit (2 s with the gateway's second), so this loop needs no pause;
+  // the mocha timeout is its backstop.
+  for (;;) {
+    const r = await h.invoke(functionId);
+    if (r.status === 200) return r;
+    const body = await r.text();
+    expect(r.status, body).to.equal(504);
+    expect(JSON.parse(body), body).to.include({ error: 'function_timeout' });
+    expect(JSON.parse(body).message, body).to.match(/while its runtime was still starting and loading its module/);
+  }
+}
+
 /** The pids of a process's children (from /proc). */
 function childrenOf(pid: number): number[] {
   const out: number[] = [];
@@ -137,22 +157,21 @@ describe('gateway local executor: the warm pool (real runtime processes)', funct
     expect((await (await pooled.invoke(fn.function_id)).json()).pid).to.equal(generic);
     process.kill(generic, 'SIGKILL');
     await waitFor(() => !isAlive(generic), 'the pooled runtime to die');
-    const again = await pooled.invoke(fn.function_id);
-    expect(again.status).to.equal(200);
+    const again = await servedAfterRestart(pooled, fn.function_id);
     expect((await again.json()).pid).to.not.equal(generic);
     const spun = await pooled.invoke(fn.function_id, '?spin=1');
     expect(spun.status).to.equal(504);
-    expect((await pooled.invoke(fn.function_id)).status).to.equal(200);
+    await servedAfterRestart(pooled, fn.function_id);
 
     const second = await nextGeneric(pooled);
     await pooled.api('PATCH', '/api/v1/functions/cycle', { code: `export default (req, res) => res.json({ pid: process.pid, v: 2 })` });
-    const changed = await (await pooled.invoke(fn.function_id)).json();
+    const changed = await (await servedAfterRestart(pooled, fn.function_id)).json();
     expect(changed).to.deep.equal({ pid: second, v: 2 });
     await pooled.api('POST', '/api/v1/functions/cycle/deactivate');
     await waitFor(() => !isAlive(second), 'deactivation to stop the pooled runtime');
     const third = await nextGeneric(pooled);
     await pooled.api('POST', '/api/v1/functions/cycle/activate');
-    const reactivated = await (await pooled.invoke(fn.function_id)).text();
+    const reactivated = await (await servedAfterRestart(pooled, fn.function_id)).text();
     expect(JSON.parse(reactivated).pid, reactivated).to.equal(third);
     expect((await pooled.api('DELETE', '/api/v1/functions/cycle')).status).to.equal(204);
     await waitFor(() => !isAlive(third), 'deletion to stop the pooled runtime');

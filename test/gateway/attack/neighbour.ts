@@ -1,5 +1,8 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
 import { Agent, request } from 'node:http';
 import { readdir, stat } from 'node:fs/promises';
+import { createInterface } from 'node:readline';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import { isAlive } from '../harness.ts';
@@ -20,6 +23,15 @@ import { isAlive } from '../harness.ts';
 //   - once the attack ends every call succeeds.
 // The neighbour's client address is 127.0.0.2, so a per-client bound that reaches the
 // attacker (127.0.0.1) never reaches it: a bound that refused everyone would fail here.
+//
+// The p95 bound also allows what the machine adds to any call meanwhile: beside the neighbour, a
+// control (a bare node:http server in a process of its own, called from the same client and
+// process) is probed during the attack, and its p95 then is added to the bound. The client is the
+// test's own process, which in several attacks also runs the attacker (20,000 half-sent
+// connections, say): its event loop's delays, and the machine's load (issue 30: at load 10 a
+// neighbour's p95 of 400 ms met a bound of 383 ms while its quiet p95 was 13-77 ms), reach the
+// control as much as the neighbour, while a gateway that starves its own callers slows only the
+// neighbour.
 
 export const NEIGHBOUR_ADDRESS = '127.0.0.2';
 
@@ -39,6 +51,8 @@ export interface CallStats {
   failures: Record<string, number>;
   p50Ms: number;
   p95Ms: number;
+  /** During probing: the control's p95 over the same window (see above). */
+  controlP95Ms?: number;
 }
 
 /** One call from the neighbour's address; resolves with the status (or the error's code) and the time taken. */
@@ -74,6 +88,40 @@ export function summarize(results: Array<{ status: number | string; ms: number }
   return { calls: results.length, ok, failures, p50Ms: percentile(times, 50), p95Ms: percentile(times, 95) };
 }
 
+/** A bare node:http server in a process of its own: what any call from this client costs right now. */
+class Control {
+  readonly agent = new Agent({ keepAlive: true, maxSockets: 1 });
+  readonly child: ChildProcess;
+  readonly url: string;
+
+  private constructor(child: ChildProcess, url: string) {
+    this.child = child;
+    this.url = url;
+  }
+
+  static async start(): Promise<Control> {
+    const child = spawn(process.execPath, ['-e', `require('node:http').createServer((q, r) => r.end('control ok')).listen(0, '127.0.0.1', function () { console.log(this.address().port); })`], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const killOnExit = () => child.kill('SIGKILL');
+    process.once('exit', killOnExit);
+    child.once('exit', () => process.removeListener('exit', killOnExit));
+    const lines = createInterface({ input: child.stdout! });
+    const [line] = (await Promise.race([once(lines, 'line'), once(child, 'exit').then(() => { throw new Error('the control server exited before listening'); })])) as [string];
+    lines.close();
+    child.stdout!.destroy();
+    child.unref();
+    return new Control(child, `http://127.0.0.1:${Number(line)}/`);
+  }
+
+  call(): Promise<{ status: number | string; ms: number }> {
+    return callFrom(this.url, NEIGHBOUR_ADDRESS, this.agent);
+  }
+
+  close(): void {
+    this.agent.destroy();
+    this.child.kill('SIGKILL');
+  }
+}
+
 export class Neighbour {
   readonly agent = new Agent({ keepAlive: true, maxSockets: 4 });
   quiet: CallStats | undefined;
@@ -82,20 +130,23 @@ export class Neighbour {
   /** The p95s during attacks over the bound of the quiet p95 before them, judged again in expectRecovered. */
   private overBound: Array<{ during: CallStats; what: string; floorMs: number }> = [];
   private running: Promise<Array<{ status: number | string; ms: number }>> | undefined;
+  private controlRunning: Promise<Array<{ status: number | string; ms: number }>> | undefined;
   private stopRequested = false;
 
   readonly target: Target;
   readonly functionId: string;
+  private readonly control: Control;
 
-  private constructor(target: Target, functionId: string) {
+  private constructor(target: Target, functionId: string, control: Control) {
     this.target = target;
     this.functionId = functionId;
+    this.control = control;
   }
 
   /** Creates the neighbour function on the target and measures its quiet latency (`calls` calls, two at a time). */
   static async start(target: Target, calls = 60): Promise<Neighbour> {
     const fn = await target.createFunction(`neighbour-${Math.random().toString(36).slice(2, 8)}`, NEIGHBOUR_CODE);
-    const n = new Neighbour(target, fn.function_id);
+    const n = new Neighbour(target, fn.function_id, await Control.start());
     await n.call(); // the cold start is not the quiet latency
     n.quiet = await n.burst(calls);
     expect(n.quiet.ok, `the neighbour must answer while quiet: ${JSON.stringify(n.quiet)}`).to.equal(calls);
@@ -119,7 +170,7 @@ export class Neighbour {
     return summarize(results.slice(0, calls));
   }
 
-  /** Calls the neighbour two at a time until stop(), at least `minCalls` times. */
+  /** Calls the neighbour two at a time until stop(), at least `minCalls` times; the control one at a time meanwhile. */
   startProbing(minCalls = 40): void {
     this.stopRequested = false;
     const results: Array<{ status: number | string; ms: number }> = [];
@@ -127,13 +178,21 @@ export class Neighbour {
       while (!this.stopRequested || results.length < minCalls) results.push(await this.call());
     };
     this.running = Promise.all([worker(), worker()]).then(() => results);
+    const control: Array<{ status: number | string; ms: number }> = [];
+    this.controlRunning = (async () => {
+      while (!this.stopRequested || control.length < 20) control.push(await this.control.call());
+      return control;
+    })();
   }
 
   async stopProbing(): Promise<CallStats> {
     this.stopRequested = true;
     const results = await this.running!;
+    const control = summarize(await this.controlRunning!);
     this.running = undefined;
-    return summarize(results);
+    this.controlRunning = undefined;
+    expect(control.ok, `the control server must answer: ${JSON.stringify(control)}`).to.equal(control.calls);
+    return { ...summarize(results), controlP95Ms: control.p95Ms };
   }
 
   /**
@@ -143,7 +202,7 @@ export class Neighbour {
    */
   expectServed(during: CallStats, what: string, floorMs = 25): void {
     expect(during.ok / during.calls, `${what}: the neighbour answered ${during.ok} of ${during.calls} calls during the attack (${JSON.stringify(during.failures)})`).to.be.at.least(0.95);
-    if (during.p95Ms > p95Bound(this.quiet!, floorMs)) this.overBound.push({ during, what, floorMs });
+    if (during.p95Ms > p95Bound(this.quiet!, floorMs, during.controlP95Ms)) this.overBound.push({ during, what, floorMs });
   }
 
   /** The rule of the suite, after the attack: the same gateway process, every call succeeds, and the p95 rule when expectServed left it open. */
@@ -157,18 +216,19 @@ export class Neighbour {
     this.quietAfter = await this.burst(60);
     const quiet = this.quiet!.p95Ms >= this.quietAfter.p95Ms ? this.quiet! : this.quietAfter;
     for (const o of open) {
-      expect(o.during.p95Ms, `${o.what}: the neighbour's p95 during the attack (${o.during.p95Ms.toFixed(1)} ms) must be at most 5x its quiet p95 (before the attack ${this.quiet!.p95Ms.toFixed(1)} ms, after it ${this.quietAfter.p95Ms.toFixed(1)} ms; floor ${o.floorMs} ms)`).to.be.at.most(p95Bound(quiet, o.floorMs));
+      expect(o.during.p95Ms, `${o.what}: the neighbour's p95 during the attack (${o.during.p95Ms.toFixed(1)} ms) must be at most 5x its quiet p95 (before the attack ${this.quiet!.p95Ms.toFixed(1)} ms, after it ${this.quietAfter.p95Ms.toFixed(1)} ms; floor ${o.floorMs} ms) plus the control's p95 meanwhile (${(o.during.controlP95Ms ?? 0).toFixed(1)} ms)`).to.be.at.most(p95Bound(quiet, o.floorMs, o.during.controlP95Ms));
     }
   }
 
   close(): void {
     this.agent.destroy();
+    this.control.close();
   }
 }
 
-/** The most the neighbour's p95 may be during an attack: 5x the quiet p95, with a floor. */
-export function p95Bound(quiet: CallStats, floorMs: number): number {
-  return 5 * Math.max(quiet.p95Ms, floorMs);
+/** The most the neighbour's p95 may be during an attack: 5x the quiet p95 (with a floor), plus the control's p95 meanwhile. */
+export function p95Bound(quiet: CallStats, floorMs: number, controlP95Ms = 0): number {
+  return 5 * Math.max(quiet.p95Ms, floorMs) + controlP95Ms;
 }
 
 /** Bytes under a folder (files only), for "the data folder grows by no more than the quota". */
