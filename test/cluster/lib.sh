@@ -111,8 +111,12 @@ start_bg() {
   local name="$1"; shift
   mkdir -p "$D/pids" "$D/logs"
   if running "$name"; then log "$name already running (pid $(cat "$(pidfile "$name")"))"; return 0; fi
-  # (fds 8/9 are the harness locks: a daemon must not keep holding them)
-  setsid "$@" >>"$D/logs/$name.log" 2>&1 < /dev/null 8>&- 9>&- &
+  # No descriptor but stdin/out/err goes with the daemon: a lock its starter held (the harness's
+  # fds 8/9, or `flock FILE make cluster-up`'s) would otherwise be held by the daemon until the
+  # cluster goes down, and the next `flock FILE ...` would wait for that.
+  # shellcheck disable=SC2016 # expanded by the inner bash, for its own descriptors
+  setsid bash -c 'for f in /proc/$$/fd/*; do n=${f##*/}; if [ "$n" -gt 2 ]; then eval "exec $n>&-" 2>/dev/null; fi; done; exec "$@"' start_bg "$@" \
+    >>"$D/logs/$name.log" 2>&1 < /dev/null &
   echo $! > "$(pidfile "$name")"
   log "$name started (pid $!, log $D/logs/$name.log)"
 }
