@@ -57,7 +57,7 @@ interface Measure {
 }
 
 /** Where a function's code lives, for the summary: the gateway's own, core, undici, Node's, other. */
-export function placeOf(url: string): string {
+function placeOf(url: string): string {
   if (url === '') return '(V8 / native)';
   if (url.startsWith('node:')) return url.startsWith('node:internal/streams') ? 'node: streams' : /node:_http|node:internal\/http/.test(url) ? 'node: http' : 'node: other';
   if (url.includes('/node_modules/undici/')) return 'undici';
@@ -67,7 +67,7 @@ export function placeOf(url: string): string {
 }
 
 /** Sums a sampling heap profile's self sizes per function and per place. */
-export function sumProfile(head: HeapNode): { total: number; byFunction: Map<string, number>; byPlace: Map<string, number> } {
+function sumProfile(head: HeapNode): { total: number; byFunction: Map<string, number>; byPlace: Map<string, number> } {
   const byFunction = new Map<string, number>();
   const byPlace = new Map<string, number>();
   let total = 0;

@@ -1,7 +1,7 @@
 import { connect, type Socket } from 'node:net';
 import { expect } from 'chai';
 import type { RunningGateway } from '../../helpers/platform.ts';
-import { Neighbour, NEIGHBOUR_ADDRESS, callFrom, openDescriptors } from './neighbour.ts';
+import { Neighbour, NEIGHBOUR_ADDRESS, callFrom, openDescriptors, type CallResult } from './neighbour.ts';
 import { attackedGateway, counters } from './gateway-target.ts';
 import { Agent } from 'node:http';
 
@@ -82,7 +82,7 @@ describe('attack: half-sent requests from one client (issue 27, 1)', function ()
     // descriptor: one more prober from the neighbour's address opens a connection per call.
     const fresh = new Agent({ keepAlive: false });
     let freshStop = false;
-    const freshResults: Array<{ status: number | string; ms: number }> = [];
+    const freshResults: CallResult[] = [];
     const freshProbe = (async () => {
       while (!freshStop) freshResults.push(await callFrom(n.url, NEIGHBOUR_ADDRESS, fresh, 10_000));
     })();

@@ -55,8 +55,11 @@ export interface CallStats {
   controlP95Ms?: number;
 }
 
+/** One call's outcome: its status (or the error's code) and the time it took. */
+export type CallResult = { status: number | string; ms: number };
+
 /** One call from the neighbour's address; resolves with the status (or the error's code) and the time taken. */
-export function callFrom(url: string, localAddress: string, agent: Agent, timeoutMs = 10_000): Promise<{ status: number | string; ms: number }> {
+export function callFrom(url: string, localAddress: string, agent: Agent, timeoutMs = 10_000): Promise<CallResult> {
   const started = performance.now();
   return new Promise((resolve) => {
     const req = request(url, { agent, localAddress, timeout: timeoutMs }, (res) => {
@@ -75,7 +78,7 @@ export function percentile(sorted: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
 }
 
-export function summarize(results: Array<{ status: number | string; ms: number }>): CallStats {
+export function summarize(results: CallResult[]): CallStats {
   const failures: Record<string, number> = {};
   const times: number[] = [];
   let ok = 0;
@@ -112,7 +115,7 @@ class Control {
     return new Control(child, `http://127.0.0.1:${Number(line)}/`);
   }
 
-  call(): Promise<{ status: number | string; ms: number }> {
+  call(): Promise<CallResult> {
     return callFrom(this.url, NEIGHBOUR_ADDRESS, this.agent);
   }
 
@@ -129,8 +132,8 @@ export class Neighbour {
   quietAfter: CallStats | undefined;
   /** The p95s during attacks over the bound of the quiet p95 before them, judged again in expectRecovered. */
   private overBound: Array<{ during: CallStats; what: string; floorMs: number }> = [];
-  private running: Promise<Array<{ status: number | string; ms: number }>> | undefined;
-  private controlRunning: Promise<Array<{ status: number | string; ms: number }>> | undefined;
+  private running: Promise<CallResult[]> | undefined;
+  private controlRunning: Promise<CallResult[]> | undefined;
   private stopRequested = false;
 
   readonly target: Target;
@@ -157,12 +160,12 @@ export class Neighbour {
     return `${this.target.url}/invoke/${this.functionId}/`;
   }
 
-  call(): Promise<{ status: number | string; ms: number }> {
+  call(): Promise<CallResult> {
     return callFrom(this.url, NEIGHBOUR_ADDRESS, this.agent);
   }
 
   async burst(calls: number): Promise<CallStats> {
-    const results: Array<{ status: number | string; ms: number }> = [];
+    const results: CallResult[] = [];
     const worker = async () => {
       while (results.length < calls) results.push(await this.call());
     };
@@ -173,12 +176,12 @@ export class Neighbour {
   /** Calls the neighbour two at a time until stop(), at least `minCalls` times; the control one at a time meanwhile. */
   startProbing(minCalls = 40): void {
     this.stopRequested = false;
-    const results: Array<{ status: number | string; ms: number }> = [];
+    const results: CallResult[] = [];
     const worker = async () => {
       while (!this.stopRequested || results.length < minCalls) results.push(await this.call());
     };
     this.running = Promise.all([worker(), worker()]).then(() => results);
-    const control: Array<{ status: number | string; ms: number }> = [];
+    const control: CallResult[] = [];
     this.controlRunning = (async () => {
       while (!this.stopRequested || control.length < 20) control.push(await this.control.call());
       return control;
