@@ -58,4 +58,20 @@ describe('code fetch bound (unit)', () => {
     expect(fetchCharge(10)).to.equal(MIN_CHARGE_BYTES);
     expect(fetchCharge(5 * MIB)).to.equal(5 * MIB);
   });
+  it('check() refuses as admit() would for any fetch, before the blob is looked up, and takes nothing', () => {
+    const bound = new CodeFetchBound({ concurrent: 1, bytesPerSecond: MIB, burstBytes: 2 * MIB });
+    bound.check('f', 0);
+    const release = bound.admit('f', MIB, 0);
+    expect(refusal(() => bound.check('f', 0))).to.include({ reason: 'code_fetches', retryAfterSeconds: 1 });
+    release();
+    // One MiB left in the bucket: a check passes and charges nothing, however often.
+    for (let i = 0; i < 10; i++) bound.check('f', 0);
+    bound.admit('f', MIB - MIN_CHARGE_BYTES / 2, 0)();
+    // Less than the least charge is left: any fetch would be refused, so the check refuses now.
+    const err = refusal(() => bound.check('f', 0));
+    expect(err).to.include({ reason: 'code_fetch_rate', retryAfterSeconds: 1 });
+    expect(bound.inFlight('f')).to.equal(0);
+    // Another function is not charged for this one.
+    bound.check('g', 0);
+  });
 });

@@ -80,9 +80,9 @@ export class CodeFetchBound {
   admit(functionId: string, bytes: number, now: number): () => void {
     const s = this.#s;
     const running = this.#inFlight.get(functionId) ?? 0;
-    if (running >= s.concurrent) throw new CodeFetchBoundError('code_fetches', `${s.concurrent} fetches at once`, 1);
+    if (running >= s.concurrent) throw this.#tooMany();
     const taken = takeTokens(this.#buckets.get(functionId), bytes, s.bytesPerSecond, s.burstBytes, now);
-    if (!taken.ok) throw new CodeFetchBoundError('code_fetch_rate', `${s.bytesPerSecond} bytes a second`, retryAfterSeconds(taken.retryAfterMs));
+    if (!taken.ok) throw this.#overRate(taken.retryAfterMs);
     if (!this.#buckets.has(functionId) && this.#buckets.size >= MAX_BUCKETS) this.#forgetRefilled(now);
     this.#buckets.set(functionId, taken.bucket);
     this.#inFlight.set(functionId, running + 1);
@@ -94,6 +94,27 @@ export class CodeFetchBound {
       if (left <= 0) this.#inFlight.delete(functionId);
       else this.#inFlight.set(functionId, left);
     };
+  }
+
+  /**
+   * Throws what admit() would throw for any fetch of functionId now, taking nothing: its streams at
+   * the bound, or its bucket short of the least a fetch is charged. So a refusal is answered before
+   * the blob is looked up (a stat on disk, a query to MongoDB in cluster mode), which a flood of
+   * refused fetches would otherwise pay each time (issue 30).
+   */
+  check(functionId: string, now: number): void {
+    const s = this.#s;
+    if ((this.#inFlight.get(functionId) ?? 0) >= s.concurrent) throw this.#tooMany();
+    const taken = takeTokens(this.#buckets.get(functionId), MIN_CHARGE_BYTES, s.bytesPerSecond, s.burstBytes, now);
+    if (!taken.ok) throw this.#overRate(taken.retryAfterMs);
+  }
+
+  #tooMany(): CodeFetchBoundError {
+    return new CodeFetchBoundError('code_fetches', `${this.#s.concurrent} fetches at once`, 1);
+  }
+
+  #overRate(retryAfterMs: number): CodeFetchBoundError {
+    return new CodeFetchBoundError('code_fetch_rate', `${this.#s.bytesPerSecond} bytes a second`, retryAfterSeconds(retryAfterMs));
   }
 
   #forgetRefilled(now: number): void {

@@ -33,19 +33,30 @@ export function addCodeRoute(router: Router, deps: CodeInternalDeps): void {
   router.get('/code/:digest', async (ctx: Context) => {
     const digest = ctx.params.digest!;
     const functionId = ctx.state.functionId as string;
+    const bound = deps.bound;
+    const refusing = (err: unknown): never => {
+      if (bound !== undefined && err instanceof CodeFetchBoundError) {
+        bound.onRefused(functionId, err);
+        ctx.set('Retry-After', String(err.retryAfterSeconds));
+      }
+      throw err;
+    };
+    // A function past its bound is refused before its blob is even looked up.
+    try {
+      bound?.fetches.check(functionId, bound.now());
+    } catch (err) {
+      refusing(err);
+    }
     const fn = deps.functions.byId(functionId);
     const mine = fn !== undefined && isDigest(digest) && referenced(deps, functionId, digest);
     const info = mine ? await deps.store.stat(fn!.namespace, digest) : null;
-    // Charged before anything is opened: a refused fetch costs no read.
+    // Charged (by the blob's size) before anything is opened: a refused fetch costs no read.
     let release: () => void = () => undefined;
-    if (deps.bound !== undefined) {
+    if (bound !== undefined) {
       try {
-        release = deps.bound.fetches.admit(functionId, fetchCharge(info?.size), deps.bound.now());
+        release = bound.fetches.admit(functionId, fetchCharge(info?.size), bound.now());
       } catch (err) {
-        if (!(err instanceof CodeFetchBoundError)) throw err;
-        deps.bound.onRefused(functionId, err);
-        ctx.set('Retry-After', String(err.retryAfterSeconds));
-        throw err;
+        refusing(err);
       }
     }
     let source: Awaited<ReturnType<CodeStore['openRead']>> = null;
