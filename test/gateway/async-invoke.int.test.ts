@@ -159,9 +159,12 @@ function describeAsync(storeName: string, storeEnv: () => Record<string, string>
       const fnId = await create(gw, 'slow', `export default async (req, res) => { await new Promise((r) => setTimeout(r, 3000)); res.json({ ok: true }) }`);
       const body = 'x'.repeat(3000);
       const statuses: number[] = [];
+      const refusedCount = async () => Number(/fnhost_refused_total\{reason="async_queue_function_bytes"\} (\d+)/.exec(await (await fetch(`${gw.url}/metrics`, { headers: { authorization: `Bearer ${TOKEN}` } })).text())?.[1] ?? 0);
       let refused: Awaited<ReturnType<typeof post>> | undefined;
+      let keyed: Awaited<ReturnType<typeof post>> | undefined;
       for (let i = 0; i < 4; i++) {
-        const r = await post(gw, fnId, '', { body });
+        const r = await post(gw, fnId, '', { body, headers: i === 0 ? { 'idempotency-key': 'slow-first' } : {} });
+        if (i === 0) keyed = r;
         statuses.push(r.status);
         if (r.status === 429) refused = r;
       }
@@ -172,6 +175,22 @@ function describeAsync(storeName: string, storeEnv: () => Record<string, string>
       const metrics = await (await fetch(`${gw.url}/metrics`, { headers: { authorization: `Bearer ${TOKEN}` } })).text();
       expect(metrics).to.match(/fnhost_refused_total\{reason="async_queue_function_bytes"\} [1-9]/);
       expect(metrics).to.match(/fnhost_async_queued \d+/);
+
+      // Right after the store said full, the next call is refused before its body is read
+      // (gateway/src/async/full-hint.ts): the same answer, counted the same way.
+      const countBefore = await refusedCount();
+      const again = await post(gw, fnId, '', { body });
+      expect(again.status).to.equal(429);
+      expect(again.headers.get('retry-after')).to.equal('10');
+      expect(again.body).to.include({ error: 'async_queue_full' });
+      expect(await refusedCount()).to.equal(countBefore + 1);
+      // A call with an Idempotency-Key still reaches the store: a repeat of an accepted one is its duplicate, not a 429.
+      const repeat = await post(gw, fnId, '', { body, headers: { 'idempotency-key': 'slow-first' } });
+      expect(repeat.status).to.equal(202);
+      expect(repeat.headers.get('idempotent-replayed')).to.equal('true');
+      expect(repeat.body.async_id).to.equal(keyed!.body.async_id);
+      // Once calls finish and free their bytes, the queue takes calls again (the hint lapses within a second).
+      await pollUntil('the queue to take a call again', async () => ((await post(gw, fnId, '', { body })).status === 202 ? true : undefined), 60_000, 250);
     });
   });
 }

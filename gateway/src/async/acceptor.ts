@@ -9,6 +9,7 @@ import { admitBody, answerBodyFailure, type BodyBounds } from '../invoke/body-re
 import { writeError } from '../invoke/errors.ts';
 import { decodeURIComponentSafe } from '../invoke/headers.ts';
 import type { Refusals } from '../resources/refusals.ts';
+import { FullQueueHints, type FullQueue } from './full-hint.ts';
 import type { AsyncSettings } from './settings.ts';
 import { publicView } from './view.ts';
 
@@ -73,6 +74,8 @@ export function splitAsyncUrl(url: string): { functionId: string; path: string }
 
 export class AsyncAcceptor {
   readonly #o: AcceptorOptions;
+  /** The store's recent "full" answers, so a flood past a full queue is refused unread (./full-hint.ts). */
+  readonly #full = new FullQueueHints();
 
   constructor(options: AcceptorOptions) {
     this.#o = options;
@@ -102,6 +105,17 @@ export class AsyncAcceptor {
       } catch (err) {
         drainRequest(req);
         writeError(res, err as FnhostError);
+        return;
+      }
+    }
+    // A queue the store found full a moment ago is refused before the body is read. A call with an
+    // Idempotency-Key still goes to the store, which may answer it as a duplicate of an accepted one.
+    if (key === undefined) {
+      const declared = Number(req.headers['content-length'] ?? 0);
+      const full = this.#full.refusing(fn.function_id, Number.isSafeInteger(declared) && declared > 0 ? declared : 0, this.#o.now());
+      if (full !== undefined) {
+        drainRequest(req);
+        this.#refuseFull(fn, res, full);
         return;
       }
     }
@@ -138,9 +152,9 @@ export class AsyncAcceptor {
       return;
     }
     if (result.outcome === 'full') {
-      this.#o.refusals?.refused(result.bound === 'function' ? 'async_queue_function_bytes' : 'async_queue_total_bytes',
-        'an async call was refused: the queue is full', { function_id: fn.function_id, bound: result.bound, used_bytes: result.used, limit_bytes: result.limit });
-      writeError(res, new QueueFullError(result.bound, result.used, result.limit), { 'retry-after': String(FULL_RETRY_AFTER_SECONDS) });
+      const full = { bound: result.bound, used: result.used, limit: result.limit, at: now };
+      this.#full.noteFull(fn.function_id, full);
+      this.#refuseFull(fn, res, full);
       return;
     }
     const id = result.outcome === 'accepted' ? result.call.id : result.id;
@@ -155,6 +169,12 @@ export class AsyncAcceptor {
       ...(result.outcome === 'duplicate' ? { 'idempotent-replayed': 'true' } : {}),
     });
     res.end(text);
+  }
+
+  #refuseFull(fn: FunctionRecord, res: ServerResponse, full: FullQueue): void {
+    this.#o.refusals?.refused(full.bound === 'function' ? 'async_queue_function_bytes' : 'async_queue_total_bytes',
+      'an async call was refused: the queue is full', { function_id: fn.function_id, bound: full.bound, used_bytes: full.used, limit_bytes: full.limit });
+    writeError(res, new QueueFullError(full.bound, full.used, full.limit), { 'retry-after': String(FULL_RETRY_AFTER_SECONDS) });
   }
 
   async #status(req: IncomingMessage, res: ServerResponse): Promise<void> {
