@@ -35,6 +35,14 @@ import { isAlive } from '../harness.ts';
 
 export const NEIGHBOUR_ADDRESS = '127.0.0.2';
 
+/**
+ * The control is a probe, not a load: one call, then this pause. Called back to back it answered
+ * ≈ 2,000 calls a second, and it and the test's client used most of a core during every attack
+ * (a CPU sample of code-fetch-flood: the test's process 55 %, the control 30 %, the gateway 20 %),
+ * load that the neighbour's quiet baseline, measured without the control, never had (issue 30).
+ */
+const CONTROL_PAUSE_MS = 10;
+
 export const NEIGHBOUR_CODE = `export default (req, res) => { res.send('neighbour ok'); };`;
 
 /** What the gateway under attack offers the yardstick: its URL and how to create a function. */
@@ -183,7 +191,10 @@ export class Neighbour {
     this.running = Promise.all([worker(), worker()]).then(() => results);
     const control: CallResult[] = [];
     this.controlRunning = (async () => {
-      while (!this.stopRequested || control.length < 20) control.push(await this.control.call());
+      while (!this.stopRequested || control.length < 20) {
+        control.push(await this.control.call());
+        await new Promise((r) => setTimeout(r, CONTROL_PAUSE_MS));
+      }
       return control;
     })();
   }
