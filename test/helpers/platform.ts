@@ -131,7 +131,9 @@ export async function startGateway(options: GatewayOptions = {}): Promise<Runnin
         const watch = watchProgress(child.pid!, { cpuMs: 60_000, stallMs: timeoutMs, ceilingMs: Math.max(120_000, 4 * timeoutMs) }, () => child.kill('SIGKILL'));
         const code = await exited;
         watch.stop();
-        if (ownDir && !options.keepDataDir) await rm(dataDir, { recursive: true, force: true });
+        // Retried (ENOTEMPTY): a runtime ending just after its gateway may still write its compile
+        // cache into the folder while rm walks it (seen once under the busy loops of issue 30).
+        if (ownDir && !options.keepDataDir) await rm(dataDir, { recursive: true, force: true, maxRetries: 10, retryDelay: 100 });
         return code;
       })();
       return stopping;
