@@ -78,6 +78,18 @@ function placeholders(n: number): string {
   return Array.from({ length: n }, () => '?').join(', ');
 }
 
+/** A callback nobody holds (params: now, staleBefore). Its first term is the partial index async_callbacks_pending's (schema.ts 15 -> 16). */
+const FREE_CALLBACK = `json_extract(callback, '$.state') = 'pending' AND state IN ('succeeded', 'failed', 'dead')
+      AND (json_extract(callback, '$.lease_until') < ? OR (json_extract(callback, '$.lease_until') IS NULL AND finished_ms < ?))`;
+
+/**
+ * The free callbacks, oldest first (params: now, staleBefore, limit). INDEXED BY: left to itself the
+ * planner took async_due (state IN (...)) and read every finished call, each through its request
+ * body's overflow pages to reach `callback`, the last column: 10.6 ms a poll with 3,000 finished
+ * calls of 64 KiB kept, 0.95 ms on the partial index, on every gateway at every poll.
+ */
+export const PENDING_CALLBACKS_SQL = `SELECT seq FROM async_calls INDEXED BY async_callbacks_pending WHERE ${FREE_CALLBACK} ORDER BY finished_ms LIMIT ?`;
+
 export class SqliteAsyncCallStore implements AsyncCallStore {
   readonly #db: SqliteDb;
 
@@ -215,12 +227,10 @@ export class SqliteAsyncCallStore implements AsyncCallStore {
   }
 
   claimCallbacks(now: number, staleBefore: number, leaseUntil: number, max: number): Promise<AsyncCall[]> {
-    // The expression of the partial index async_callbacks_pending (schema.ts 15 -> 16).
-    const free = `json_extract(callback, '$.state') = 'pending' AND state IN ('succeeded', 'failed', 'dead')
-      AND (json_extract(callback, '$.lease_until') < ? OR (json_extract(callback, '$.lease_until') IS NULL AND finished_ms < ?))`;
+    const free = FREE_CALLBACK;
     return this.#db.guard('async callbacks', () => {
       // Looked for without a write transaction: every gateway looks every poll, and there is mostly nothing.
-      const found = this.#db.all<{ seq: number }>(`SELECT seq FROM async_calls WHERE ${free} ORDER BY finished_ms LIMIT ?`, now, staleBefore, max);
+      const found = this.#db.all<{ seq: number }>(PENDING_CALLBACKS_SQL, now, staleBefore, max);
       if (found.length === 0) return [];
       return this.#db.transaction(() => {
         const out: AsyncCall[] = [];
