@@ -227,7 +227,6 @@ export class SqliteAsyncCallStore implements AsyncCallStore {
   }
 
   claimCallbacks(now: number, staleBefore: number, leaseUntil: number, max: number): Promise<AsyncCall[]> {
-    const free = FREE_CALLBACK;
     return this.#db.guard('async callbacks', () => {
       // Looked for without a write transaction: every gateway looks every poll, and there is mostly nothing.
       const found = this.#db.all<{ seq: number }>(PENDING_CALLBACKS_SQL, now, staleBefore, max);
@@ -236,7 +235,7 @@ export class SqliteAsyncCallStore implements AsyncCallStore {
         const out: AsyncCall[] = [];
         for (const { seq } of found) {
           // Taken only if still free: another gateway may have taken it meanwhile.
-          const taken = Number(this.#db.run(`UPDATE async_calls SET callback = json_set(callback, '$.lease_until', ?) WHERE seq = ? AND ${free}`, leaseUntil, seq, now, staleBefore).changes);
+          const taken = Number(this.#db.run(`UPDATE async_calls SET callback = json_set(callback, '$.lease_until', ?) WHERE seq = ? AND ${FREE_CALLBACK}`, leaseUntil, seq, now, staleBefore).changes);
           if (taken === 1) out.push(toCall(this.#db.get<CallRow>(`SELECT ${COLUMNS} FROM async_calls WHERE seq = ?`, seq)!));
         }
         return out;
