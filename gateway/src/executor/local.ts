@@ -21,6 +21,7 @@ import type { Clock } from '@fnhost/core/clock.ts';
 import { DEFAULT_LOAD_TIMEOUT_SECONDS, DEFAULT_MEMORY_MIB } from '@fnhost/core/limits.ts';
 import { systemClock } from '../scheduler/local.ts';
 import { RuntimeProcess, lastLine } from './process.ts';
+import { startBoundsOf, watchStart } from './start-progress.ts';
 import { FunctionLoadTimeoutError, RuntimeUnavailableError, loadTimeoutText } from './errors.ts';
 
 export { WAIT_LOAD_HEADER, lastLine, moduleExtension };
@@ -289,15 +290,20 @@ export class LocalExecutor implements Executor {
     try {
       const origin = await proc.listening;
       const client = new Client(origin, { connect: { socketPath: proc.socketPath! } });
+      // Until the module has loaded, bounded by the warm-up's own progress (start-progress.ts), as a start is.
+      let stuck = false;
+      const watch = watchStart(proc.pid, startBoundsOf(this.#opts.startTimeoutMs ?? 15_000), () => {
+        stuck = true;
+      });
       try {
-        const deadline = Date.now() + (this.#opts.startTimeoutMs ?? 15_000);
         for (;;) {
           const r = await client.request({ path: '/healthz', method: 'GET' });
           await r.body.dump();
-          if (r.statusCode === 200 || Date.now() > deadline) break;
+          if (r.statusCode === 200 || stuck) break;
           await new Promise((resolve) => setTimeout(resolve, 20));
         }
       } finally {
+        watch.stop();
         await client.close();
       }
     } finally {
@@ -692,17 +698,22 @@ export class LocalExecutor implements Executor {
     const origin = await proc.listening;
     const { PORT: _port, HOST: _host, ...specEnv } = env;
     const client = proc.socketPath === undefined ? undefined : new Client(origin, { connect: { socketPath: proc.socketPath } });
+    // Bounded by the runtime's own progress, as its start is (start-progress.ts): a few
+    // milliseconds of work on a quiet machine, stretched without end on a loaded one.
+    const aborted = new AbortController();
+    const watch = watchStart(proc.pid, startBoundsOf(this.#opts.startTimeoutMs ?? 15_000), (reason) => aborted.abort(new Error(`the warm-pool runtime being specialized ${reason}`)));
     try {
       const response = await request(origin + SPECIALIZE_PATH, {
         method: 'POST',
         headers: { [SPECIALIZE_HEADER]: generic.token, 'content-type': 'application/json' },
         body: JSON.stringify({ env: specEnv, cwd: dir }),
-        signal: AbortSignal.timeout(this.#opts.startTimeoutMs ?? 15_000),
+        signal: aborted.signal,
         dispatcher: client,
       });
       const text = await response.body.text();
       if (response.statusCode !== 200) throw new Error(`the specialization answered ${response.statusCode}: ${text.slice(0, 300)}`);
     } finally {
+      watch.stop();
       void client?.close().catch(() => undefined);
     }
     await proc.adopt(fn.function_id, `the runtime of function ${fn.name}`);
