@@ -25,6 +25,9 @@ imported() { # (no grep -q on a pipe: with pipefail, ctr's SIGPIPE would fail it
 
 # import_archive ARCHIVE NAME: loads an oci-archive into containerd.
 import_archive() {
+  # The images go into the test cluster's own containerd: without it, say so rather than ctr's dial timeout.
+  timeout 20 ctr --address "$CONTAINERD_SOCK" version >/dev/null 2>&1 \
+    || die "the test cluster's containerd is not running ($CONTAINERD_SOCK); the images are imported into it: start the cluster first (make cluster-up), or build only the cached parts (images.sh rootfs)"
   ctr --address "$CONTAINERD_SOCK" -n k8s.io images import --no-unpack=false "$1" >/dev/null \
     || die "ctr images import $1 failed"
   imported "$2" || die "$2 is not in containerd after importing $1"
