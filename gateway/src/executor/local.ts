@@ -41,6 +41,8 @@ export const DEFAULT_RUNTIME_MAIN = fileURLToPath(new URL('../../../runtime-imag
 
 /** After a runtime failed to start, calls fail fast with that error for this long before another start. */
 export const START_RETRY_MS = 1000;
+/** A start's timeout when the options set none: how long a start, a specialization or the warm-up may use no CPU. */
+const DEFAULT_START_TIMEOUT_MS = 15_000;
 
 /** The warm pool's step of the internal protocol (docs/internal-protocol.md "Warm pool"). */
 export const SPECIALIZE_PATH = '/_fnhost/specialize';
@@ -99,6 +101,7 @@ export interface LocalExecutorOptions {
   egressProxy?: () => string | undefined;
   tokens: RuntimeTokenSource;
   runtimeMain?: string;
+  /** A runtime's start timeout (start-progress.ts: the CPU stall that fails it); DEFAULT_START_TIMEOUT_MS when unset. */
   startTimeoutMs?: number;
   /**
    * The bound of a function module's load, apart from its calls' time limit (FNHOST_LOAD_TIMEOUT_SECONDS,
@@ -292,7 +295,7 @@ export class LocalExecutor implements Executor {
       const client = new Client(origin, { connect: { socketPath: proc.socketPath! } });
       // Until the module has loaded, bounded by the warm-up's own progress (start-progress.ts), as a start is.
       let stuck = false;
-      const watch = watchStart(proc.pid, startBoundsOf(this.#opts.startTimeoutMs ?? 15_000), () => {
+      const watch = watchStart(proc.pid, startBoundsOf(this.#startTimeoutMs), () => {
         stuck = true;
       });
       try {
@@ -310,6 +313,10 @@ export class LocalExecutor implements Executor {
       await proc.stop();
       await sandboxes.sealCompileCache();
     }
+  }
+
+  get #startTimeoutMs(): number {
+    return this.#opts.startTimeoutMs ?? DEFAULT_START_TIMEOUT_MS;
   }
 
   /** Function runtimes running now (the warm pool's generic ones are not counted). */
@@ -591,7 +598,7 @@ export class LocalExecutor implements Executor {
       dataDir: this.#opts.dataDir,
       owner,
       subject,
-      startTimeoutMs: this.#opts.startTimeoutMs ?? 15_000,
+      startTimeoutMs: this.#startTimeoutMs,
       forwardOutput: this.#opts.forwardOutput !== false,
     });
     this.#opts.metrics.runtimeStarts++;
@@ -701,7 +708,7 @@ export class LocalExecutor implements Executor {
     // Bounded by the runtime's own progress, as its start is (start-progress.ts): a few
     // milliseconds of work on a quiet machine, stretched without end on a loaded one.
     const aborted = new AbortController();
-    const watch = watchStart(proc.pid, startBoundsOf(this.#opts.startTimeoutMs ?? 15_000), (reason) => aborted.abort(new Error(`the warm-pool runtime being specialized ${reason}`)));
+    const watch = watchStart(proc.pid, startBoundsOf(this.#startTimeoutMs), (reason) => aborted.abort(new Error(`the warm-pool runtime being specialized ${reason}`)));
     try {
       const response = await request(origin + SPECIALIZE_PATH, {
         method: 'POST',
