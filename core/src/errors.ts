@@ -48,6 +48,13 @@ export class ConflictError extends FnhostError {
   }
 }
 
+/**
+ * A write made from a view of the record that another writer has since changed (cluster mode:
+ * another gateway, kubectl): refused rather than undo that change. The one who made it reads
+ * again and makes it anew.
+ */
+export class ConcurrentChangeError extends ConflictError {}
+
 /** A store (SQLite, MongoDB) failed; the message is not shown to callers. */
 export class StoreError extends FnhostError {
   constructor(message: string, options?: { cause?: unknown }) {

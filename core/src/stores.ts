@@ -23,9 +23,20 @@ export interface FunctionStore {
   getByName(namespace: string, name: string): Promise<FunctionRecord | null>;
   /** Sorted by name; all namespaces when none is given. */
   list(namespace?: string): Promise<FunctionRecord[]>;
-  /** Replaces the stored record; throws NotFoundError when it is gone. */
-  update(fn: FunctionRecord): Promise<void>;
+  /**
+   * Replaces the stored record; throws NotFoundError when it is gone. `basis` is the record the
+   * change was made from: a store whose reads may lag another writer (cluster mode's watch-fed
+   * cache) throws ConcurrentChangeError when what is stored is no longer it, rather than undo
+   * the other writer's change.
+   */
+  update(fn: FunctionRecord, basis?: FunctionRecord): Promise<void>;
   delete(functionId: string): Promise<boolean>;
+  /**
+   * Reads one function again from where it is kept, so that a read-modify-write starts from the
+   * truth (cluster mode: the API server, which another gateway's write reaches before this
+   * gateway's watch does). Absent where every read is of the truth already.
+   */
+  refresh?(namespace: string, name: string): Promise<void>;
 }
 
 /** A log record as stored: `expires_at` (ms) is when time retention lets it go, null otherwise. */

@@ -393,6 +393,9 @@ export function definePanelScenarios(setup: () => ScenarioSetup, options: Scenar
     await page.getByRole('button', { name: 'Deactivate', exact: true }).waitFor();
     const again = await invoke('toggle');
     expect(again.status, again.text).to.equal(200);
+    // Two gateways in cluster mode: each reads from a watch-fed cache, so the read may come a moment
+    // before this write reaches the replica that answers it; a write lost would never show.
+    await until('toggle active as the management API reads it', async () => (await api('GET', '/api/v1/functions/toggle')).body?.active === true, waitMs);
   });
 
   it('refuses a state change made with the session cookie but without the CSRF token, or from another origin', async () => {
@@ -416,7 +419,8 @@ export function definePanelScenarios(setup: () => ScenarioSetup, options: Scenar
     const onMain = await fetch(`${gw().url}/api/v1/functions/toggle/deactivate`, { method: 'POST', headers: { cookie, 'x-fnhost-csrf': session.csrf_token } });
     expect(onMain.status).to.equal(401);
     expect((await fetch(`${gw().url}/api/v1/functions`, { headers: { cookie } })).status).to.equal(401);
-    expect((await api('GET', '/api/v1/functions/toggle')).body.active).to.equal(true);
+    const toggle = await api('GET', '/api/v1/functions/toggle');
+    expect(toggle.body?.active, `toggle as read after the refused changes (${toggle.status} ${JSON.stringify(toggle.body)})`).to.equal(true);
     expect((await api('GET', '/api/v1/network-policy')).body.global.default).to.equal('allow');
     // With the token it goes through.
     const good = await fetch(`${url}/functions/toggle/deactivate`, { method: 'POST', headers: { cookie, 'x-fnhost-csrf': session.csrf_token } });

@@ -1,4 +1,4 @@
-import { ConflictError, FnhostError, FunctionRefusedError, KubernetesQuotaError, NotFoundError, ValidationError, type FunctionRecord, type FunctionStore } from '@fnhost/core';
+import { ConcurrentChangeError, ConflictError, FnhostError, FunctionRefusedError, KubernetesQuotaError, NotFoundError, ValidationError, type FunctionRecord, type FunctionStore } from '@fnhost/core';
 import type { FunctionIndex } from '../functions/service.ts';
 import { KubeApiError, paths, type KubeClient } from './kube.ts';
 import type { Change } from './reflector.ts';
@@ -25,8 +25,10 @@ export interface FunctionCacheOptions {
 // Functions in cluster mode. The truth is the Function resources in the API
 // server; the gateway holds them in a cache fed by a watch (Reflector), so an
 // invocation or a management read never asks the API server. Management
-// writes go to the API server (kubectl and the CLI edit the same objects), and
-// the server's answer is put in the cache at once, so a write is visible to
+// writes go to the API server (kubectl and the CLI edit the same objects),
+// each from a fresh read of the one Function (refresh) and conditional on its
+// resourceVersion, since another replica's write reaches this cache late; the
+// server's answer is put in the cache at once, so a write is visible to
 // the next read on this gateway before its watch event arrives. An event
 // older than what the cache holds (by resourceVersion) is ignored, so a
 // delayed event never rolls back a newer write.
@@ -277,7 +279,7 @@ export function apiErrorFor(err: unknown, what: string): unknown {
   const detail = err.message.replace(/^\S+ \S+: \d+ /, '');
   switch (err.statusCode) {
     case 409:
-      return err.reason === 'AlreadyExists' ? new ConflictError(`${what} already exists`) : new ConflictError(`${what} was changed at the same time; try again (${detail})`);
+      return err.reason === 'AlreadyExists' ? new ConflictError(`${what} already exists`) : new ConcurrentChangeError(`${what} was changed at the same time; try again (${detail})`);
     case 422:
     case 400:
       return new ValidationError(`the Kubernetes API server refused ${what}: ${detail}`);
@@ -290,6 +292,13 @@ export function apiErrorFor(err: unknown, what: string): unknown {
     default:
       return err;
   }
+}
+
+/** A merge patch that applies only to this resourceVersion of the object (the API server answers 409 otherwise). */
+export function withPrecondition(patch: Record<string, unknown>, resourceVersion: string | undefined): Record<string, unknown> {
+  if (resourceVersion === undefined) return patch;
+  const metadata = (patch.metadata ?? {}) as Record<string, unknown>;
+  return { ...patch, metadata: { ...metadata, resourceVersion } };
 }
 
 /**
@@ -331,16 +340,26 @@ export class KubeFunctionStore implements FunctionStore {
     return this.#cache.all(namespace);
   }
 
-  async update(fn: FunctionRecord): Promise<void> {
+  /**
+   * A merge patch of what changed from `basis` (else from the cached record), made only if the
+   * Function is still the version the cache holds: its resourceVersion is the patch's
+   * precondition, so a write another gateway or kubectl made meanwhile is never undone (409,
+   * ConcurrentChangeError; the caller reads again and retries).
+   */
+  async update(fn: FunctionRecord, basis?: FunctionRecord): Promise<void> {
     const current = this.#cache.get(fn.function_id);
     const resource = this.#cache.resource(fn.function_id);
     if (current === undefined || resource === undefined) throw new NotFoundError(`function "${fn.name}" not found`);
-    const patch = specPatch(current, fn, resource);
+    const from = basis ?? current;
+    if (from !== current && specPatch(from, current, resource) !== null) {
+      throw new ConcurrentChangeError(`function "${current.name}" in namespace "${current.namespace}" was changed while this write was being made; try again`);
+    }
+    const patch = specPatch(from, fn, resource);
     if (patch === null) return;
     let updated: FunctionResource;
     try {
       updated = await this.#client.request<FunctionResource>('PATCH', paths.function(current.namespace, current.name), {
-        body: patch,
+        body: withPrecondition(patch, resource.metadata.resourceVersion),
         contentType: 'application/merge-patch+json',
         query: { fieldManager: 'fnhost-gateway' },
       });
@@ -348,6 +367,21 @@ export class KubeFunctionStore implements FunctionStore {
       throw apiErrorFor(err, `function "${current.name}" in namespace "${current.namespace}"`);
     }
     this.#cache.put(updated);
+  }
+
+  /** One GET of the Function into the cache (a newer version from the watch is kept); gone: dropped. */
+  async refresh(namespace: string, name: string): Promise<void> {
+    let resource: FunctionResource;
+    try {
+      resource = await this.#client.request<FunctionResource>('GET', paths.function(namespace, name));
+    } catch (err) {
+      if (err instanceof KubeApiError && err.statusCode === 404) {
+        this.#cache.apply({ key: keyOf(namespace, name), object: undefined });
+        return;
+      }
+      throw apiErrorFor(err, `function "${name}" in namespace "${namespace}"`);
+    }
+    this.#cache.put(resource);
   }
 
   async delete(functionId: string): Promise<boolean> {

@@ -1,7 +1,7 @@
 import { applyScalingChange, parseScalingChange } from '@fnhost/core/scaling.ts';
 import { CodeRefusedError } from './code-check.ts';
 import {
-  CodeMissingError, ConflictError, FunctionRefusedError, NotFoundError, ValidationError, isUuid, isoTimestamp, limits, newFunctionId,
+  CodeMissingError, ConcurrentChangeError, ConflictError, FunctionRefusedError, NotFoundError, ValidationError, isUuid, isoTimestamp, limits, newFunctionId,
   validateCodeSource, validateCron, validateEnv, validateFunctionName, validateMemoryMiB, validateRetention, validateRoutes,
   validateTimeoutSeconds, validateTimezone, validateRequestRecording, recordingOf, validateKvQuota, validateAsyncSettings,
   type CodeRef, type CodeSource, type Executor, type KvQuota, type FunctionRecord, type PreparedRuntime, type RetentionPolicy, type Schedule, type Stores,
@@ -20,6 +20,8 @@ import type { Logger } from '../log.ts';
 export const NAMESPACE = 'default';
 
 const NAMESPACE_NAME = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+/** Tries of one management write when other writers keep coming between its read and its write. */
+const WRITE_ATTEMPTS = 4;
 
 /** Where the invocation path and the management API find functions without a store query. */
 export interface FunctionIndex {
@@ -293,9 +295,32 @@ export class FunctionService {
     this.#syncRuntime(fn);
   }
 
+  /**
+   * The function as stored now, for a read-modify-write: in cluster mode read again from the API
+   * server first, since this gateway's cache may not have another gateway's last write yet (a
+   * change decided on it could be a no-op that is not one, or undo that write).
+   */
+  async #fresh(ref: string, namespace: string | undefined): Promise<FunctionRecord> {
+    const seen = this.resolve(ref, namespace);
+    if (this.#o.stores.functions.refresh === undefined) return seen;
+    await this.#o.stores.functions.refresh(seen.namespace, seen.name);
+    return this.resolve(seen.function_id);
+  }
+
+  /** A read-modify-write, made anew from a fresh read when the store finds another writer came between. */
+  async #retryingConcurrent<T>(write: () => Promise<T>): Promise<T> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await write();
+      } catch (err) {
+        if (!(err instanceof ConcurrentChangeError) || attempt >= WRITE_ATTEMPTS) throw err;
+      }
+    }
+  }
+
   #replace(ref: string, namespace: string | undefined, change: (fn: FunctionRecord) => FunctionRecord | null, runtimeAffected: boolean, checkCode = false, options: CodeWriteOptions = {}): Promise<FunctionRecord> {
-    return this.#serial(async () => {
-      const current = this.resolve(ref, namespace);
+    return this.#serial(() => this.#retryingConcurrent(async () => {
+      const current = await this.#fresh(ref, namespace);
       const updated = change(current);
       if (updated === null) return current;
       updated.updated_at = isoTimestamp(this.#o.now());
@@ -305,7 +330,7 @@ export class FunctionService {
       if (updated.code_ref !== undefined && updated.code_ref.digest !== current.code_ref?.digest) await this.#checkCodeRef(updated.namespace, updated.code_ref);
       const prepared = checkCode ? await this.#prepared(updated, loadInputsChanged && !options.allowLoadError) : undefined;
       try {
-        await this.#o.stores.functions.update(updated);
+        await this.#o.stores.functions.update(updated, current);
       } catch (err) {
         await prepared?.discard();
         throw err;
@@ -321,7 +346,7 @@ export class FunctionService {
         }
       }
       return updated;
-    });
+    }));
   }
 
   /**
@@ -383,15 +408,15 @@ export class FunctionService {
 
   setRetention(ref: string, body: unknown, namespace?: string): Promise<FunctionRecord> {
     const retention = validateRetention(body);
-    return this.#serial(async () => {
-      const current = this.resolve(ref, namespace);
+    return this.#serial(() => this.#retryingConcurrent(async () => {
+      const current = await this.#fresh(ref, namespace);
       const updated: FunctionRecord = { ...current, retention, updated_at: isoTimestamp(this.#o.now()) };
-      await this.#o.stores.functions.update(updated);
+      await this.#o.stores.functions.update(updated, current);
       this.#index.written(updated);
       // Existing records follow the new policy at once (time: expires_at rewritten; count: extras deleted).
       await this.#o.stores.logs.applyRetention(updated.function_id, retention, this.#o.now());
       return updated;
-    });
+    }));
   }
 
   /**

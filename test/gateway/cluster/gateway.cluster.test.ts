@@ -4,14 +4,18 @@ import type { AddressInfo } from 'node:net';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { Executor } from '@fnhost/core';
+import { ConcurrentChangeError, type Executor, type Stores } from '@fnhost/core';
+import type { FunctionResource } from '@fnhost/core/function-resource.ts';
 import { openMongoStores } from '@fnhost/core/store/mongo/index.ts';
 import { digest } from '../../../gateway/src/auth.ts';
 import { startPlatform, type Platform } from '../../../gateway/src/app.ts';
 import { loadConfig } from '../../../gateway/src/config.ts';
 import { silentLogger, stdoutLogger } from '../../../gateway/src/log.ts';
 import { derivedFunctionId, deriveToken } from '../../../gateway/src/cluster/resource.ts';
+import { FunctionCache, KubeFunctionStore } from '../../../gateway/src/cluster/functions.ts';
+import { KubeClient } from '../../../gateway/src/cluster/kube.ts';
 import { loadClusterSettings } from '../../../gateway/src/cluster/settings.ts';
+import { FunctionService } from '../../../gateway/src/functions/service.ts';
 import { startCluster, type StartedCluster } from '../../../gateway/src/cluster/start.ts';
 import { startMongoServer, type MongoTestServer } from '../../helpers/mongo-server.ts';
 import { getCluster, makeKubectl, ROOT, uniqueName, waitFor, waitForNoReleaseOperator, type ClusterAccess } from '../../operator/harness.ts';
@@ -193,6 +197,52 @@ describe('cluster-mode gateway (real API server)', function () {
     expect((await getFn(nsA, 'hello')).spec.schedule.suspend).to.equal(true);
     const table = await kubectl(['get', 'fn', '-n', nsA, '-o', 'wide']);
     expect(table.stdout.split('\n')[0]).to.contain('LAST INVOCATION').and.to.contain('ERRORS');
+  });
+
+  it('a second gateway whose cache has not seen another writer\'s change reads afresh before writing, and the API server refuses a patch made from a stale version', async () => {
+    // The state of a second gateway behind the same Service whose watch has not delivered kubectl's edit yet.
+    const created = await api('POST', '/api/v1/functions', { name: 'lagging', code: CODE });
+    expect(created.status).to.equal(201);
+    const before = (await getFn(nsA, 'lagging')) as FunctionResource;
+    const laggingCache = () => {
+      const cache = new FunctionCache();
+      cache.put(structuredClone(before));
+      return cache;
+    };
+    const patched = await kubectl(['patch', 'fn', 'lagging', '-n', nsA, '--type=merge', '-p', JSON.stringify({ spec: { active: false } })]);
+    expect(patched.code, patched.stderr).to.equal(0);
+    const { KubeConfig } = await import('@kubernetes/client-node');
+    const kc = new KubeConfig();
+    kc.loadFromFile(cluster.kubeconfig);
+    const client = new KubeClient(kc);
+
+    // The store alone, from the stale version: the real API server answers 409 to its precondition.
+    const staleCache = laggingCache();
+    const staleStore = new KubeFunctionStore(client, staleCache, Promise.resolve());
+    const staleRecord = staleCache.getByName(nsA, 'lagging')!;
+    const refused = await staleStore.update({ ...staleRecord, timeout_seconds: 7 }, staleRecord).then(() => null, (e: unknown) => e);
+    expect(refused).to.be.instanceOf(ConcurrentChangeError);
+    expect((await getFn(nsA, 'lagging')).spec).to.deep.include({ active: false, timeoutSeconds: before.spec.timeoutSeconds });
+
+    // The service of that gateway: the activation is made (not a no-op on its cached active: true).
+    const cache = laggingCache();
+    const service = new FunctionService({
+      stores: { functions: new KubeFunctionStore(client, cache, Promise.resolve()) } as unknown as Stores,
+      executor: { sync: async () => undefined } as unknown as Executor,
+      scheduler: { sync: () => undefined } as never,
+      pendingCount: () => 0,
+      executionUrl: () => 'http://gw',
+      maxTimeoutSeconds: 900,
+      now: () => Date.now(),
+      logger: silentLogger as never,
+      index: cache,
+      defaultNamespace: nsA,
+      multiNamespace: true,
+    });
+    expect(service.resolve('lagging').active, 'the second gateway\'s cache').to.equal(true);
+    expect((await service.setActive('lagging', true)).active).to.equal(true);
+    expect((await getFn(nsA, 'lagging')).spec.active, 'stored').to.equal(true);
+    expect((await api('DELETE', '/api/v1/functions/lagging')).status).to.equal(204);
   });
 
   it('holds a call while the function has no ready endpoint, wakes it (status write), and gives a clear 503 past the bound', async () => {
