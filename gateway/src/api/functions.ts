@@ -166,6 +166,7 @@ export function functionRoutes(deps: FunctionRoutesDeps): Router {
   });
 
   router.get('/:ref', async (ctx) => {
+    await functions.catchUp(ctx.params.ref!, ns(ctx));
     ctx.body = await functions.toApi(await target(ctx, 'get'), true);
   });
 

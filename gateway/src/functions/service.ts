@@ -183,6 +183,33 @@ export class FunctionService {
     return found;
   }
 
+  /**
+   * Before a management read of one function (GET /functions/{ref}): in cluster mode, read it from
+   * the API server into the cache, since a write the client just made through another replica
+   * (activate, then get) may not have reached this one's watch yet. A ref that names nothing this
+   * replica could read by name (an id it has not seen, not a valid name) is left to the cache, and
+   * so is everything when the API server does not answer: the read is answered either way.
+   */
+  async catchUp(ref: string, namespace?: string): Promise<void> {
+    const refresh = this.#o.stores.functions.refresh;
+    if (refresh === undefined) return;
+    const ns = this.namespace(namespace);
+    const known = isUuid(ref) ? (this.#index.get(ref.toLowerCase()) ?? this.#index.get(ref)) : undefined;
+    let name = known?.name;
+    if (name === undefined) {
+      try {
+        name = validateFunctionName(ref);
+      } catch {
+        return;
+      }
+    }
+    try {
+      await refresh.call(this.#o.stores.functions, known?.namespace ?? ns, name);
+    } catch (err) {
+      this.#o.logger.warn('reading a function from the API server failed; answering from the cache', { namespace: known?.namespace ?? ns, name, error: (err as Error).message });
+    }
+  }
+
   #serial<T>(work: () => Promise<T>): Promise<T> {
     const next = this.#writes.then(work, work);
     this.#writes = next.catch(() => undefined);

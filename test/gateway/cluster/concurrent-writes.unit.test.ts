@@ -44,9 +44,10 @@ class FakeApiServer {
   }
 
   client(): KubeClient {
-    const request = async (method: string, _path: string, options: { body?: unknown } = {}): Promise<unknown> => {
+    const request = async (method: string, path: string, options: { body?: unknown } = {}): Promise<unknown> => {
       if (method === 'GET') {
         this.gets++;
+        if (!path.endsWith('/namespaces/team-a/functions/toggle')) throw new KubeApiError(404, 'NotFound', `GET ${path}: 404 not found`);
         return this.snapshot();
       }
       if (method !== 'PATCH') throw new Error(`unexpected ${method}`);
@@ -145,6 +146,48 @@ describe('cluster mode: management writes through two gateways', () => {
     expect((err as Error).message).to.match(/function "toggle" in namespace "team-a" was changed at the same time; try again/);
     expect(server.patches).to.have.length(4);
     expect(server.resource.spec.active).to.equal(true);
+  });
+
+  it('a read of one function catches up with the API server first; a bad ref or a server that does not answer leaves it to the cache', async () => {
+    const server = new FakeApiServer();
+    const a = gateway(server);
+    const b = gateway(server);
+    await a.service.setActive('toggle', false);
+    expect(b.service.resolve('toggle').active, 'b\'s cache before').to.equal(true);
+    await b.service.catchUp('toggle');
+    expect(b.service.resolve('toggle').active).to.equal(false);
+    // By id, as the API's /functions/{id} takes it.
+    await a.service.setActive('toggle', true);
+    await b.service.catchUp(b.service.resolve('toggle').function_id.toUpperCase());
+    expect(b.service.resolve('toggle').active).to.equal(true);
+    const gets = server.gets;
+    await b.service.catchUp('Not/A-Name');
+    expect(server.gets, 'no read for a ref that is no name').to.equal(gets);
+    // An id this replica has not seen may still be a name (a DNS label): read as one, and not found.
+    await b.service.catchUp('00000000-0000-4000-8000-000000000000');
+    expect(server.gets).to.equal(gets + 1);
+    expect(() => b.service.resolve('00000000-0000-4000-8000-000000000000')).to.throw(/not found/);
+    // The API server does not answer: the cache does, and the failure is logged.
+    const logger = new MemoryLogger();
+    const cache = new FunctionCache();
+    cache.put(server.snapshot());
+    const down = { request: async () => Promise.reject(new Error('connect ECONNREFUSED 10.96.0.1:443')) } as unknown as KubeClient;
+    const service = new FunctionService({
+      stores: { functions: new KubeFunctionStore(down, cache, Promise.resolve()) } as unknown as Stores,
+      executor: {} as Executor,
+      scheduler: {} as never,
+      pendingCount: () => 0,
+      executionUrl: () => 'http://gw',
+      maxTimeoutSeconds: 900,
+      now: () => 0,
+      logger: logger as never,
+      index: cache,
+      defaultNamespace: 'team-a',
+      multiNamespace: true,
+    });
+    await service.catchUp('toggle');
+    expect(service.resolve('toggle').active).to.equal(true);
+    expect(logger.lines.map((l) => `${l.level} ${l.msg} ${l.fields?.error}`)).to.deep.equal(['warn reading a function from the API server failed; answering from the cache connect ECONNREFUSED 10.96.0.1:443']);
   });
 
   it('a function deleted meanwhile is not found, not written', async () => {

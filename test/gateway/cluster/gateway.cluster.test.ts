@@ -199,7 +199,7 @@ describe('cluster-mode gateway (real API server)', function () {
     expect(table.stdout.split('\n')[0]).to.contain('LAST INVOCATION').and.to.contain('ERRORS');
   });
 
-  it('a second gateway whose cache has not seen another writer\'s change reads afresh before writing, and the API server refuses a patch made from a stale version', async () => {
+  it('a second gateway whose cache has not seen another writer\'s change reads afresh before a read or a write, and the API server refuses a patch made from a stale version', async () => {
     // The state of a second gateway behind the same Service whose watch has not delivered kubectl's edit yet.
     const created = await api('POST', '/api/v1/functions', { name: 'lagging', code: CODE });
     expect(created.status).to.equal(201);
@@ -224,23 +224,30 @@ describe('cluster-mode gateway (real API server)', function () {
     expect(refused).to.be.instanceOf(ConcurrentChangeError);
     expect((await getFn(nsA, 'lagging')).spec).to.deep.include({ active: false, timeoutSeconds: before.spec.timeoutSeconds });
 
-    // The service of that gateway: the activation is made (not a no-op on its cached active: true).
-    const cache = laggingCache();
-    const service = new FunctionService({
-      stores: { functions: new KubeFunctionStore(client, cache, Promise.resolve()) } as unknown as Stores,
-      executor: { sync: async () => undefined } as unknown as Executor,
-      scheduler: { sync: () => undefined } as never,
-      pendingCount: () => 0,
-      executionUrl: () => 'http://gw',
-      maxTimeoutSeconds: 900,
-      now: () => Date.now(),
-      logger: silentLogger as never,
-      index: cache,
-      defaultNamespace: nsA,
-      multiNamespace: true,
-    });
-    expect(service.resolve('lagging').active, 'the second gateway\'s cache').to.equal(true);
-    expect((await service.setActive('lagging', true)).active).to.equal(true);
+    // The service of that gateway: a read catches up (deactivated), and an activation is made (not a no-op on its cached active: true).
+    const laggingService = () => {
+      const cache = laggingCache();
+      return new FunctionService({
+        stores: { functions: new KubeFunctionStore(client, cache, Promise.resolve()) } as unknown as Stores,
+        executor: { sync: async () => undefined } as unknown as Executor,
+        scheduler: { sync: () => undefined } as never,
+        pendingCount: () => 0,
+        executionUrl: () => 'http://gw',
+        maxTimeoutSeconds: 900,
+        now: () => Date.now(),
+        logger: silentLogger as never,
+        index: cache,
+        defaultNamespace: nsA,
+        multiNamespace: true,
+      });
+    };
+    const reader = laggingService();
+    expect(reader.resolve('lagging').active, 'the second gateway\'s cache').to.equal(true);
+    await reader.catchUp('lagging');
+    expect(reader.resolve('lagging').active, 'after catching up').to.equal(false);
+    const writer = laggingService();
+    expect(writer.resolve('lagging').active, 'the second gateway\'s cache').to.equal(true);
+    expect((await writer.setActive('lagging', true)).active).to.equal(true);
     expect((await getFn(nsA, 'lagging')).spec.active, 'stored').to.equal(true);
     expect((await api('DELETE', '/api/v1/functions/lagging')).status).to.equal(204);
   });
