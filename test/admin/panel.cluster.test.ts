@@ -118,7 +118,15 @@ describe('admin panel in headless Chromium against a cluster-mode gateway (helm 
     ids = await timed('functions created and first calls', () => createScenarioFunctions(gw, `http://${hostIp}:${targetRelay!.port}/`));
   });
 
-  definePanelScenarios(() => ({ gw, ids, targetHost: hostIp }), { shotPrefix: 'cluster-', waitMs: 90_000 });
+  /** Each serving gateway pod (two behind the Service), called directly. */
+  const gatewayReplicas = async () => {
+    const pods = (await getJson(['get', 'pods', '-n', relNs, '-l', 'app.kubernetes.io/component=gateway'])).items as Array<{ metadata: { deletionTimestamp?: string }; status: { phase?: string; podIP?: string } }>;
+    const urls = pods.filter((p) => p.metadata.deletionTimestamp === undefined && p.status.phase === 'Running' && p.status.podIP).map((p) => `http://${p.status.podIP}:8080`);
+    expect(urls, 'the serving gateway pods').to.have.length(2);
+    return urls;
+  };
+
+  definePanelScenarios(() => ({ gw, ids, targetHost: hostIp }), { shotPrefix: 'cluster-', waitMs: 90_000, gatewayReplicas });
 
   it('the functions are Function resources of the namespace, and the panel’s policy changes are stored in MongoDB', async () => {
     const fns = await getJson(['get', 'fn', '-n', fnNs]);
