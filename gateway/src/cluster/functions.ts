@@ -100,6 +100,8 @@ export class FunctionCache implements FunctionIndex {
     if (held !== undefined) {
       // resourceVersions are etcd revisions, ordered across objects: an older one is stale even for another uid.
       if (olderVersion(resource.metadata.resourceVersion, held.resource.metadata.resourceVersion)) return;
+      // The version held already (a refresh that found nothing new): no change, no home read.
+      if (resource.metadata.resourceVersion !== undefined && resource.metadata.resourceVersion === held.resource.metadata.resourceVersion) return;
       this.#drop(key, held);
     }
     const record = recordFromResource(resource);
