@@ -51,6 +51,7 @@ import { Sandboxes } from './sandbox/sandbox.ts';
 import { loadSandboxSettings, type SandboxSettings } from './sandbox/settings.ts';
 import { DEFAULT_RUNTIME_MAIN } from './executor/local.ts';
 import { Background } from './background.ts';
+import { PolicyFollower } from './policy/follower.ts';
 import { boundListener, deriveBounds, serverOptions } from './http/connection-bounds.ts';
 import { BodyBudget } from './invoke/body-budget.ts';
 import { AsyncAcceptor, ASYNC_CALLS_PREFIX, ASYNC_INVOKE_PREFIX } from './async/acceptor.ts';
@@ -294,6 +295,8 @@ export async function startPlatform(options: PlatformOptions): Promise<Platform<
   });
   // Cluster mode: several gateway replicas share the policies in MongoDB, so none may cache them.
   const policies = new PolicyCache(stores.policies, { shared: cluster !== undefined });
+  // And a change written through another replica closes the tunnels it denies on this one too.
+  const policyFollower = cluster === undefined ? undefined : new PolicyFollower({ store: stores.policies, changed: (scope) => policies.changed(scope), clock, background });
 
   let ready = false;
   const health = healthRoutes({
@@ -368,6 +371,7 @@ export async function startPlatform(options: PlatformOptions): Promise<Platform<
     sandboxed: local !== undefined && sandboxes !== undefined ? { runtimeSetting: Sandboxes.egressProxy } : undefined,
     guard: perFunction.egressConnections,
   });
+  policyFollower?.start();
   // Sandboxed runtimes reach the internal API and the egress proxy on sockets of their own sandbox (sandbox/gateway-sockets.ts).
   const internalSocket: InternalListener | undefined = sandboxes === undefined ? undefined : internalServer(internal, errorMiddleware(logger));
   if (sandboxes !== undefined) {
@@ -448,6 +452,7 @@ export async function startPlatform(options: PlatformOptions): Promise<Platform<
       clearInterval(sweeper);
       clearTimeout(firstSweep);
       await codeCollector?.close();
+      await policyFollower?.close();
       admin.close();
       scheduler.stop();
       // Stop accepting; connections end as they fall idle (a caller's keep-alive connection

@@ -12,7 +12,7 @@ import type { Logger } from './log.ts';
 export const BACKGROUND_TASKS = [
   'warm_pool_refill', 'idle_stop', 'runtime_stop', 'scheduler', 'log_writer', 'retention_sweep',
   'instance_progress', 'instance_scan', 'admin_session_sweep', 'watch', 'status_feedback', 'throwaway_sweep',
-  'compile_cache', 'code_gc', 'uncaught', 'async_dispatch', 'async_callback', 'async_recount',
+  'compile_cache', 'code_gc', 'uncaught', 'async_dispatch', 'async_callback', 'async_recount', 'policy_follow',
 ] as const;
 export type BackgroundTask = (typeof BACKGROUND_TASKS)[number];
 

@@ -31,10 +31,14 @@ export class PolicyCache {
     const change = await this.#store.set(scope, policy, actor, now);
     this.#cache?.set(scope, policy);
     // Awaited: the write is answered once what it changed holds (the egress proxy has closed connections it now denies).
-    for (const listener of this.#listeners) await listener(scope);
+    await this.changed(scope);
     return change;
   }
-  /** Called after each change written through this gateway with the scope changed (`global` or a function id). */
+  /** Runs the listeners for a change of `scope`: one written here (set), or through another replica (follower.ts). */
+  async changed(scope: string): Promise<void> {
+    for (const listener of this.#listeners) await listener(scope);
+  }
+  /** Called after each change of a scope (`global` or a function id): written through this gateway, or another replica's as it is followed. */
   onChange(listener: (scope: string) => Promise<void> | void): void {
     this.#listeners.push(listener);
   }
