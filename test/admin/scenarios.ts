@@ -196,6 +196,27 @@ export function definePanelScenarios(setup: () => ScenarioSetup, options: Scenar
       }, waitMs);
     }
   };
+  /**
+   * Waits until the newest row of the open function's logs matches. With several gateway replicas
+   * the call's record may come from the other replica's log writer after the page read the list
+   * (within its flush interval), so Refresh is pressed between looks; one gateway flushes its own
+   * queue for the listing, so its first list must hold the record.
+   */
+  const newestLogRow = async (what: string, pattern: RegExp) => {
+    const newest = page.locator('table.logs tbody tr').first();
+    let seen = '';
+    try {
+      await until(what, async () => {
+        seen = await newest.innerText().catch(() => '');
+        if (pattern.test(seen)) return true;
+        if (options.gatewayReplicas !== undefined) await page.getByRole('button', { name: 'Refresh', exact: true }).click();
+        return false;
+      }, waitMs);
+    } catch (err) {
+      throw new Error(`${(err as Error).message}; the newest row read: ${JSON.stringify(seen)}`);
+    }
+    return newest;
+  };
   /** A screenshot, and an axe-core check (WCAG 2 A/AA: labels, contrast, roles) of the page as it is. */
   const shot = async (name: string) => {
     await page.screenshot({ path: join(SHOTS, `${options.shotPrefix}${name}.png`), fullPage: true });
@@ -326,11 +347,15 @@ export function definePanelScenarios(setup: () => ScenarioSetup, options: Scenar
     expect(await changeRow.innerText()).to.match(new RegExp(`admin \\(panel session [0-9a-f]{8}\\)[\\s\\S]*deny \\[${escapedHost}\\]`));
     await shot('policies');
 
+    if (options.gatewayReplicas !== undefined) {
+      // The function's keep-alive tunnel may be open on the other replica, which closes it within
+      // its policy follow interval (docs/egress.md "Policy changes and open connections").
+      await until('caller\'s fetch blocked', async () => (await invoke('caller')).status === 500, waitMs);
+    }
     const denied = await invoke('caller');
     expect(denied.status, denied.text).to.equal(500);
     await openFunction('caller');
-    const newest = page.locator('table.logs tbody tr').first();
-    await until('the blocked fetch in the newest log', async () => /blocked by network policy/.test(await newest.innerText()), waitMs);
+    const newest = await newestLogRow('the blocked fetch in the newest log', /blocked by network policy/);
     expect(await newest.innerText()).to.contain('500');
   });
 
@@ -344,8 +369,7 @@ export function definePanelScenarios(setup: () => ScenarioSetup, options: Scenar
     expect(ok.status, ok.text).to.equal(200);
     expect(ok.text).to.contain('target says hi');
     await openFunction('caller');
-    const newest = page.locator('table.logs tbody tr').first();
-    await until('the successful fetch in the newest log', async () => /\b200\b/.test(await newest.innerText()), waitMs);
+    await newestLogRow('the successful fetch in the newest log', /\b200\b/);
   });
 
   it('pages through logs newest first, filters by status, and charts executions', async () => {
