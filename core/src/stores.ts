@@ -254,6 +254,8 @@ export interface PolicyStore {
   set(scope: PolicyScope, policy: NetworkPolicy | null, actor: string, now: number): Promise<NetworkPolicyChange>;
   /** Newest first. */
   changes(limit: number): Promise<NetworkPolicyChange[]>;
+  /** Newest first, each change's id and scope only: what a gateway replica reads every interval to follow the others' changes. */
+  changeScopes(limit: number): Promise<Array<Pick<NetworkPolicyChange, 'id' | 'scope'>>>;
 }
 
 /**

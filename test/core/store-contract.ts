@@ -797,6 +797,9 @@ export function describeStoreContract(name: string, open: () => Promise<Stores>,
         const [newest] = await stores.policies.changes(1);
         expect(newest).to.deep.equal(third);
         expect(await stores.policies.changes(2)).to.have.length(2);
+        // The lean read of the follower (gateway/src/policy/follower.ts): the same order, ids and scopes only.
+        expect(await stores.policies.changeScopes(3)).to.deep.equal((await stores.policies.changes(3)).map((c) => ({ id: c.id, scope: c.scope })));
+        expect((await stores.policies.changeScopes(1000)).filter((c) => c.scope === scope)).to.deep.equal([third, second, first].map((c) => ({ id: c.id, scope })));
       });
 
       it('keeps the global scope apart from function scopes', async () => {

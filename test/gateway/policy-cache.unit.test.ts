@@ -26,6 +26,9 @@ function memoryStore(): PolicyStore & { reads: number } {
     async changes(limit) {
       return changes.slice(0, limit);
     },
+    async changeScopes(limit) {
+      return changes.slice(0, limit).map((c) => ({ id: c.id, scope: c.scope }));
+    },
   };
 }
 

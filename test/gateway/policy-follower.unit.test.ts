@@ -33,7 +33,7 @@ describe('gateway: policy changes followed across replicas', () => {
     const changed: string[] = [];
     const failures: string[] = [];
     const follower = new PolicyFollower({
-      store: { changes: async (limit) => (fail ? Promise.reject(new Error('connection to MongoDB lost')) : log.slice(0, limit)) },
+      store: { changeScopes: async (limit) => (fail ? Promise.reject(new Error('connection to MongoDB lost')) : log.slice(0, limit)) },
       changed: async (scope) => void changed.push(scope),
       clock,
       background: { failed: (task, err) => void failures.push(`${task}: ${(err as Error).message}`) },

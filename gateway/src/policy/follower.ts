@@ -16,6 +16,9 @@ export const POLICY_FOLLOW_INTERVAL_MS = 500;
 export const POLICY_FOLLOW_BATCH = 50;
 const MAX_BACKOFF_MS = 10_000;
 
+/** What the follower reads of each change: PolicyStore.changeScopes. */
+export type ChangeHead = Pick<NetworkPolicyChange, 'id' | 'scope'>;
+
 export interface FollowStep {
   /** The ids of the changes read (newest first): what the next read compares against. */
   seen: string[];
@@ -27,7 +30,7 @@ export interface FollowStep {
  * Which scopes changed since the last read. The first read (`previous` undefined) only sets the
  * baseline: what was written before this replica started concerns no tunnel it had open then.
  */
-export function followStep(previous: readonly string[] | undefined, newestFirst: readonly NetworkPolicyChange[], batch = POLICY_FOLLOW_BATCH): FollowStep {
+export function followStep(previous: readonly string[] | undefined, newestFirst: readonly ChangeHead[], batch = POLICY_FOLLOW_BATCH): FollowStep {
   const seen = newestFirst.map((c) => c.id);
   if (previous === undefined) return { seen, scopes: [] };
   const known = new Set(previous);
@@ -40,7 +43,7 @@ export function followStep(previous: readonly string[] | undefined, newestFirst:
 }
 
 export interface PolicyFollowerOptions {
-  store: Pick<PolicyStore, 'changes'>;
+  store: Pick<PolicyStore, 'changeScopes'>;
   /** Runs the listeners of a change (PolicyCache.changed); awaited before the next read. */
   changed: (scope: string) => Promise<void>;
   clock: Clock;
@@ -69,7 +72,7 @@ export class PolicyFollower {
 
   /** One read, and the listeners of what it found (the timer's step; tests call it directly). */
   async poll(): Promise<string[]> {
-    const newest = await this.#o.store.changes(this.#o.batch ?? POLICY_FOLLOW_BATCH);
+    const newest = await this.#o.store.changeScopes(this.#o.batch ?? POLICY_FOLLOW_BATCH);
     const step = followStep(this.#seen, newest, this.#o.batch);
     for (const scope of step.scopes) await this.#o.changed(scope);
     this.#seen = step.seen;

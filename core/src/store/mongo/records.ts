@@ -417,6 +417,11 @@ export class MongoPolicyStore implements PolicyStore {
     const docs = await this.#ctx.run('policy changes', true, () => this.#changes.find().sort({ seq: -1 }).limit(limit).toArray());
     return docs.map((doc) => ({ id: doc._id, scope: doc.scope, actor: doc.actor, at: doc.at, before: copyPolicy(doc.before), after: copyPolicy(doc.after) }));
   }
+
+  async changeScopes(limit: number): Promise<Array<Pick<NetworkPolicyChange, 'id' | 'scope'>>> {
+    const docs = await this.#ctx.run('policy change scopes', true, () => this.#changes.find({}, { projection: { _id: 1, scope: 1 } }).sort({ seq: -1 }).limit(limit).toArray());
+    return docs.map((doc) => ({ id: doc._id, scope: doc.scope }));
+  }
 }
 
 export async function ensureRecordIndexes(db: Db): Promise<void> {

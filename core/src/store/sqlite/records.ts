@@ -288,6 +288,10 @@ export class SqlitePolicyStore implements PolicyStore {
       })));
   }
 
+  changeScopes(limit: number): Promise<Array<Pick<NetworkPolicyChange, 'id' | 'scope'>>> {
+    return this.db.guard('policy change scopes', () => this.db.all<{ id: string; scope: string }>('SELECT id, scope FROM network_policy_changes ORDER BY seq DESC LIMIT ?', limit));
+  }
+
   private read(scope: PolicyScope): NetworkPolicy | null {
     const row = this.db.get<{ policy: string }>('SELECT policy FROM network_policies WHERE scope = ?', scope);
     return row === undefined ? null : (JSON.parse(row.policy) as NetworkPolicy);
