@@ -191,8 +191,8 @@ export class FunctionService {
    * so is everything when the API server does not answer: the read is answered either way.
    */
   async catchUp(ref: string, namespace?: string): Promise<void> {
-    const refresh = this.#o.stores.functions.refresh;
-    if (refresh === undefined) return;
+    const store = this.#o.stores.functions;
+    if (store.refresh === undefined) return;
     const ns = this.namespace(namespace);
     const known = isUuid(ref) ? (this.#index.get(ref.toLowerCase()) ?? this.#index.get(ref)) : undefined;
     let name = known?.name;
@@ -204,7 +204,7 @@ export class FunctionService {
       }
     }
     try {
-      await refresh.call(this.#o.stores.functions, known?.namespace ?? ns, name);
+      await store.refresh(known?.namespace ?? ns, name);
     } catch (err) {
       this.#o.logger.warn('reading a function from the API server failed; answering from the cache', { namespace: known?.namespace ?? ns, name, error: (err as Error).message });
     }

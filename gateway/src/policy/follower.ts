@@ -1,6 +1,6 @@
 import type { Clock } from '@fnhost/core/clock.ts';
 import type { NetworkPolicyChange, PolicyStore } from '@fnhost/core';
-import type { BackgroundFailures } from '../background.ts';
+import { backoffMs, type BackgroundFailures } from '../background.ts';
 
 // Policy changes written through another gateway replica (cluster mode: the replicas share the
 // policies in MongoDB). Each replica's egress proxy closes the open tunnels a change now denies
@@ -14,7 +14,9 @@ import type { BackgroundFailures } from '../background.ts';
 export const POLICY_FOLLOW_INTERVAL_MS = 500;
 /** Changes read each time; more new ones than this since the last read: every scope is rechecked. */
 export const POLICY_FOLLOW_BATCH = 50;
-const MAX_BACKOFF_MS = 10_000;
+/** After a failed read: the next one after 1 s, doubling to 10 s. */
+const RETRY_BASE_MS = 1_000;
+const RETRY_MAX_MS = 10_000;
 
 /** What the follower reads of each change: PolicyStore.changeScopes. */
 export type ChangeHead = Pick<NetworkPolicyChange, 'id' | 'scope'>;
@@ -91,8 +93,7 @@ export class PolicyFollower {
         (err: unknown) => {
           this.#failures++;
           this.#o.background.failed('policy_follow', err);
-          const base = this.#o.intervalMs ?? POLICY_FOLLOW_INTERVAL_MS;
-          this.#schedule(Math.min(MAX_BACKOFF_MS, base * 2 ** Math.min(5, this.#failures)));
+          this.#schedule(backoffMs(this.#failures, RETRY_BASE_MS, RETRY_MAX_MS));
         },
       );
     }, delayMs);
