@@ -22,6 +22,8 @@ export const NAMESPACE = 'default';
 const NAMESPACE_NAME = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 /** Tries of one management write when other writers keep coming between its read and its write. */
 const WRITE_ATTEMPTS = 4;
+/** Management reads (GET of one function) reading the API server at once; more answer from the cache. */
+const MAX_CATCH_UPS = 2;
 
 /** Where the invocation path and the management API find functions without a store query. */
 export interface FunctionIndex {
@@ -134,6 +136,8 @@ export class FunctionService {
   readonly #index: FunctionIndex;
   readonly defaultNamespace: string;
   #writes: Promise<unknown> = Promise.resolve();
+  /** catchUp's reads of the API server in flight. */
+  #catchingUp = 0;
 
   constructor(options: FunctionServiceOptions) {
     this.#o = options;
@@ -184,29 +188,41 @@ export class FunctionService {
   }
 
   /**
+   * Where the API server keeps what `ref` names: a known id's Function, else the ref read as a
+   * name in the namespace (so a function another replica just created is found too); undefined
+   * when it names nothing readable (not a valid name).
+   */
+  #apiKeyOf(ref: string, namespace: string | undefined): { namespace: string; name: string } | undefined {
+    const known = isUuid(ref) ? (this.#index.get(ref.toLowerCase()) ?? this.#index.get(ref)) : undefined;
+    if (known !== undefined) return { namespace: known.namespace, name: known.name };
+    const ns = this.namespace(namespace);
+    try {
+      return { namespace: ns, name: validateFunctionName(ref) };
+    } catch {
+      return undefined;
+    }
+  }
+
+  /**
    * Before a management read of one function (GET /functions/{ref}): in cluster mode, read it from
    * the API server into the cache, since a write the client just made through another replica
-   * (activate, then get) may not have reached this one's watch yet. A ref that names nothing this
-   * replica could read by name (an id it has not seen, not a valid name) is left to the cache, and
-   * so is everything when the API server does not answer: the read is answered either way.
+   * (activate, then get) may not have reached this one's watch yet. A ref that names nothing
+   * readable is left to the cache, and so is everything when the API server does not answer, or
+   * when MAX_CATCH_UPS reads are in flight already: the read is answered either way, and a flood of
+   * GETs never holds more of the API client's requests than that.
    */
   async catchUp(ref: string, namespace?: string): Promise<void> {
     const store = this.#o.stores.functions;
-    if (store.refresh === undefined) return;
-    const ns = this.namespace(namespace);
-    const known = isUuid(ref) ? (this.#index.get(ref.toLowerCase()) ?? this.#index.get(ref)) : undefined;
-    let name = known?.name;
-    if (name === undefined) {
-      try {
-        name = validateFunctionName(ref);
-      } catch {
-        return;
-      }
-    }
+    if (store.refresh === undefined || this.#catchingUp >= MAX_CATCH_UPS) return;
+    const key = this.#apiKeyOf(ref, namespace);
+    if (key === undefined) return;
+    this.#catchingUp++;
     try {
-      await store.refresh(known?.namespace ?? ns, name);
+      await store.refresh(key.namespace, key.name);
     } catch (err) {
-      this.#o.logger.warn('reading a function from the API server failed; answering from the cache', { namespace: known?.namespace ?? ns, name, error: (err as Error).message });
+      this.#o.logger.warn('reading a function from the API server failed; answering from the cache', { ...key, error: (err as Error).message });
+    } finally {
+      this.#catchingUp--;
     }
   }
 
@@ -328,10 +344,10 @@ export class FunctionService {
    * change decided on it could be a no-op that is not one, or undo that write).
    */
   async #fresh(ref: string, namespace: string | undefined): Promise<FunctionRecord> {
-    const seen = this.resolve(ref, namespace);
-    if (this.#o.stores.functions.refresh === undefined) return seen;
-    await this.#o.stores.functions.refresh(seen.namespace, seen.name);
-    return this.resolve(seen.function_id);
+    const store = this.#o.stores.functions;
+    const key = store.refresh === undefined ? undefined : this.#apiKeyOf(ref, namespace);
+    if (key !== undefined) await store.refresh!(key.namespace, key.name);
+    return this.resolve(ref, namespace);
   }
 
   /** A read-modify-write, made anew from a fresh read when the store finds another writer came between. */

@@ -190,6 +190,63 @@ describe('cluster mode: management writes through two gateways', () => {
     expect(logger.lines.map((l) => `${l.level} ${l.msg} ${l.fields?.error}`)).to.deep.equal(['warn reading a function from the API server failed; answering from the cache connect ECONNREFUSED 10.96.0.1:443']);
   });
 
+  it('a write through a gateway that has not seen the function\'s creation yet finds it on the API server', async () => {
+    const server = new FakeApiServer();
+    const cache = new FunctionCache();
+    const b = new FunctionService({
+      stores: { functions: new KubeFunctionStore(server.client(), cache, Promise.resolve()) } as unknown as Stores,
+      executor: { sync: async () => undefined } as unknown as Executor,
+      scheduler: { sync: () => undefined } as never,
+      pendingCount: () => 0,
+      executionUrl: () => 'http://gw',
+      maxTimeoutSeconds: 900,
+      now: () => 0,
+      logger: new MemoryLogger() as never,
+      index: cache,
+      defaultNamespace: 'team-a',
+      multiNamespace: true,
+    });
+    expect(() => b.resolve('toggle'), 'b\'s cache: empty').to.throw(/not found/);
+    expect((await b.setActive('toggle', false)).active).to.equal(false);
+    expect(server.resource.spec.active).to.equal(false);
+    // A ref that is no name is not read, and stays not found.
+    const gets = server.gets;
+    expect(await b.setActive('Not/A-Name', false).then(() => null, (e: Error) => e.message)).to.match(/not found/);
+    expect(server.gets).to.equal(gets);
+  });
+
+  it('reads for GETs are bounded: past two in flight a GET is answered from the cache without reading the API server', async () => {
+    const server = new FakeApiServer();
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    let reads = 0;
+    const slow = { request: async () => { reads++; await gate; return server.snapshot(); } } as unknown as KubeClient;
+    const cache = new FunctionCache();
+    cache.put(server.snapshot());
+    const service = new FunctionService({
+      stores: { functions: new KubeFunctionStore(slow, cache, Promise.resolve()) } as unknown as Stores,
+      executor: {} as Executor,
+      scheduler: {} as never,
+      pendingCount: () => 0,
+      executionUrl: () => 'http://gw',
+      maxTimeoutSeconds: 900,
+      now: () => 0,
+      logger: new MemoryLogger() as never,
+      index: cache,
+      defaultNamespace: 'team-a',
+      multiNamespace: true,
+    });
+    const pending = [service.catchUp('toggle'), service.catchUp('toggle')];
+    const answered: string[] = [];
+    await Promise.all(Array.from({ length: 10 }, (_, i) => service.catchUp('toggle').then(() => void answered.push(`get ${i}`))));
+    expect(answered, 'answered at once, from the cache').to.have.length(10);
+    expect(reads).to.equal(2);
+    release();
+    await Promise.all(pending);
+    await service.catchUp('toggle');
+    expect(reads, 'a slot again once the reads ended').to.equal(3);
+  });
+
   it('a function deleted meanwhile is not found, not written', async () => {
     const server = new FakeApiServer();
     const a = gateway(server);
