@@ -65,26 +65,34 @@ class FakeApiServer {
   }
 }
 
-/** One gateway: its own cache (fed only when the test delivers the watch), store and service. */
-function gateway(server: FakeApiServer) {
-  const cache = new FunctionCache();
-  cache.put(server.snapshot());
-  const store = new KubeFunctionStore(server.client(), cache, Promise.resolve());
-  const syncs: Array<{ id: string; active: boolean | undefined }> = [];
-  const service = new FunctionService({
-    stores: { functions: store, logs: { applyRetention: async () => undefined } } as unknown as Stores,
-    executor: { sync: async (id: string, fn: { active: boolean } | null) => void syncs.push({ id, active: fn?.active }) } as unknown as Executor,
+/** A gateway's FunctionService over `client`, reading `cache` (its runtimes, schedules and logs stubbed). */
+function serviceOver(client: KubeClient, cache: FunctionCache, logger = new MemoryLogger()): FunctionService {
+  return new FunctionService({
+    stores: { functions: new KubeFunctionStore(client, cache, Promise.resolve()), logs: { applyRetention: async () => undefined } } as unknown as Stores,
+    executor: { sync: async () => undefined } as unknown as Executor,
     scheduler: { sync: () => undefined } as never,
     pendingCount: () => 0,
     executionUrl: () => 'http://gw',
     maxTimeoutSeconds: 900,
     now: () => Date.parse('2026-11-29T12:00:00Z'),
-    logger: new MemoryLogger() as never,
+    logger: logger as never,
     index: cache,
     defaultNamespace: 'team-a',
     multiNamespace: true,
   });
-  return { cache, service, deliverWatch: () => cache.put(server.snapshot()) };
+}
+
+/** A cache holding the Function as the server has it now (what the watch delivered last). */
+function cacheOf(server: FakeApiServer): FunctionCache {
+  const cache = new FunctionCache();
+  cache.put(server.snapshot());
+  return cache;
+}
+
+/** One gateway: its own cache (fed only when the test delivers the watch), store and service. */
+function gateway(server: FakeApiServer) {
+  const cache = cacheOf(server);
+  return { cache, service: serviceOver(server.client(), cache), deliverWatch: () => cache.put(server.snapshot()) };
 }
 
 describe('cluster mode: management writes through two gateways', () => {
@@ -169,22 +177,8 @@ describe('cluster mode: management writes through two gateways', () => {
     expect(() => b.service.resolve('00000000-0000-4000-8000-000000000000')).to.throw(/not found/);
     // The API server does not answer: the cache does, and the failure is logged.
     const logger = new MemoryLogger();
-    const cache = new FunctionCache();
-    cache.put(server.snapshot());
     const down = { request: async () => Promise.reject(new Error('connect ECONNREFUSED 10.96.0.1:443')) } as unknown as KubeClient;
-    const service = new FunctionService({
-      stores: { functions: new KubeFunctionStore(down, cache, Promise.resolve()) } as unknown as Stores,
-      executor: {} as Executor,
-      scheduler: {} as never,
-      pendingCount: () => 0,
-      executionUrl: () => 'http://gw',
-      maxTimeoutSeconds: 900,
-      now: () => 0,
-      logger: logger as never,
-      index: cache,
-      defaultNamespace: 'team-a',
-      multiNamespace: true,
-    });
+    const service = serviceOver(down, cacheOf(server), logger);
     await service.catchUp('toggle');
     expect(service.resolve('toggle').active).to.equal(true);
     expect(logger.lines.map((l) => `${l.level} ${l.msg} ${l.fields?.error}`)).to.deep.equal(['warn reading a function from the API server failed; answering from the cache connect ECONNREFUSED 10.96.0.1:443']);
@@ -192,20 +186,7 @@ describe('cluster mode: management writes through two gateways', () => {
 
   it('a write through a gateway that has not seen the function\'s creation yet finds it on the API server', async () => {
     const server = new FakeApiServer();
-    const cache = new FunctionCache();
-    const b = new FunctionService({
-      stores: { functions: new KubeFunctionStore(server.client(), cache, Promise.resolve()) } as unknown as Stores,
-      executor: { sync: async () => undefined } as unknown as Executor,
-      scheduler: { sync: () => undefined } as never,
-      pendingCount: () => 0,
-      executionUrl: () => 'http://gw',
-      maxTimeoutSeconds: 900,
-      now: () => 0,
-      logger: new MemoryLogger() as never,
-      index: cache,
-      defaultNamespace: 'team-a',
-      multiNamespace: true,
-    });
+    const b = serviceOver(server.client(), new FunctionCache());
     expect(() => b.resolve('toggle'), 'b\'s cache: empty').to.throw(/not found/);
     expect((await b.setActive('toggle', false)).active).to.equal(false);
     expect(server.resource.spec.active).to.equal(false);
@@ -221,21 +202,7 @@ describe('cluster mode: management writes through two gateways', () => {
     const gate = new Promise<void>((r) => (release = r));
     let reads = 0;
     const slow = { request: async () => { reads++; await gate; return server.snapshot(); } } as unknown as KubeClient;
-    const cache = new FunctionCache();
-    cache.put(server.snapshot());
-    const service = new FunctionService({
-      stores: { functions: new KubeFunctionStore(slow, cache, Promise.resolve()) } as unknown as Stores,
-      executor: {} as Executor,
-      scheduler: {} as never,
-      pendingCount: () => 0,
-      executionUrl: () => 'http://gw',
-      maxTimeoutSeconds: 900,
-      now: () => 0,
-      logger: new MemoryLogger() as never,
-      index: cache,
-      defaultNamespace: 'team-a',
-      multiNamespace: true,
-    });
+    const service = serviceOver(slow, cacheOf(server));
     const pending = [service.catchUp('toggle'), service.catchUp('toggle')];
     const answered: string[] = [];
     await Promise.all(Array.from({ length: 10 }, (_, i) => service.catchUp('toggle').then(() => void answered.push(`get ${i}`))));
