@@ -1,11 +1,24 @@
 import { expect } from 'chai';
-import { isoTimestamp, isUuid, newFunctionId, newLogId } from '../../core/src/ids.ts';
+import { isoTimestamp, isUuid, logIdTimePrefix, newFunctionId, newLogId } from '../../core/src/ids.ts';
 
 describe('ids', () => {
   it('log ids are log_ followed by 20 URL-safe characters, and do not repeat', () => {
     const ids = Array.from({ length: 2000 }, newLogId);
     for (const id of ids) expect(id).to.match(/^log_[A-Za-z0-9_-]{20}$/);
     expect(new Set(ids).size).to.equal(ids.length);
+  });
+
+  it('log ids open with their millisecond in an order-preserving alphabet, so later ids sort later', () => {
+    // Byte order is what SQLite's index and MongoDB's compare: plain sort() is that order for these characters.
+    const times = [0, 1, 63, 64, 4095, 4096, Date.UTC(2026, 10, 29), Date.UTC(2026, 10, 29) + 1, Date.UTC(2100, 0, 1), 64 ** 7 - 1];
+    const prefixes = times.map(logIdTimePrefix);
+    for (const p of prefixes) expect(p).to.match(/^[A-Za-z0-9_-]{7}$/);
+    expect([...prefixes].sort()).to.deep.equal(prefixes);
+    expect(new Set(prefixes).size).to.equal(prefixes.length);
+    expect(newLogId(Date.UTC(2026, 10, 29)).slice(4, 11)).to.equal(logIdTimePrefix(Date.UTC(2026, 10, 29)));
+    // The random part: 13 characters, different for ids of one millisecond.
+    const same = Array.from({ length: 500 }, () => newLogId(1_800_000_000_000));
+    expect(new Set(same).size).to.equal(500);
   });
 
   it('function ids are UUIDs', () => {

@@ -143,4 +143,15 @@ describe('gateway log ids', () => {
     }
     expect(seen.size).to.equal(2000);
   });
+
+  it('sort in the order they were made, across milliseconds and pool refills', async () => {
+    const { fastLogId } = await import('../../gateway/src/invoke/ids.ts');
+    const { newLogId } = await import('../../core/src/ids.ts');
+    const made: string[] = [];
+    const t0 = Date.UTC(2026, 10, 29);
+    for (let i = 0; i < 1000; i++) made.push(fastLogId(t0 + i * 37));
+    // core's generator shares the prefix: an id it makes at a later millisecond sorts after.
+    made.push(newLogId(t0 + 1000 * 37));
+    expect([...made].sort()).to.deep.equal(made);
+  });
 });

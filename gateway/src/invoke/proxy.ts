@@ -195,7 +195,7 @@ export class Invoker {
   #begin(fn: FunctionRecord, trigger: Trigger, startedAt: number, executedAt: number): Exchange {
     this.#inflight++;
     this.#o.executor.callStarted?.(fn.function_id);
-    const logId = fastLogId();
+    const logId = fastLogId(executedAt);
     this.#o.executions?.began(fn.function_id, logId);
     return {
       fn, trigger, logId, startedAt, executedAt, deadline: 0, timedOut: false, origin: undefined, logged: false, errorStack: undefined, coldStart: false, waitMs: 0,
