@@ -194,6 +194,14 @@ export class LocalExecutor implements Executor {
   readonly #pool: WarmPool | undefined;
   readonly #idle: IdleRuntimes | undefined;
   readonly #background: BackgroundFailures;
+  /**
+   * The compile cache's warm-up while it runs (sandboxed only). A runtime started before it ends
+   * would strip and compile the runtime's TypeScript itself (the cache is read-only in its sandbox),
+   * and would keep that cold start's memory (amaro, the uncached code: ≈ 93 MiB RSS against 56)
+   * for as long as it runs; a function's start waits for it instead, which costs no time, as a cold
+   * start takes about as long as the warm-up (bench/RESULTS.md, issue 31).
+   */
+  #warming: Promise<void> | undefined;
   #closed = false;
 
   constructor(options: LocalExecutorOptions) {
@@ -235,14 +243,13 @@ export class LocalExecutor implements Executor {
     const sandboxes = this.#opts.sandboxes;
     if (sandboxes === undefined) this.#pool?.fill();
     else {
-      // The pool's sandboxes start from a filled compile cache; the warm-up runs beside the gateway's start.
-      void this.#warmCompileCache(sandboxes).then(
-        () => this.#pool?.fill(),
-        (err: Error) => {
-          this.#background.failed('compile_cache', err);
-          this.#pool?.fill();
-        },
-      );
+      // The pool's sandboxes, and every function's, start from a filled compile cache; the warm-up runs beside the gateway's start.
+      const warming = this.#warmCompileCache(sandboxes).catch((err: Error) => this.#background.failed('compile_cache', err));
+      this.#warming = warming;
+      void warming.then(() => {
+        this.#warming = undefined;
+        this.#pool?.fill();
+      });
     }
     return ended;
   }
@@ -636,6 +643,7 @@ export class LocalExecutor implements Executor {
 
   async #run(fn: FunctionRecord, runtime: Runtime): Promise<Upstream> {
     const name = runtime.hash;
+    if (this.#warming !== undefined) await this.#warming;
     const generic = poolFits(fn, this.#isolation) ? this.#pool?.take() : undefined;
     if (generic !== undefined) {
       try {
