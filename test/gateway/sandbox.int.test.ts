@@ -250,12 +250,12 @@ describe('the sandbox of each runtime: a gateway killed hard', function () {
       const created = await fetch(`${gw.url}/api/v1/functions`, { method: 'POST', headers, body: JSON.stringify({ name: 'f', code: 'export default (req, res) => res.json({ ok: true })' }) });
       const fn = (await created.json()) as { invocation_url: string };
       expect((await fetch(fn.invocation_url)).status).to.equal(200);
-      expect(await processesOfUids(base, 1024)).to.be.greaterThan(0);
+      expect((await processesOfUids(base, 1024)).length).to.be.greaterThan(0);
     } finally {
       gw.process.kill('SIGKILL');
       await gw.stop();
     }
-    await pollUntil('every sandboxed process of the killed gateway to end', async () => (await processesOfUids(base, 1024)) === 0, 30_000, 100);
+    await pollUntil('every sandboxed process of the killed gateway to end', async () => (await processesOfUids(base, 1024)).length === 0, 30_000, 100);
   });
 
 
@@ -274,7 +274,7 @@ describe('the sandbox of each runtime: a gateway killed hard', function () {
         return now.length === 1 ? now : undefined;
       }, 30_000, 50);
       process.kill(pids[0]!, 'SIGKILL');
-      await pollUntil('every process of the sandbox to end', async () => (await processesOfUids(base, 1024)) === 0, 30_000, 100);
+      await pollUntil('every process of the sandbox to end', async () => (await processesOfUids(base, 1024)).length === 0, 30_000, 100);
       // And the next call starts another.
       expect((await fetch(fn.invocation_url)).status).to.equal(200);
     } finally {
@@ -296,7 +296,7 @@ describe('the sandboxes\' compile cache', () => {
       expect((await fetch(fn.invocation_url)).status).to.equal(200);
       // A runtime that strips and compiles the runtime's TypeScript itself keeps amaro and the
       // uncached code: ≈ 40 MiB of anonymous memory, against ≈ 13-15 from the cache (bench/RESULTS.md).
-      const runtimes = (await nodeProcessesOfUids(base, 1024)).filter((p) => !p.environ.includes('FNHOST_FUNCTION_ID=compile-cache-warmup'));
+      const runtimes = (await processesOfUids(base, 1024)).filter((p) => p.name !== 'bwrap' && !p.environ.includes('FNHOST_FUNCTION_ID=compile-cache-warmup'));
       // The function's runtime (started for it, or the pool's specialized) and the pool's refill.
       expect(runtimes.length, 'runtime processes').to.be.at.least(1);
       for (const p of runtimes) expect(p.anonMiB, `anonymous memory of runtime ${p.pid}, MiB`).to.be.below(28);
@@ -306,30 +306,20 @@ describe('the sandboxes\' compile cache', () => {
   });
 });
 
-/** The node processes (not bubblewrap) running under a uid in [base, base + count): their environment and anonymous memory. */
-async function nodeProcessesOfUids(base: number, count: number): Promise<Array<{ pid: number; environ: string; anonMiB: number }>> {
-  const found = [];
-  for (const name of await readdir('/proc')) {
-    if (!/^\d+$/.test(name)) continue;
-    const status = await readFile(`/proc/${name}/status`, 'utf8').catch(() => '');
+interface SandboxedProcess { pid: number; name: string; environ: string; anonMiB: number }
+
+/** Processes on the machine running under a uid in [base, base + count): bubblewrap's and the runtimes'. */
+async function processesOfUids(base: number, count: number): Promise<SandboxedProcess[]> {
+  const found: SandboxedProcess[] = [];
+  for (const pid of await readdir('/proc')) {
+    if (!/^\d+$/.test(pid)) continue;
+    const status = await readFile(`/proc/${pid}/status`, 'utf8').catch(() => '');
     const uid = Number(/^Uid:\s+(\d+)/m.exec(status)?.[1]);
-    if (!(uid >= base && uid < base + count) || /^Name:\s+bwrap$/m.test(status)) continue;
-    const environ = (await readFile(`/proc/${name}/environ`, 'utf8').catch(() => '')).split('\0').join('\n');
-    found.push({ pid: Number(name), environ, anonMiB: Number(/^RssAnon:\s+(\d+) kB/m.exec(status)?.[1] ?? 0) / 1024 });
+    if (!(uid >= base && uid < base + count)) continue;
+    const environ = (await readFile(`/proc/${pid}/environ`, 'utf8').catch(() => '')).split('\0').join('\n');
+    found.push({ pid: Number(pid), name: /^Name:\s+(.*)$/m.exec(status)?.[1] ?? '', environ, anonMiB: Number(/^RssAnon:\s+(\d+) kB/m.exec(status)?.[1] ?? 0) / 1024 });
   }
   return found;
-}
-
-/** Processes on the machine running under a uid in [base, base + count). */
-async function processesOfUids(base: number, count: number): Promise<number> {
-  let n = 0;
-  for (const name of await readdir('/proc')) {
-    if (!/^\d+$/.test(name)) continue;
-    const status = await readFile(`/proc/${name}/status`, 'utf8').catch(() => '');
-    const uid = Number(/^Uid:\s+(\d+)/m.exec(status)?.[1]);
-    if (uid >= base && uid < base + count) n++;
-  }
-  return n;
 }
 
 /** Processes on the machine whose cmdline starts with this (NUL-separated) text. */
