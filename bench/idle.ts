@@ -2,16 +2,19 @@
 // runtime (summed from /proc) once the idle ones have stopped (FNHOST_RUNTIME_IDLE_SECONDS), and
 // the first call to a function whose runtime stopped for idleness vs `node -e 0` (P5's bound).
 //
-//   node bench/idle.ts [--functions 100] [--called 10] [--idle-seconds 3] [--rounds 7]
+//   node bench/idle.ts [--functions 100] [--called 10] [--idle-seconds 3] [--rounds 7] [--gateway-main <path>]
 //
-// A real gateway (test/helpers/platform.ts), sandboxed where the machine allows it, with the warm
-// pool at its default (1). The idle setting is short so the run takes a minute, not five: what
+// A real gateway (test/helpers/platform.ts) entered as `npm start` enters it, its compile cache
+// filled by one start before, sandboxed where the machine allows it, with the warm pool at its
+// default (1). The idle setting is short so the run takes a minute, not five: what
 // stays up once the idle runtimes have stopped does not depend on how long that took. The called
 // functions get one call each every second throughout (well inside the idle setting).
 
 import { spawnSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
-import { loadavg } from 'node:os';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { startGateway, type RunningGateway } from '../test/helpers/platform.ts';
 import { processTree } from './lib/proc.ts';
@@ -24,6 +27,8 @@ const { values } = parseArgs({
     called: { type: 'string', default: '10' },
     'idle-seconds': { type: 'string', default: '3' },
     rounds: { type: 'string', default: '7' },
+    // Another entry to compare, e.g. gateway/src/main.ts (no compile cache of the gateway's own).
+    'gateway-main': { type: 'string' },
   },
 });
 const FUNCTIONS = Number(values.functions);
@@ -110,7 +115,12 @@ function nodeStartMs(): number {
   return performance.now() - t0;
 }
 
-const gw = await startGateway({ env: { FNHOST_QUIET: '1', FNHOST_RUNTIME_IDLE_SECONDS: String(IDLE_SECONDS) } });
+// The gateway as `npm start` runs it (gateway/src/start.mjs: Node's compile cache in its data
+// folder), on a data folder it has started on once before, as every start after a checkout's first.
+const START = values['gateway-main'] ?? fileURLToPath(new URL('../gateway/src/start.mjs', import.meta.url));
+const dataDir = mkdtempSync(join(tmpdir(), 'fnhost-idle-'));
+await (await startGateway({ main: START, dataDir, keepDataDir: true, env: { FNHOST_QUIET: '1' } })).stop();
+const gw = await startGateway({ main: START, dataDir, env: { FNHOST_QUIET: '1', FNHOST_RUNTIME_IDLE_SECONDS: String(IDLE_SECONDS) } });
 const load0 = loadavg();
 let calling = true;
 const background: Promise<void>[] = [];
@@ -196,4 +206,5 @@ try {
   calling = false;
   await Promise.allSettled(background);
   await gw.stop();
+  rmSync(dataDir, { recursive: true, force: true });
 }
