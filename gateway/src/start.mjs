@@ -11,11 +11,15 @@ import { join, resolve } from 'node:path';
 
 // The data folder as gateway/src/config.ts resolves it.
 const dataDir = resolve(process.env.FNHOST_DATA_DIR?.trim() || '.fnhost');
-// Made here as main.ts makes it (0700), before Node's cache would make it with its own mode.
-mkdirSync(dataDir, { recursive: true, mode: 0o700 });
-const cacheDir = join(dataDir, 'gateway-compile-cache');
-module.enableCompileCache(cacheDir);
-// The gateway's worker threads (the SQLite checkpoints) read it from the environment when they start.
-// Its child processes do not see it: runtimes and sandboxes are spawned with an environment of their own.
-process.env.NODE_COMPILE_CACHE = cacheDir;
+try {
+  // Made here as main.ts makes it (0700), before Node's cache would make it with its own mode.
+  mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+  const cacheDir = join(dataDir, 'gateway-compile-cache');
+  module.enableCompileCache(cacheDir);
+  // The gateway's worker threads (the SQLite checkpoints) read it from the environment when they
+  // start. Its child processes do not see it: runtimes and sandboxes get an environment of their own.
+  process.env.NODE_COMPILE_CACHE = cacheDir;
+} catch {
+  // A data folder that cannot be made: main.ts says so in its own words; the gateway runs without the cache.
+}
 await import('./main.ts');
