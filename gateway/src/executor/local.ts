@@ -244,12 +244,12 @@ export class LocalExecutor implements Executor {
     if (sandboxes === undefined) this.#pool?.fill();
     else {
       // The pool's sandboxes, and every function's, start from a filled compile cache; the warm-up runs beside the gateway's start.
-      const warming = this.#warmCompileCache(sandboxes).catch((err: Error) => this.#background.failed('compile_cache', err));
-      this.#warming = warming;
-      void warming.then(() => {
-        this.#warming = undefined;
-        this.#pool?.fill();
-      });
+      this.#warming = this.#warmCompileCache(sandboxes)
+        .catch((err: Error) => this.#background.failed('compile_cache', err))
+        .then(() => {
+          this.#warming = undefined;
+          this.#pool?.fill();
+        });
     }
     return ended;
   }
